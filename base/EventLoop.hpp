@@ -1,0 +1,62 @@
+#pragma once
+// Single-threaded epoll loop: fd readiness callbacks, one-shot timers and a
+// thread-safe post() queue. Every reconciler of the agent runs on one loop.
+#include <sys/epoll.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "base/UniqueFd.hpp"
+
+namespace kovs {
+
+class EventLoop {
+public:
+    using Clock = std::chrono::steady_clock;
+    using FdCallback = std::function<void(uint32_t events)>;
+    using Task = std::function<void()>;
+    using TimerId = uint64_t;
+
+    EventLoop();
+    EventLoop(const EventLoop&) = delete;
+    EventLoop& operator=(const EventLoop&) = delete;
+
+    // Watches fd for `events` (EPOLLIN, EPOLLOUT...). The fd stays owned by the caller.
+    void watch(int fd, uint32_t events, FdCallback cb);
+    void modify(int fd, uint32_t events);
+    void unwatch(int fd);
+
+    TimerId after(Clock::duration delay, Task task);
+    void cancel(TimerId id);
+
+    // Thread-safe: runs `task` on the loop thread.
+    void post(Task task);
+
+    // Runs until stop(); returns after the iteration in which stop() was called.
+    void run();
+    // Runs until `done()` is true or the deadline passes; returns done().
+    bool runUntil(const std::function<bool()>& done, Clock::duration timeout);
+    void stop() { post([this] { stopped_ = true; }); }
+
+private:
+    void runOnce(int timeoutMs);
+    int msUntilNextTimer() const;
+    void fireTimers();
+    void drainPosted();
+
+    UniqueFd epoll_;
+    UniqueFd wake_;
+    std::unordered_map<int, FdCallback> fds_;
+    std::multimap<Clock::time_point, std::pair<TimerId, Task>> timers_;
+    TimerId nextTimer_ = 1;
+    std::mutex postedMutex_;
+    std::vector<Task> posted_;
+    bool stopped_ = false;
+};
+
+}  // namespace kovs

@@ -1,0 +1,117 @@
+#include "base/Process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "base/Error.hpp"
+#include "base/UniqueFd.hpp"
+
+extern char** environ;
+
+namespace kovs {
+namespace {
+
+struct Pipe {
+    UniqueFd r, w;
+    Pipe() {
+        int fds[2];
+        if (::pipe2(fds, O_CLOEXEC) < 0) throwErrno("pipe2");
+        r.reset(fds[0]);
+        w.reset(fds[1]);
+    }
+};
+
+std::string joinArgv(const std::vector<std::string>& argv) {
+    std::string s;
+    for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
+    return s;
+}
+
+}  // namespace
+
+ProcessResult runProcess(const std::vector<std::string>& argv, const ProcessOptions& opts) {
+    if (argv.empty()) throw Error("runProcess: empty argv");
+    Pipe in, out, err;
+
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in.r.get(), 0);
+    posix_spawn_file_actions_adddup2(&fa, out.w.get(), 1);
+    posix_spawn_file_actions_adddup2(&fa, err.w.get(), 2);
+
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+
+    std::vector<std::string> envStrings;
+    std::vector<char*> envp;
+    char** envArg = environ;
+    if (opts.env) {
+        for (const auto& [k, v] : *opts.env) envStrings.push_back(k + "=" + v);
+        for (auto& s : envStrings) envp.push_back(s.data());
+        envp.push_back(nullptr);
+        envArg = envp.data();
+    }
+
+    pid_t pid;
+    int rc = ::posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), envArg);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw SystemError("exec " + argv[0], rc);
+    in.r.reset();
+    out.w.reset();
+    err.w.reset();
+
+    // Feed stdin and drain both pipes together so a chatty child never blocks.
+    std::string input = opts.stdinData.value_or("");
+    size_t written = 0;
+    if (input.empty()) in.w.reset();
+    ProcessResult res;
+    while (out.r || err.r || in.w) {
+        std::vector<pollfd> pfds;
+        if (in.w) pfds.push_back({in.w.get(), POLLOUT, 0});
+        if (out.r) pfds.push_back({out.r.get(), POLLIN, 0});
+        if (err.r) pfds.push_back({err.r.get(), POLLIN, 0});
+        if (::poll(pfds.data(), pfds.size(), -1) < 0) {
+            if (errno == EINTR) continue;
+            throwErrno("poll " + argv[0]);
+        }
+        for (auto& p : pfds) {
+            if (!p.revents) continue;
+            if (in.w && p.fd == in.w.get()) {
+                ssize_t n = ::write(p.fd, input.data() + written, input.size() - written);
+                if (n > 0) written += static_cast<size_t>(n);
+                if (n < 0 || written == input.size()) in.w.reset();
+                continue;
+            }
+            char buf[8192];
+            ssize_t n = ::read(p.fd, buf, sizeof buf);
+            bool isOut = out.r && p.fd == out.r.get();
+            if (n <= 0) {
+                (isOut ? out.r : err.r).reset();
+            } else {
+                (isOut ? res.out : res.err).append(buf, static_cast<size_t>(n));
+            }
+        }
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) throwErrno("waitpid " + argv[0]);
+    }
+    res.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return res;
+}
+
+std::string runChecked(const std::vector<std::string>& argv, const ProcessOptions& opts) {
+    auto r = runProcess(argv, opts);
+    if (!r.ok()) {
+        throw Error(joinArgv(argv) + ": exit " + std::to_string(r.exitCode) + ": " + r.err);
+    }
+    return r.out;
+}
+
+}  // namespace kovs

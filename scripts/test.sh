@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The full kovs test suite, as CI runs it: installs dependencies, builds with
+# ASan+UBSan (clang, so the libFuzzer targets build too), runs the unit and
+# integration tests, fuzzes each target for a bounded time and runs the
+# benchmarks (they print ratios; they assert nothing about time).
+#
+#   scripts/test.sh                 everything
+#   KOVS_SUITES="unit" scripts/test.sh     only some suites (unit integration fuzz bench)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+build=${KOVS_BUILD_DIR:-build-ci}
+suites=${KOVS_SUITES:-"unit integration fuzz bench"}
+fuzz_seconds=${KOVS_FUZZ_SECONDS:-30}
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "dependencies"
+scripts/install-deps.sh
+
+rm -f "$build"/results-*.json
+step "build ($build: clang, ASan+UBSan, libFuzzer)"
+if [ ! -f "$build/build.ninja" ]; then
+  CC=clang CXX=clang++ meson setup "$build" -Dsanitize=true -Dfuzz=true >/dev/null
+fi
+ninja -C "$build"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+failed=0
+meson_suites=()
+for s in $suites; do
+  case $s in unit|integration) meson_suites+=(--suite "$s") ;; esac
+done
+if [ ${#meson_suites[@]} -gt 0 ]; then
+  step "tests: ${meson_suites[*]}"
+  meson test -C "$build" "${meson_suites[@]}" --print-errorlogs --num-processes 2 || failed=1
+  cp "$build/meson-logs/testlog.json" "$build/results-tests.json"
+fi
+
+fuzz_passed=0 fuzz_failed=0
+if [[ " $suites " == *" fuzz "* ]]; then
+  step "fuzz (${fuzz_seconds}s per target)"
+  for f in "$build"/tests/fuzz/fuzz_*; do
+    [ -x "$f" ] || continue
+    name=$(basename "$f")
+    corpus=$(mktemp -d)
+    seeds="$root/tests/fuzz/corpus/${name#fuzz_}"
+    if "$f" -max_total_time="$fuzz_seconds" -print_final_stats=1 "$corpus" ${seeds:+$( [ -d "$seeds" ] && echo "$seeds")} \
+         >"$build/$name.log" 2>&1; then
+      echo "fuzz $name: ok ($(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$build/$name.log" | grep -o '[0-9]*$') runs)"
+      fuzz_passed=$((fuzz_passed + 1))
+    else
+      echo "fuzz $name: FAILED, see $build/$name.log"; tail -30 "$build/$name.log"
+      fuzz_failed=$((fuzz_failed + 1)); failed=1
+    fi
+    rm -rf "$corpus"
+  done
+fi
+
+if [[ " $suites " == *" bench "* ]]; then
+  step "benchmarks (figures and ratios, no timing assertions)"
+  meson test -C "$build" --suite bench --verbose --num-processes 1 || failed=1
+  cp "$build/meson-logs/testlog.json" "$build/results-bench.json"
+fi
+
+# One summary line for people and CI: meson's tests plus the fuzz targets.
+read -r passed fail skipped < <(python3 - "$build"/results-*.json <<'PY'
+import json, sys
+p = f = s = 0
+for path in sys.argv[1:]:
+    try:
+        for line in open(path):
+            r = json.loads(line).get("result")
+            if r in ("OK", "EXPECTEDFAIL"): p += 1
+            elif r == "SKIP": s += 1
+            else: f += 1
+    except FileNotFoundError:
+        pass
+print(p, f, s)
+PY
+)
+passed=$((passed + fuzz_passed)); fail=$((fail + fuzz_failed))
+echo
+echo "$passed passed, $fail failed, $skipped skipped"
+[ "$failed" -eq 0 ] && [ "$fail" -eq 0 ]
