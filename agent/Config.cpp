@@ -1,0 +1,242 @@
+#include "agent/Config.hpp"
+
+#include <arpa/inet.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "base/Error.hpp"
+
+namespace kovs {
+namespace {
+
+// Walks one YAML mapping, hands each known key to its handler and rejects the rest.
+class Section {
+public:
+    Section(const YAML::Node& node, std::string path) : node_(node), path_(std::move(path)) {
+        if (node_ && !node_.IsNull() && !node_.IsMap()) fail("", "expected a mapping");
+    }
+
+    std::string key(const std::string& k) const { return path_.empty() ? k : path_ + "." + k; }
+
+    [[noreturn]] void fail(const std::string& k, const std::string& why) const {
+        std::string where = k.empty() ? (path_.empty() ? "config" : path_) : key(k);
+        throw Error(where + ": " + why);
+    }
+
+    std::string scalar(const std::string& k) const {
+        const auto& v = node_[k];
+        if (!v.IsScalar()) fail(k, "expected a value, got a " + std::string(v.IsMap() ? "mapping" : "list"));
+        return v.Scalar();
+    }
+
+    void str(const std::string& k, std::string& out) const {
+        if (has(k)) {
+            out = scalar(k);
+            if (out.empty()) fail(k, "must not be empty");
+        }
+    }
+    void flag(const std::string& k, bool& out) const {
+        if (!has(k)) return;
+        auto s = scalar(k);
+        if (s == "true" || s == "yes" || s == "on") out = true;
+        else if (s == "false" || s == "no" || s == "off") out = false;
+        else fail(k, "expected true or false, got '" + s + "'");
+    }
+    long integer(const std::string& k, long lo, long hi) const {
+        auto s = scalar(k);
+        try {
+            size_t used = 0;
+            long v = std::stol(s, &used);
+            if (used == s.size() && v >= lo && v <= hi) return v;
+        } catch (const std::exception&) {
+        }
+        fail(k, "expected an integer " + std::to_string(lo) + "-" + std::to_string(hi) + ", got '" + s + "'");
+    }
+    void duration(const std::string& k, std::chrono::milliseconds& out) const {
+        if (!has(k)) return;
+        // Plain numbers are seconds; "500ms", "10s", "2m" are accepted too.
+        auto s = scalar(k);
+        size_t used = 0;
+        double v = -1;
+        try {
+            v = std::stod(s, &used);
+        } catch (const std::exception&) {
+        }
+        std::string unit = s.substr(used);
+        double ms = unit == "ms" ? v : (unit == "" || unit == "s") ? v * 1000 : unit == "m" ? v * 60000 : -1;
+        if (v <= 0 || ms < 1 || ms > 86400000) fail(k, "expected a duration like 10s, 500ms or 2m, got '" + s + "'");
+        out = std::chrono::milliseconds(static_cast<long>(ms));
+    }
+    template <typename E>
+    void choice(const std::string& k, E& out, const std::map<std::string, E>& options) const {
+        if (!has(k)) return;
+        auto s = scalar(k);
+        auto it = options.find(s);
+        if (it == options.end()) {
+            std::string names;
+            for (const auto& [n, _] : options) names += (names.empty() ? "" : ", ") + n;
+            fail(k, "expected one of " + names + ", got '" + s + "'");
+        }
+        out = it->second;
+    }
+    void list(const std::string& k, std::vector<std::string>& out,
+              const std::function<void(const std::string&, const std::string&)>& check) const {
+        if (!has(k)) return;
+        const auto& v = node_[k];
+        if (!v.IsSequence()) fail(k, "expected a list");
+        out.clear();
+        for (size_t i = 0; i < v.size(); ++i) {
+            std::string item = key(k) + "[" + std::to_string(i) + "]";
+            if (!v[i].IsScalar()) throw Error(item + ": expected a value");
+            check(item, v[i].Scalar());
+            out.push_back(v[i].Scalar());
+        }
+    }
+    Section sub(const std::string& k) const { return Section(has(k) ? node_[k] : YAML::Node(), key(k)); }
+
+    bool has(const std::string& k) const {
+        seen_.insert(k);
+        return node_ && node_.IsMap() && node_[k] && !node_[k].IsNull();
+    }
+
+    // Call last: any key no handler asked for is a typo or an unsupported option.
+    void rejectUnknown() const {
+        if (!node_ || !node_.IsMap()) return;
+        for (const auto& kv : node_) {
+            auto k = kv.first.as<std::string>();
+            if (!seen_.count(k)) fail(k, "unknown key");
+        }
+    }
+
+private:
+    YAML::Node node_;
+    std::string path_;
+    mutable std::set<std::string> seen_;
+};
+
+void checkCidr(const std::string& where, const std::string& s) {
+    auto slash = s.find('/');
+    if (slash != std::string::npos) {
+        std::string ip = s.substr(0, slash), len = s.substr(slash + 1);
+        unsigned char buf[16];
+        int family = ip.find(':') == std::string::npos ? AF_INET : AF_INET6;
+        int max = family == AF_INET ? 32 : 128;
+        bool digits = !len.empty() && len.size() <= 3 && len.find_first_not_of("0123456789") == std::string::npos;
+        if (inet_pton(family, ip.c_str(), buf) == 1 && digits && std::stoi(len) <= max) return;
+    }
+    throw Error(where + ": expected an address with prefix length like 10.244.1.0/24 or fd00::/64, got '" + s + "'");
+}
+
+void checkIfname(const Section& s, const std::string& k, const std::string& v) {
+    // IFNAMSIZ is 16 including the terminating NUL.
+    if (v.size() > 15 || v.find_first_of("/ \t\n:") != std::string::npos)
+        s.fail(k, "not a valid interface name (at most 15 characters, no '/', ':' or spaces): '" + v + "'");
+}
+
+}  // namespace
+
+Config parseConfig(const std::string& text) {
+    YAML::Node root;
+    try {
+        root = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+        throw Error("config: invalid YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+    }
+    Config c;
+    Section top(root, "");
+
+    auto node = top.sub("node");
+    node.str("name", c.node.name);
+    if (node.has("podCIDR")) {
+        c.node.podCIDR = node.scalar("podCIDR");
+        checkCidr(node.key("podCIDR"), c.node.podCIDR);
+    }
+    node.rejectUnknown();
+
+    auto ovs = top.sub("ovs");
+    ovs.flag("manage", c.ovs.manage);
+    ovs.str("rundir", c.ovs.rundir);
+    ovs.str("db", c.ovs.db);
+    ovs.str("dbPath", c.ovs.dbPath);
+    ovs.str("schema", c.ovs.schema);
+    if (!c.ovs.db.empty() && c.ovs.db.rfind("unix:", 0) != 0 && c.ovs.db.rfind("tcp:", 0) != 0)
+        ovs.fail("db", "expected unix:/path or tcp:host:port, got '" + c.ovs.db + "'");
+    ovs.rejectUnknown();
+
+    auto br = top.sub("bridge");
+    for (auto [k, out] : {std::pair{"integration", &c.bridge.integration}, {"physical", &c.bridge.physical},
+                          {"gateway", &c.bridge.gateway}, {"tunnel", &c.bridge.tunnel}}) {
+        br.str(k, *out);
+        checkIfname(br, k, *out);
+    }
+    if (br.has("tunnelDstPort")) c.bridge.tunnelDstPort = static_cast<uint16_t>(br.integer("tunnelDstPort", 1, 65535));
+    br.rejectUnknown();
+
+    top.choice("mode", c.mode, {{"standalone", Config::Mode::Standalone}, {"companion", Config::Mode::Companion}});
+
+    auto gw = top.sub("gateway");
+    gw.flag("guard", c.gateway.guard);
+    if (gw.has("mtu")) c.gateway.mtu = static_cast<int>(gw.integer("mtu", 576, 65535));
+    gw.list("addresses", c.gateway.addresses, checkCidr);
+    gw.list("extraRoutes", c.gateway.extraRoutes, checkCidr);
+    gw.duration("resync", c.gateway.resync);
+    gw.str("networkdDropinDir", c.gateway.networkdDropinDir);
+    gw.rejectUnknown();
+
+    auto up = top.sub("uplink");
+    up.choice("mode", c.uplink.mode,
+              {{"shim", Config::UplinkMode::Shim}, {"direct", Config::UplinkMode::Direct}, {"none", Config::UplinkMode::None}});
+    up.str("interface", c.uplink.interface);
+    checkIfname(up, "interface", c.uplink.interface);
+    std::string portType = c.uplink.portType;
+    up.choice("portType", portType, {{"system", std::string("system")}, {"afxdp", std::string("afxdp")}, {"dpdk", std::string("dpdk")}});
+    c.uplink.portType = portType;
+    if (up.has("mtu")) c.uplink.mtu = static_cast<int>(up.integer("mtu", 626, 65535));
+    up.rejectUnknown();
+
+    auto peers = top.sub("peers");
+    peers.choice("source", c.peers.source,
+                 {{"none", Config::PeerSourceKind::None}, {"file", Config::PeerSourceKind::File},
+                  {"kubernetes", Config::PeerSourceKind::Kubernetes}});
+    peers.str("file", c.peers.file);
+    peers.str("kubeconfig", c.peers.kubeconfig);
+    peers.rejectUnknown();
+
+    top.duration("resync", c.resync);
+    top.str("statusSocket", c.statusSocket);
+    top.str("metricsAddress", c.metricsAddress);
+    top.rejectUnknown();
+
+    if (c.node.name.empty()) {
+        char host[256] = {};
+        ::gethostname(host, sizeof host - 1);
+        c.node.name = host;
+    }
+    if (c.gatewayMtu() < 576) top.fail("gateway.mtu", "uplink.mtu - 50 = " + std::to_string(c.gatewayMtu()) + " is below 576; set gateway.mtu");
+    if (c.gateway.mtu > c.uplink.mtu - 50)
+        top.fail("gateway.mtu", std::to_string(c.gateway.mtu) + " leaves no room for the 50-byte VXLAN header on a " +
+                                    std::to_string(c.uplink.mtu) + "-byte uplink (at most " + std::to_string(c.uplink.mtu - 50) + ")");
+    if (c.mode == Config::Mode::Standalone && c.node.podCIDR.empty() && c.gateway.addresses.empty())
+        top.fail("node.podCIDR", "required in standalone mode (or give gateway.addresses)");
+    return c;
+}
+
+Config loadConfig(const std::string& path) {
+    std::ifstream f(path);
+    if (!f) throw SystemError("config " + path, errno);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    try {
+        return parseConfig(ss.str());
+    } catch (const Error& e) {
+        throw Error(path + ": " + e.what());
+    }
+}
+
+}  // namespace kovs

@@ -1,0 +1,76 @@
+#pragma once
+// The agent's configuration (YAML). Every key is documented in
+// docs/configuration.md; unknown keys and bad values are rejected with an
+// error naming the key ("bridge.tunnelDstPort: expected a port 1-65535, got 'x'").
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kovs {
+
+struct Config {
+    enum class Mode { Standalone, Companion };
+    enum class UplinkMode { Shim, Direct, None };
+    enum class PeerSourceKind { None, File, Kubernetes };
+
+    struct Node {
+        std::string name;        // default: the host name
+        std::string podCIDR;     // e.g. 10.244.1.0/24; required in standalone mode
+    } node;
+
+    struct Ovs {
+        bool manage = false;     // start and supervise ovsdb-server + ovs-vswitchd
+        std::string rundir = "/var/run/openvswitch";
+        std::string db;          // default: unix:<rundir>/db.sock
+        std::string dbPath = "/etc/openvswitch/conf.db";
+        std::string schema = "/usr/share/openvswitch/vswitch.ovsschema";
+    } ovs;
+
+    struct Bridge {
+        std::string integration = "br-int";
+        std::string physical = "br-phy";
+        std::string gateway = "gw0";
+        std::string tunnel = "tun0";
+        uint16_t tunnelDstPort = 4789;
+    } bridge;
+
+    Mode mode = Mode::Standalone;
+
+    struct Gateway {
+        bool guard = true;
+        int mtu = 0;                          // 0: uplink MTU - 50 (VXLAN overhead)
+        std::vector<std::string> addresses;   // default: first address of node.podCIDR
+        std::vector<std::string> extraRoutes; // destination CIDRs routed via the gateway
+        std::chrono::milliseconds resync{10000};
+        std::string networkdDropinDir = "/run/systemd/network";
+    } gateway;
+
+    struct Uplink {
+        UplinkMode mode = UplinkMode::Shim;
+        std::string interface = "eth0";
+        std::string portType = "system";      // system | afxdp | dpdk
+        int mtu = 1500;
+    } uplink;
+
+    struct Peers {
+        PeerSourceKind source = PeerSourceKind::None;
+        std::string file = "/etc/kovs/peers.yaml";
+        std::string kubeconfig;               // empty: in-cluster config
+    } peers;
+
+    std::chrono::milliseconds resync{30000};  // periodic full resync of every reconciler
+    std::string statusSocket = "/var/run/kovs/agent.sock";
+    std::string metricsAddress = "127.0.0.1:9474";
+
+    // Derived values.
+    std::string ovsdbRemote() const { return ovs.db.empty() ? "unix:" + ovs.rundir + "/db.sock" : ovs.db; }
+    int gatewayMtu() const { return gateway.mtu ? gateway.mtu : uplink.mtu - 50; }
+};
+
+// Parses YAML text; throws kovs::Error naming the offending key.
+Config parseConfig(const std::string& yaml);
+// Reads and parses a file; errors name the file.
+Config loadConfig(const std::string& path);
+
+}  // namespace kovs

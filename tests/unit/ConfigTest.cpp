@@ -1,0 +1,101 @@
+#include <gtest/gtest.h>
+
+#include "agent/Config.hpp"
+#include "base/Error.hpp"
+
+using kovs::Config;
+using kovs::parseConfig;
+
+TEST(Config, DefaultsNeedOnlyThePodCidr) {
+    auto c = parseConfig("node: {name: n1, podCIDR: 10.244.1.0/24}\n");
+    EXPECT_EQ(c.node.name, "n1");
+    EXPECT_EQ(c.bridge.integration, "br-int");
+    EXPECT_EQ(c.bridge.gateway, "gw0");
+    EXPECT_EQ(c.bridge.tunnelDstPort, 4789);
+    EXPECT_EQ(c.uplink.mode, Config::UplinkMode::Shim);
+    EXPECT_EQ(c.gatewayMtu(), 1450);
+    EXPECT_EQ(c.ovsdbRemote(), "unix:/var/run/openvswitch/db.sock");
+    EXPECT_EQ(c.gateway.resync, std::chrono::seconds(10));
+}
+
+TEST(Config, FullFileIsRead) {
+    auto c = parseConfig(R"(
+node: {name: kind-worker, podCIDR: 10.244.2.0/24}
+ovs: {manage: true, rundir: /tmp/ovs}
+bridge: {gateway: antrea-gw0, tunnel: vxlan0, tunnelDstPort: 8472}
+mode: companion
+gateway:
+  mtu: 1400
+  addresses: [10.244.2.1/24, fd00:10:244:2::1/64]
+  extraRoutes: [10.96.0.0/12]
+  resync: 500ms
+uplink: {mode: direct, interface: eth1, portType: afxdp, mtu: 9000}
+peers: {source: file, file: /tmp/peers.yaml}
+resync: 2m
+)");
+    EXPECT_TRUE(c.ovs.manage);
+    EXPECT_EQ(c.ovsdbRemote(), "unix:/tmp/ovs/db.sock");
+    EXPECT_EQ(c.bridge.gateway, "antrea-gw0");
+    EXPECT_EQ(c.bridge.tunnelDstPort, 8472);
+    EXPECT_EQ(c.mode, Config::Mode::Companion);
+    EXPECT_EQ(c.gateway.addresses.size(), 2u);
+    EXPECT_EQ(c.gateway.resync, std::chrono::milliseconds(500));
+    EXPECT_EQ(c.uplink.mode, Config::UplinkMode::Direct);
+    EXPECT_EQ(c.uplink.portType, "afxdp");
+    EXPECT_EQ(c.peers.source, Config::PeerSourceKind::File);
+    EXPECT_EQ(c.resync, std::chrono::minutes(2));
+}
+
+struct BadConfig {
+    const char* yaml;
+    const char* expected;  // substring of the error
+};
+
+class ConfigRejects : public ::testing::TestWithParam<BadConfig> {};
+
+TEST_P(ConfigRejects, WithAnErrorNamingTheKey) {
+    const auto& p = GetParam();
+    try {
+        parseConfig(p.yaml);
+        FAIL() << "accepted: " << p.yaml;
+    } catch (const kovs::Error& e) {
+        EXPECT_NE(std::string(e.what()).find(p.expected), std::string::npos) << "error was: " << e.what();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadKeysAndValues, ConfigRejects,
+    ::testing::Values(
+        BadConfig{"node: {podCIDR: 10.244.1.0/24}\nbridge: {integrtion: br-int}\n", "bridge.integrtion: unknown key"},
+        BadConfig{"nodes: {}\n", "nodes: unknown key"},
+        BadConfig{"node: {podCIDR: 10.244.1.0}\n", "node.podCIDR: expected an address with prefix length"},
+        BadConfig{"node: {podCIDR: 10.244.1.0/33}\n", "node.podCIDR"},
+        BadConfig{"node: {podCIDR: banana/24}\n", "node.podCIDR"},
+        BadConfig{"node: {name: n}\n", "node.podCIDR: required in standalone mode"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\nbridge: {tunnelDstPort: 70000}\n", "bridge.tunnelDstPort: expected an integer 1-65535, got '70000'"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\nbridge: {tunnelDstPort: x}\n", "bridge.tunnelDstPort"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\nbridge: {gateway: a-very-long-gateway0}\n", "bridge.gateway: not a valid interface name"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\nbridge: {gateway: ''}\n", "bridge.gateway: must not be empty"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\nmode: hybrid\n", "mode: expected one of companion, standalone, got 'hybrid'"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\novs: {manage: maybe}\n", "ovs.manage: expected true or false"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\novs: {db: /var/run/db.sock}\n", "ovs.db: expected unix:/path or tcp:host:port"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {resync: soon}\n", "gateway.resync: expected a duration"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {resync: -1s}\n", "gateway.resync"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {addresses: 10.0.0.1/24}\n", "gateway.addresses: expected a list"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {addresses: [10.0.0.1]}\n", "gateway.addresses[0]: expected an address"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {mtu: 1500}\n", "gateway.mtu: 1500 leaves no room for the 50-byte VXLAN header"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\nuplink: {portType: tap}\n", "uplink.portType: expected one of afxdp, dpdk, system"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\nuplink: {mode: bridge}\n", "uplink.mode"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\npeers: {source: etcd}\n", "peers.source"},
+        BadConfig{"node: [1, 2]\n", "node: expected a mapping"},
+        BadConfig{"node: {podCIDR: [1]}\n", "node.podCIDR: expected a value, got a list"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24\n", "config: invalid YAML at line"}));
+
+TEST(Config, MissingFileNamesThePath) {
+    try {
+        kovs::loadConfig("/nonexistent/kovs.yaml");
+        FAIL();
+    } catch (const kovs::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("/nonexistent/kovs.yaml"), std::string::npos) << e.what();
+    }
+}
