@@ -1,0 +1,39 @@
+#pragma once
+// An IPv4 or IPv6 address with a prefix length ("10.244.1.1/24"), as the
+// gateway guard's configuration spells addresses, pod CIDRs and routes.
+#include <sys/socket.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace kovs {
+
+struct IpPrefix {
+    int family = AF_INET;
+    std::array<uint8_t, 16> bytes{};
+    int prefixLen = 0;
+
+    // "a.b.c.d/n", "x::y/n"; without "/n" the prefix is a single host (/32, /128).
+    // Throws kovs::Error naming the text on anything else.
+    static IpPrefix parse(std::string_view text);
+
+    size_t size() const { return family == AF_INET ? 4 : 16; }
+    int maxPrefixLen() const { return family == AF_INET ? 32 : 128; }
+    // The same prefix with every host bit cleared: the route destination.
+    IpPrefix network() const;
+    std::string addressString() const;
+    std::string str() const { return addressString() + "/" + std::to_string(prefixLen); }
+
+    bool operator==(const IpPrefix&) const = default;
+};
+
+// The gateway address of a pod CIDR: its first host address with the CIDR's
+// prefix length ("10.244.1.0/24" -> "10.244.1.1/24"). Host bits in the input
+// are ignored; a CIDR with no room for a gateway and a pod (/31, /32, /127,
+// /128) is rejected.
+IpPrefix gatewayAddressFor(std::string_view podCidr);
+
+}  // namespace kovs

@@ -1,0 +1,60 @@
+#pragma once
+// Subscribes to rtnetlink link, IPv4/IPv6 address and route notifications on a
+// non-blocking socket driven by the EventLoop, and reports only those about
+// one interface. Every message is matched on its fixed header (ifindex, or
+// RTA_OIF / IFLA_IFNAME for routes and links) in the receive buffer, with no
+// allocation and no libnl object parsing, so a storm of route changes on
+// other interfaces costs little more than the recv() calls.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/EventLoop.hpp"
+#include "base/Netlink.hpp"
+
+namespace kovs {
+
+class NetlinkWatcher {
+public:
+    struct Counters {
+        uint64_t relevant = 0;   // messages about the watched interface
+        uint64_t discarded = 0;  // messages about other interfaces or our own requests
+        uint64_t overflows = 0;  // ENOBUFS: the kernel dropped notifications
+    };
+
+    // `onChange` runs at most once per socket wake-up, after the socket is
+    // drained, when at least one message was about the interface or when
+    // notifications were lost (overflow).
+    NetlinkWatcher(EventLoop& loop, std::string ifname, std::function<void()> onChange);
+    ~NetlinkWatcher();
+    NetlinkWatcher(const NetlinkWatcher&) = delete;
+    NetlinkWatcher& operator=(const NetlinkWatcher&) = delete;
+
+    // The interface's current index; 0 while it does not exist (then only a
+    // link message carrying its name is relevant).
+    void setIfindex(int ifindex) { ifindex_ = ifindex; }
+    // Notifications caused by requests from this netlink port (our own repairs)
+    // are not news and are discarded.
+    void ignoreSender(uint32_t portid) { ignoredPort_ = portid; }
+
+    const Counters& counters() const { return counters_; }
+
+private:
+    void onReadable();
+    bool relevant(const struct nlmsghdr* h) const;
+
+    EventLoop& loop_;
+    std::string ifname_;
+    std::function<void()> onChange_;
+    nl::Sock sock_;
+    int fd_ = -1;
+    int ifindex_ = 0;
+    uint32_t ignoredPort_ = 0;
+    std::vector<char> buf_;
+    Counters counters_;
+};
+
+}  // namespace kovs
