@@ -1,0 +1,44 @@
+#pragma once
+// Prometheus text exposition (format 0.0.4) for the agent's /metrics, and the
+// one histogram the agent keeps itself (gw0 restore latency).
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace kovs {
+
+using MetricLabels = std::map<std::string, std::string>;
+
+class MetricsText {
+public:
+    void counter(const std::string& name, const std::string& help, double value, const MetricLabels& labels = {});
+    void gauge(const std::string& name, const std::string& help, double value, const MetricLabels& labels = {});
+    const std::string& str() const { return out_; }
+
+private:
+    friend class LatencyHistogram;
+    void header(const std::string& name, const std::string& help, const char* type);
+    void sample(const std::string& name, double value, const MetricLabels& labels);
+
+    std::string out_;
+    std::map<std::string, bool> described_;
+};
+
+// Cumulative buckets in seconds, from 100 µs to 1 s.
+class LatencyHistogram {
+public:
+    static constexpr std::array<double, 10> kBounds{0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.25, 1.0};
+
+    void observe(std::chrono::nanoseconds d);
+    void write(MetricsText& out, const std::string& name, const std::string& help) const;
+    uint64_t count() const { return count_; }
+
+private:
+    std::array<uint64_t, kBounds.size()> buckets_{};
+    uint64_t count_ = 0;
+    double sum_ = 0;
+};
+
+}  // namespace kovs

@@ -1,0 +1,129 @@
+#include "agent/StatusServer.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <spdlog/spdlog.h>
+
+#include "base/Error.hpp"
+
+namespace kovs {
+namespace {
+
+sockaddr_un unixAddress(const std::string& path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof addr.sun_path) throw Error("status socket " + path + ": path too long");
+    path.copy(addr.sun_path, path.size());
+    return addr;
+}
+
+constexpr size_t kMaxRequest = 64 * 1024;
+
+}  // namespace
+
+StatusServer::StatusServer(EventLoop& loop, std::string path, Handler handler)
+    : loop_(loop), path_(std::move(path)), handler_(std::move(handler)) {
+    auto addr = unixAddress(path_);
+    std::filesystem::create_directories(std::filesystem::path(path_).parent_path());
+    ::unlink(path_.c_str());
+    listen_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!listen_) throwErrno("status socket " + path_ + ": socket");
+    // The socket exposes node state: create it 0600 from the start (no window
+    // in which it is world-accessible).
+    mode_t old = ::umask(0177);
+    int rc = ::bind(listen_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ::umask(old);
+    if (rc < 0) throwErrno("status socket " + path_ + ": bind");
+    if (::listen(listen_.get(), 16) < 0) throwErrno("status socket " + path_ + ": listen");
+    loop_.watch(listen_.get(), EPOLLIN, [this](uint32_t) { accept(); });
+}
+
+StatusServer::~StatusServer() {
+    for (auto& [fd, _] : clients_) loop_.unwatch(fd);
+    loop_.unwatch(listen_.get());
+    ::unlink(path_.c_str());
+}
+
+void StatusServer::accept() {
+    while (true) {
+        int fd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) return;
+        clients_[fd].fd.reset(fd);
+        loop_.watch(fd, EPOLLIN, [this, fd](uint32_t) { onClient(fd); });
+    }
+}
+
+void StatusServer::onClient(int fd) {
+    auto& c = clients_.at(fd);
+    char buf[4096];
+    while (true) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n > 0) {
+            c.in.append(buf, static_cast<size_t>(n));
+            if (c.in.size() > kMaxRequest) return finish(fd);
+            continue;
+        }
+        if (n < 0 && errno == EAGAIN) break;
+        break;  // EOF or error: the request is complete (or never will be)
+    }
+    auto nl = c.in.find('\n');
+    if (nl == std::string::npos) {
+        // Wait for more unless the peer already closed its side.
+        char probe;
+        if (::recv(fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT) != 0) return;
+    }
+    nlohmann::json reply;
+    try {
+        reply = handler_(nlohmann::json::parse(c.in.substr(0, nl)));
+    } catch (const std::exception& e) {
+        reply = {{"error", e.what()}};
+    }
+    std::string out = reply.dump() + "\n";
+    // Replies are small; a blocking write with a client that stopped reading
+    // could stall the loop, so give up on a short write.
+    [[maybe_unused]] auto w = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    finish(fd);
+}
+
+void StatusServer::finish(int fd) {
+    loop_.unwatch(fd);
+    clients_.erase(fd);
+}
+
+nlohmann::json statusRequest(const std::string& path, const nlohmann::json& request, int timeoutMs) {
+    auto addr = unixAddress(path);
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) throwErrno("socket");
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0)
+        throwErrno("connect to the agent at " + path + " (is kovs-agent running?)");
+    std::string req = request.dump() + "\n";
+    if (::send(fd.get(), req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()))
+        throwErrno("send to " + path);
+    std::string in;
+    char buf[65536];
+    while (true) {
+        pollfd p{fd.get(), POLLIN, 0};
+        int r = ::poll(&p, 1, timeoutMs);
+        if (r == 0) throw Error("agent at " + path + ": no reply within " + std::to_string(timeoutMs) + " ms");
+        if (r < 0) throwErrno("poll " + path);
+        ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0) throwErrno("read " + path);
+        if (n == 0) break;
+        in.append(buf, static_cast<size_t>(n));
+    }
+    try {
+        auto reply = nlohmann::json::parse(in);
+        if (reply.contains("error")) throw Error("agent: " + reply["error"].get<std::string>());
+        return reply;
+    } catch (const nlohmann::json::exception& e) {
+        throw Error("agent at " + path + ": unreadable reply: " + e.what());
+    }
+}
+
+}  // namespace kovs

@@ -1,0 +1,119 @@
+// The agent's local status socket, its HTTP health endpoints and the
+// Prometheus text they serve, over real sockets on this machine.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "agent/HealthServer.hpp"
+#include "agent/Metrics.hpp"
+#include "agent/StatusServer.hpp"
+#include "base/Error.hpp"
+
+using namespace kovs;
+
+namespace {
+
+struct LoopThread {
+    EventLoop loop;
+    std::thread thread;
+    void start() { thread = std::thread([this] { loop.run(); }); }
+    ~LoopThread() {
+        loop.stop();
+        if (thread.joinable()) thread.join();
+    }
+};
+
+std::string tempSocketPath() {
+    char dir[] = "/tmp/kovs-status-XXXXXX";
+    if (!::mkdtemp(dir)) throw Error("mkdtemp");
+    return std::string(dir) + "/sub/agent.sock";
+}
+
+}  // namespace
+
+TEST(MetricsText, WritesPrometheusExposition) {
+    MetricsText m;
+    m.counter("kovs_repairs_total", "Repairs.", 3, {{"kind", "gateway_address"}});
+    m.counter("kovs_repairs_total", "Repairs.", 1, {{"kind", "route\"x"}});
+    m.gauge("kovs_peers", "Peers.", 2);
+    LatencyHistogram h;
+    h.observe(std::chrono::microseconds(300));
+    h.observe(std::chrono::milliseconds(20));
+    h.write(m, "kovs_gateway_restore_seconds", "Restore latency.");
+    const auto& t = m.str();
+    EXPECT_EQ(t.find("# TYPE kovs_repairs_total counter"), t.rfind("# TYPE kovs_repairs_total counter"));
+    EXPECT_NE(t.find("kovs_repairs_total{kind=\"gateway_address\"} 3\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_repairs_total{kind=\"route\\\"x\"} 1\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_peers 2\n"), std::string::npos);
+    EXPECT_NE(t.find("kovs_gateway_restore_seconds_bucket{le=\"0.0001\"} 0\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_gateway_restore_seconds_bucket{le=\"0.0005\"} 1\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_gateway_restore_seconds_bucket{le=\"0.025\"} 2\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_gateway_restore_seconds_bucket{le=\"+Inf\"} 2\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_gateway_restore_seconds_count 2\n"), std::string::npos) << t;
+}
+
+TEST(StatusServer, AnswersOneRequestPerConnectionOnARootOnlySocket) {
+    auto path = tempSocketPath();
+    LoopThread lt;
+    int handled = 0;
+    StatusServer server(lt.loop, path, [&](const nlohmann::json& req) {
+        ++handled;
+        if (req.value("command", "") != "status") throw Error("unknown command '" + req.value("command", "") + "'");
+        return nlohmann::json{{"node", "n1"}};
+    });
+    lt.start();
+    struct stat st{};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    EXPECT_EQ(statusRequest(path, {{"command", "status"}})["node"], "n1");
+    try {
+        statusRequest(path, {{"command", "bogus"}});
+        FAIL() << "an unknown command was answered";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("unknown command 'bogus'"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(handled, 2);
+    std::filesystem::remove_all(std::filesystem::path(path).parent_path().parent_path());
+}
+
+TEST(StatusServer, ClientNamesTheSocketWhenNoAgentListens) {
+    try {
+        statusRequest("/tmp/kovs-no-such-dir/agent.sock", {{"command", "status"}});
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("/tmp/kovs-no-such-dir/agent.sock (is kovs-agent running?)"), std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(HealthServer, ServesProbesAndMetricsFromTheLoop) {
+    LoopThread lt;
+    std::string notReady = "OVSDB not connected";
+    HealthServer server(lt.loop, "127.0.0.1:0",
+                        {[&] { return notReady; }, [] { return std::string("kovs_up 1\n"); }});
+    lt.start();
+    httplib::Client c("127.0.0.1", server.port());
+    auto h = c.Get("/healthz");
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->status, 200);
+    auto r = c.Get("/readyz");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 503);
+    EXPECT_EQ(r->body, "OVSDB not connected\n");
+    lt.loop.post([&] { notReady.clear(); });
+    r = c.Get("/readyz");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    auto m = c.Get("/metrics");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->body, "kovs_up 1\n");
+}
+
+TEST(HealthServer, RejectsABadAddress) {
+    EventLoop loop;
+    EXPECT_THROW(HealthServer(loop, "localhost", {}), Error);
+    EXPECT_THROW(HealthServer(loop, "127.0.0.1:99999", {}), Error);
+}
