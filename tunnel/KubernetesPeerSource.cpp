@@ -57,6 +57,7 @@ void KubernetesPeerSource::publish() {
 void KubernetesPeerSource::run() {
     auto backoff = opts_.backoffInitial;
     auto failed = [&](const std::string& why) {
+        ++failures_;
         spdlog::warn("Kubernetes peers ({}): {}; retrying in {} ms, keeping {} known peers", http_.server(), why,
                      backoff.count(), peers_.size());
         bool keepGoing = sleep(backoff);

@@ -14,6 +14,7 @@
 // connection is dropped and the source relists after the backoff. The last
 // good peer set stays in force throughout (nothing is reported until the
 // next successful list or event).
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -43,6 +44,9 @@ public:
 
     void start(Callback onPeers) override;
     void stop() override;
+
+    // Failed lists/watches so far (thread-safe); for status and tests.
+    size_t failures() const { return failures_; }
 
 private:
     enum class WatchEnd { Closed, Gone, Broken, Garbage, Stopped };
@@ -74,6 +78,7 @@ private:
     std::mutex mutex_;
     std::condition_variable wake_;
     bool stopping_ = false;
+    std::atomic<size_t> failures_{0};
     std::thread worker_;
 };
 
