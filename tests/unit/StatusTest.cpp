@@ -20,10 +20,13 @@ struct LoopThread {
     EventLoop loop;
     std::thread thread;
     void start() { thread = std::thread([this] { loop.run(); }); }
-    ~LoopThread() {
+    // Servers on the loop must outlive it: join before they are destroyed.
+    void join() {
+        if (!thread.joinable()) return;
         loop.stop();
-        if (thread.joinable()) thread.join();
+        thread.join();
     }
+    ~LoopThread() { join(); }
 };
 
 std::string tempSocketPath() {
@@ -76,6 +79,7 @@ TEST(StatusServer, AnswersOneRequestPerConnectionOnARootOnlySocket) {
         EXPECT_NE(std::string(e.what()).find("unknown command 'bogus'"), std::string::npos) << e.what();
     }
     EXPECT_EQ(handled, 2);
+    lt.join();
     std::filesystem::remove_all(std::filesystem::path(path).parent_path().parent_path());
 }
 
@@ -110,6 +114,7 @@ TEST(HealthServer, ServesProbesAndMetricsFromTheLoop) {
     auto m = c.Get("/metrics");
     ASSERT_TRUE(m);
     EXPECT_EQ(m->body, "kovs_up 1\n");
+    lt.join();
 }
 
 TEST(HealthServer, RejectsABadAddress) {
