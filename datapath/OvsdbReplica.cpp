@@ -18,11 +18,12 @@ void OvsdbReplica::setSchema(const Json& schema) {
             const auto& type = col.value("type", Json());
             ColumnKind k = ColumnKind::Scalar;
             if (type.is_object()) {
-                int64_t min = type.value("min", 1);
                 auto maxv = type.value("max", Json(1));
                 bool maxOne = maxv.is_number() && maxv.get<int64_t>() == 1;
+                // ovsdb-server diffs only columns that can hold several
+                // values; an optional column (min 0, max 1) comes whole.
                 if (type.contains("value")) k = ColumnKind::Map;
-                else if (!(min == 1 && maxOne)) k = ColumnKind::Set;
+                else if (!maxOne) k = ColumnKind::Set;
             }
             kinds_[tname][cname] = k;
         }

@@ -1,8 +1,9 @@
 #pragma once
 // Local copy of monitored OVSDB tables (uuid -> row), kept current from
 // monitor_cond "update2" table-updates. Applying a "modify" needs the schema:
-// a set column carries the elements to toggle, a map column the pairs to
-// add/remove/replace, a scalar column the new value.
+// a set column (max > 1) carries the elements to toggle, a map column the
+// pairs to add/remove/replace, any other column (also an optional one, max 1)
+// its new value.
 #include <nlohmann/json.hpp>
 
 #include <map>

@@ -58,6 +58,8 @@ std::string stringOr(const Json& row, const std::string& column, const std::stri
 Transaction& Transaction::add(Json op, const std::string& kind, const std::string& table, const std::string& label) {
     ops_.push_back(std::move(op));
     labels_.push_back(kind + " " + table + (label.empty() ? "" : " " + label));
+    tables_.push_back(table);
+    rowNames_.push_back(label);
     return *this;
 }
 
@@ -107,6 +109,8 @@ Transaction& Transaction::select(const std::string& table, const Json& where, co
 Transaction& Transaction::comment(const std::string& text) {
     ops_.push_back({{"op", "comment"}, {"comment", text}});
     labels_.push_back("comment");
+    tables_.emplace_back();
+    rowNames_.emplace_back();
     ++comments_;
     return *this;
 }
@@ -126,6 +130,18 @@ std::string Transaction::describeAll() const {
     return s;
 }
 
+std::string Transaction::blameCommit(const std::string& details) const {
+    // ovsdb-server names the table ("... rows in \"Port\" table ...") and the
+    // offending value; point at the operation that wrote that row if we can.
+    for (size_t i = 0; i < ops_.size(); ++i) {
+        if (tables_[i].empty() || rowNames_[i].empty()) continue;
+        if (details.find("\"" + tables_[i] + "\" table") != std::string::npos &&
+            details.find(rowNames_[i]) != std::string::npos)
+            return labels_[i];
+    }
+    return "commit (" + describeAll() + ")";
+}
+
 std::vector<Json> Transaction::checkResult(const Json& result) const {
     if (!result.is_array())
         throw Error("transact " + db_ + " (" + describeAll() + "): reply is not an array: " + result.dump());
@@ -134,7 +150,7 @@ std::vector<Json> Transaction::checkResult(const Json& result) const {
         if (!r.is_object() || !r.contains("error") || r["error"].is_null()) continue;
         // An element past the operations reports a commit failure (constraint
         // violation, referential integrity): no single operation is to blame.
-        std::string who = i < labels_.size() ? labels_[i] : "commit (" + describeAll() + ")";
+        std::string who = i < labels_.size() ? labels_[i] : blameCommit(r.contains("details") && r["details"].is_string() ? r["details"].get<std::string>() : "");
         throw Error(who + ": " + jsonRpcErrorText(r));
     }
     if (result.size() < ops_.size())

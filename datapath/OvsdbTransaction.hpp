@@ -63,11 +63,14 @@ public:
     std::vector<Json> checkResult(const Json& result) const;
 
 private:
+    std::string blameCommit(const std::string& details) const;
     Transaction& add(Json op, const std::string& kind, const std::string& table, const std::string& label);
 
     std::string db_;
     std::vector<Json> ops_;
     std::vector<std::string> labels_;
+    std::vector<std::string> tables_;
+    std::vector<std::string> rowNames_;
     size_t comments_ = 0;
 };
 

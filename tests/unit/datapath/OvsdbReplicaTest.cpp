@@ -34,7 +34,7 @@ TEST(OvsdbReplica, SchemaKinds) {
     r.setSchema(kSchema);
     EXPECT_EQ(r.kind("Bridge", "name"), OvsdbReplica::ColumnKind::Scalar);
     EXPECT_EQ(r.kind("Bridge", "ports"), OvsdbReplica::ColumnKind::Set);
-    EXPECT_EQ(r.kind("Bridge", "fail_mode"), OvsdbReplica::ColumnKind::Set);
+    EXPECT_EQ(r.kind("Bridge", "fail_mode"), OvsdbReplica::ColumnKind::Scalar);
     EXPECT_EQ(r.kind("Bridge", "external_ids"), OvsdbReplica::ColumnKind::Map);
     EXPECT_THROW(r.setSchema(json::object()), kovs::Error);
 }
@@ -50,11 +50,13 @@ TEST(OvsdbReplica, ModifyTogglesSetElementsAndScalars) {
     // Symmetric difference: p1 removed, p3 added.
     r.apply(json::parse(R"({"Bridge":{"b1":{"modify":{"ports":["set",[["uuid","p1"],["uuid","p3"]]]}}}})"));
     EXPECT_EQ(ovsdb::uuidSet((*r.row("Bridge", "b1"))["ports"]), (std::vector<std::string>{"p2", "p3"}));
-    // Optional column from empty to a value and to another value.
+    // An optional column (max 1) is sent whole, not as a diff.
     r.apply(json::parse(R"({"Bridge":{"b1":{"modify":{"fail_mode":"secure"}}}})"));
     EXPECT_EQ(ovsdb::stringOr(*r.row("Bridge", "b1"), "fail_mode"), "secure");
-    r.apply(json::parse(R"({"Bridge":{"b1":{"modify":{"fail_mode":["set",["secure","standalone"]]}}}})"));
+    r.apply(json::parse(R"({"Bridge":{"b1":{"modify":{"fail_mode":"standalone"}}}})"));
     EXPECT_EQ(ovsdb::stringOr(*r.row("Bridge", "b1"), "fail_mode"), "standalone");
+    r.apply(json::parse(R"({"Bridge":{"b1":{"modify":{"fail_mode":["set",[]]}}}})"));
+    EXPECT_EQ(ovsdb::stringOr(*r.row("Bridge", "b1"), "fail_mode", "none"), "none");
 }
 
 TEST(OvsdbReplica, ModifyMapAddsRemovesReplaces) {
