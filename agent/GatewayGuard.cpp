@@ -21,6 +21,7 @@ namespace {
 
 constexpr uint32_t kIpv6KernelPrefixMetric = 256;
 constexpr uint32_t kIpv6UserMetric = 1024;
+constexpr std::chrono::milliseconds kRetryDelay{100};
 
 std::optional<IpPrefix> fromNl(const nl_addr* a) {
     if (a == nullptr) return std::nullopt;
@@ -96,6 +97,7 @@ GatewayGuard::GatewayGuard(EventLoop& loop, GatewayGuardOptions options) : loop_
 GatewayGuard::~GatewayGuard() {
     if (reconcileTimer_) loop_.cancel(*reconcileTimer_);
     if (resyncTimer_) loop_.cancel(*resyncTimer_);
+    if (retryTimer_) loop_.cancel(*retryTimer_);
 }
 
 GatewayGuardStats GatewayGuard::stats() const {
@@ -134,6 +136,11 @@ std::optional<IpPrefix> GatewayGuard::sourceFor(int family) const {
 void GatewayGuard::reconcile() {
     auto start = damageSeen_.value_or(EventLoop::Clock::now());
     damageSeen_.reset();
+    if (retryTimer_) {
+        loop_.cancel(*retryTimer_);  // this reconcile is the retry
+        retryTimer_.reset();
+    }
+    bool failed = false;
     Repairs r;
     bool present = false;
     try {
@@ -153,16 +160,26 @@ void GatewayGuard::reconcile() {
             reconcileRoutes(ifindex, r);
         }
     } catch (const std::exception& e) {
-        spdlog::warn("gateway guard {}: reconcile failed, retrying: {}", opt_.name, e.what());
-        std::lock_guard lock(statsMutex_);
-        ++stats_.failures;
-        if (!reconcileTimer_) {
-            reconcileTimer_ = loop_.after(std::max(opt_.coalesceDelay * 100, std::chrono::milliseconds(100)), [this] {
-                reconcileTimer_.reset();
-                reconcile();
-            });
+        // Usually gw0 changed under the reconcile (an address flushed again
+        // between our address and route steps): the events of that change
+        // schedule the next reconcile at once. The retry timer only covers
+        // failures no event will announce, and never delays an event.
+        ++consecutiveFailures_;
+        // A flush racing a reconcile fails a few in a row; only a streak is news.
+        if (consecutiveFailures_ == 3 || consecutiveFailures_ % 100 == 0) spdlog::warn("gateway guard {}: reconcile failed {} times in a row, retrying: {}", opt_.name, consecutiveFailures_, e.what());
+        else spdlog::debug("gateway guard {}: reconcile failed, retrying: {}", opt_.name, e.what());
+        {
+            std::lock_guard lock(statsMutex_);
+            ++stats_.failures;
         }
+        retryTimer_ = loop_.after(kRetryDelay, [this] {
+            retryTimer_.reset();
+            reconcile();
+        });
+        failed = true;
+        if (!damageSeen_) damageSeen_ = start;  // the restore is not over
     }
+    if (!failed) consecutiveFailures_ = 0;
     auto took = EventLoop::Clock::now() - start;
     std::lock_guard lock(statsMutex_);
     ++stats_.reconciles;
@@ -174,7 +191,7 @@ void GatewayGuard::reconcile() {
     stats_.routesAdded += r.routeAdded;
     stats_.routesRemoved += r.routeRemoved;
     stats_.events = watcher_->counters();
-    if (r.total() > 0) {
+    if (r.total() > 0 && !failed) {
         ++stats_.restores;
         stats_.lastRestore = took;
         stats_.maxRestore = std::max(stats_.maxRestore, stats_.lastRestore);

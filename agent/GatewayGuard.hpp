@@ -59,7 +59,7 @@ struct GatewayGuardStats {
     uint64_t addressesRemoved = 0;
     uint64_t routesAdded = 0;
     uint64_t routesRemoved = 0;
-    uint64_t failures = 0;       // reconciles that threw; retried after the coalesce delay x 100
+    uint64_t failures = 0;       // reconciles that failed (gw0 changed under them, or an error); retried
     uint64_t restores = 0;       // reconciles that repaired something
     bool linkPresent = false;
     // From the first notification of the damage to the end of the repair
@@ -101,6 +101,8 @@ private:
     std::optional<NetlinkWatcher> watcher_;
     std::optional<EventLoop::TimerId> reconcileTimer_;
     std::optional<EventLoop::TimerId> resyncTimer_;
+    std::optional<EventLoop::TimerId> retryTimer_;
+    unsigned consecutiveFailures_ = 0;
     std::optional<EventLoop::Clock::time_point> damageSeen_;
 
     mutable std::mutex statsMutex_;
