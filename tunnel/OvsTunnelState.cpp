@@ -1,0 +1,43 @@
+#include "tunnel/OvsTunnelState.hpp"
+
+#include <sstream>
+#include <vector>
+
+namespace kovs::tunnel {
+namespace {
+
+std::vector<std::string> words(const std::string& line) {
+    std::istringstream in(line);
+    std::vector<std::string> w;
+    for (std::string s; in >> s;) w.push_back(s);
+    return w;
+}
+
+bool looksLikeMac(const std::string& s) {
+    if (s.size() != 17) return false;
+    for (size_t i = 0; i < s.size(); ++i) {
+        bool colon = i % 3 == 2;
+        if (colon ? s[i] != ':' : !std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+OvsTunnelState parseOvsTunnelState(const std::string& routeShow, const std::string& neighShow,
+                                   const std::string& bridge) {
+    OvsTunnelState st;
+    std::istringstream routes(routeShow);
+    for (std::string line; std::getline(routes, line);) {
+        auto w = words(line);
+        if (w.size() >= 4 && w[0] == "User:" && w[2] == "dev" && w[3] == bridge) st.userRoutes.insert(w[1]);
+    }
+    std::istringstream neighs(neighShow);
+    for (std::string line; std::getline(neighs, line);) {
+        auto w = words(line);
+        if (w.size() == 3 && looksLikeMac(w[1]) && w[2] == bridge) st.neighbours[w[0]] = w[1];
+    }
+    return st;
+}
+
+}  // namespace kovs::tunnel

@@ -1,0 +1,93 @@
+#pragma once
+// Keeps ovs-vswitchd's tunnel underlay state in line with the peer set: for
+// each peer a host route `ovs/route/add <ip>/32 <bridge>` and a neighbour
+// `tnl/neigh/set <bridge> <ip> <mac>` (so the first packet to a new peer is
+// not lost to OVS's own ARP), all pipelined over one unixctl connection.
+//
+// Both live only in vswitchd's memory, so every pass reads them back
+// (`ovs/route/show`, `tnl/neigh/show`) and repairs the difference; a new
+// vswitchd pid (its pidfile is watched with inotify) just means an empty
+// read-back and therefore a full re-program. Neighbours are re-set every
+// `neighRefresh`, well before OVS ages them out (tnl/neigh/aging, 900 s).
+//
+// OVS 3.1 has no per-entry tnl/neigh delete: when a peer we programmed
+// leaves, the pass issues `tnl/neigh/flush` followed, in the same pipeline,
+// by a `tnl/neigh/set` for every remaining peer, so the window without
+// entries is one round trip of a single batch. Every user host route
+// (/32, /128) on the bridge is treated as ours: the agent owns br-phy.
+//
+// Peers are assumed on-link with the bridge's subnet (kind's Docker network);
+// routed underlays would need `gw` and the gateway's MAC.
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+
+#include "base/EventLoop.hpp"
+#include "base/UniqueFd.hpp"
+#include "datapath/UnixctlClient.hpp"
+#include "tunnel/NeighbourTable.hpp"
+#include "tunnel/Peer.hpp"
+
+namespace kovs::tunnel {
+
+struct TunnelReconcilerOptions {
+    std::string bridge = "br-phy";
+    std::chrono::milliseconds resync{std::chrono::seconds(10)};
+    std::chrono::milliseconds neighRefresh{std::chrono::minutes(5)};
+    // First retry after a failed pass or an unresolved MAC; doubles up to `resync`.
+    std::chrono::milliseconds retryInitial{50};
+};
+
+class TunnelReconciler {
+public:
+    struct Stats {
+        size_t peers = 0;
+        size_t unresolved = 0;         // peers whose MAC is not known yet
+        size_t vswitchdRestarts = 0;   // restarts seen (each one re-programs everything)
+        uint64_t passes = 0;
+        uint64_t commandsSent = 0;
+        std::string lastError;         // empty after a clean pass
+    };
+
+    TunnelReconciler(EventLoop& loop, UnixctlClient& ovs, NeighbourTable& neighbours, TunnelReconcilerOptions opts);
+    ~TunnelReconciler();
+    TunnelReconciler(const TunnelReconciler&) = delete;
+    TunnelReconciler& operator=(const TunnelReconciler&) = delete;
+
+    // Starts the periodic resync and the pidfile watch, and runs a first pass.
+    void start();
+    void stop();
+
+    // The PeerSource callback: runs a pass right away.
+    void setPeers(const PeerSet& peers);
+
+    // One pass now. Never throws: a failure is logged, kept in stats() and
+    // retried with backoff.
+    void reconcile();
+
+    const Stats& stats() const { return stats_; }
+
+private:
+    void pass();  // throws
+    void schedule(std::chrono::milliseconds delay);
+    void onPidfileEvent();
+
+    EventLoop& loop_;
+    UnixctlClient& ovs_;
+    NeighbourTable& neighbours_;
+    TunnelReconcilerOptions opts_;
+
+    PeerSet peers_;
+    std::map<std::string, std::string> macs_;  // peer ip -> last MAC seen in the kernel
+    std::set<std::string> ownedNeighbours_;    // ips we tnl/neigh/set in this vswitchd
+    pid_t programmedPid_ = -1;
+    EventLoop::Clock::time_point lastRefresh_{};
+    std::chrono::milliseconds retry_;
+    bool started_ = false;
+    EventLoop::TimerId timer_ = 0;
+    UniqueFd inotify_;
+    Stats stats_;
+};
+
+}  // namespace kovs::tunnel
