@@ -29,7 +29,8 @@ void OvsdbClient::setState(State s) {
     if (s == state_) return;
     state_ = s;
     spdlog::debug("ovsdb {}: {}", opts_.remote, toString(s));
-    if (onState_) onState_(s);
+    auto token = alive_;
+    for (size_t i = 0; i < onState_.size() && *token; ++i) onState_[i](s);
 }
 
 void OvsdbClient::start() {
@@ -47,6 +48,7 @@ void OvsdbClient::connect() {
         scheduleReconnect(e.what());
         return;
     }
+    lastConnectError_.clear();
     conn_->setCloseHandler([this](const std::string& why) {
         // Destroying the connection inside its own callback is unsafe: defer it.
         auto token = alive_;
@@ -63,7 +65,7 @@ void OvsdbClient::connect() {
             conn_->close(e.what());
             return;
         }
-        if (onChange_) onChange_();
+        notifyChange();
     });
     onConnected();
 }
@@ -107,15 +109,21 @@ void OvsdbClient::onConnected() {
                     }
                     backoff_ = opts_.backoffMin;
                     setState(State::Ready);
-                    if (onChange_) onChange_();
+                    notifyChange();
                 },
                 fail("monitor_cond"), opts_.requestTimeout);
         },
         fail("get_schema"), opts_.requestTimeout);
 }
 
+void OvsdbClient::notifyChange() {
+    auto token = alive_;
+    for (size_t i = 0; i < onChange_.size() && *token; ++i) onChange_[i]();
+}
+
 void OvsdbClient::scheduleReconnect(const std::string& why) {
     conn_.reset();
+    lastConnectError_ = why;
     ++sessions_;
     if (state_ == State::Ready) ++reconnects_;
     spdlog::info("ovsdb {}: {}; reconnecting in {} ms", opts_.remote, why, backoff_.count());
@@ -134,7 +142,8 @@ void OvsdbClient::transact(const ovsdb::Transaction& txn, TransactCallback cb) {
     ++transactions_;
     auto token = alive_;
     if (!conn_) {
-        std::string why = "transact " + txn.database() + " (" + txn.describeAll() + "): not connected to " + opts_.remote;
+        std::string why = "transact " + txn.database() + " (" + txn.describeAll() + "): not connected to " + opts_.remote +
+                          (lastConnectError_.empty() ? "" : " (" + lastConnectError_ + ")");
         loop_.post([token, cb, why] {
             if (*token) cb(nullptr, why);
         });
@@ -159,7 +168,6 @@ void OvsdbClient::transact(const ovsdb::Transaction& txn, TransactCallback cb) {
 
 std::vector<OvsdbClient::Json> OvsdbClient::transactSync(const ovsdb::Transaction& txn) {
     start();
-    if (state_ != State::Ready) waitReady(opts_.requestTimeout);
     // Shared, so a reply arriving after we gave up writes nowhere dangerous.
     struct Outcome {
         std::optional<std::vector<Json>> results;

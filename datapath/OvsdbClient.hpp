@@ -44,16 +44,18 @@ public:
     bool waitReady(std::chrono::milliseconds timeout);
     State state() const { return state_; }
 
-    void setStateHandler(std::function<void(State)> h) { onState_ = std::move(h); }
+    // Handlers accumulate (reconcilers and status reporting both listen).
+    void addStateHandler(std::function<void(State)> h) { onState_.push_back(std::move(h)); }
     // Runs after each monitor update (and the initial dump) was applied.
-    void setChangeHandler(std::function<void()> h) { onChange_ = std::move(h); }
+    void addChangeHandler(std::function<void()> h) { onChange_.push_back(std::move(h)); }
 
     const OvsdbReplica& replica() const { return replica_; }
 
     // Sends a transaction. The callback gets the per-operation results, or an
     // error naming the failed operation ("insert Port gw0: constraint violation: ...").
     void transact(const ovsdb::Transaction& txn, TransactCallback cb);
-    // Runs the loop until the reply; throws kovs::Error.
+    // Runs the loop until the reply; throws kovs::Error, at once when there is
+    // no connection (kovs-cni must fail fast, not wait for a backoff).
     std::vector<Json> transactSync(const ovsdb::Transaction& txn);
 
     uint64_t transactionsSent() const { return transactions_; }
@@ -76,8 +78,11 @@ private:
     uint64_t transactions_ = 0;
     uint64_t reconnects_ = 0;
     uint64_t sessions_ = 0;
-    std::function<void(State)> onState_;
-    std::function<void()> onChange_;
+    void notifyChange();
+
+    std::vector<std::function<void(State)>> onState_;
+    std::vector<std::function<void()>> onChange_;
+    std::string lastConnectError_;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -140,7 +140,7 @@ TEST(OvsdbClient, ReconnectsAndRemonitorsAfterOvsdbRestart) {
     EventLoop loop;
     OvsdbClient c(loop, optionsFor(ovs));
     std::vector<OvsdbClient::State> states;
-    c.setStateHandler([&](OvsdbClient::State s) { states.push_back(s); });
+    c.addStateHandler([&](OvsdbClient::State s) { states.push_back(s); });
     ASSERT_TRUE(c.waitReady(std::chrono::seconds(5)));
     c.transactSync(addBridge("br-a", rootUuid(c)));
 
