@@ -1,0 +1,184 @@
+#include "offload/cni/MainMode.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+
+#include "offload/Ethtool.hpp"
+#include "offload/Netns.hpp"
+#include "offload/cni/CniError.hpp"
+#include "offload/cni/CniResult.hpp"
+#include "offload/cni/IpamPlugin.hpp"
+#include "offload/cni/OvsdbSession.hpp"
+#include "offload/cni/PodAddressing.hpp"
+#include "offload/cni/Rollback.hpp"
+#include "offload/cni/VethPair.hpp"
+
+namespace kovs::cni {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Runtime failures below the CNI layer (netlink, ethtool, OVSDB) become code 100.
+template <typename Fn>
+auto internal(const std::string& what, Fn fn) {
+    try {
+        return fn();
+    } catch (const CniError&) {
+        throw;
+    } catch (const Error& e) {
+        throw CniError(kInternal, what + ": " + e.what());
+    }
+}
+
+std::string hostNameOf(const CniRequest& req) { return VethPair::hostNameFor(req.containerId, req.ifname); }
+
+}  // namespace
+
+nlohmann::json MainMode::add() {
+    const auto& conf = req_.conf;
+    auto hostName = hostNameOf(req_);
+    // Everything that can be checked without creating state is checked first.
+    try {
+        offload::Netns::open(req_.netns);
+    } catch (const Error& e) {
+        throw CniError(kInvalidEnv, std::string("CNI_NETNS: ") + e.what());
+    }
+    IpamPlugin ipam(conf.ipamType(), req_.path);
+    OvsdbSession db(conf.ovsdb, conf.bridge, 2000ms, kTryAgainLater);
+    if (!internal("ovsdb", [&] { return db.ports().bridgeReady(); })) {
+        throw CniError(kTryAgainLater, "bridge " + conf.bridge + " is not ready (missing, or ovs-vswitchd has not opened it)");
+    }
+    if (internal("veth", [&] { return VethPair::exists(hostName); })) {
+        throw CniError(kInvalidEnv, "attachment " + req_.containerId + "/" + req_.ifname + " already exists (" + hostName + ")");
+    }
+
+    Rollback rollback;
+    auto lease = ipam.add(req_.env, req_.stdinData);
+    rollback.add("ipam DEL", [&] { ipam.del(req_.env, req_.stdinData); });
+
+    auto ends = internal("ADD", [&] { return VethPair::create(hostName, req_.netns, req_.ifname, conf.podMtu()); });
+    rollback.add("delete veth " + hostName, [hostName] { VethPair::remove(hostName); });
+
+    auto routes = internal("ADD " + req_.netns + ":" + req_.ifname, [&] {
+        offload::Netns in(req_.netns);
+        auto installed = PodAddressing::apply(req_.ifname, lease);
+        offload::Ethtool().setTxChecksum(req_.ifname, false);
+        return installed;
+    });
+
+    PodPort port{hostName, {req_.containerId, req_.ifname}, req_.netns, req_.arg("K8S_POD_NAMESPACE"),
+                 req_.arg("K8S_POD_NAME"), std::nullopt};
+    internal("ADD", [&] { db.ports().add(port); });
+    rollback.add("remove port " + hostName, [&] { db.ports().remove(hostName); });
+    rollback.commit();
+
+    CniResult result;
+    result.interfaces = {{ends.hostName, ends.hostMac, "", conf.podMtu()},
+                         {ends.podName, ends.podMac, req_.netns, conf.podMtu()}};
+    result.ips = lease.ips;
+    for (auto& ip : result.ips) ip.interface = 1;
+    result.routes = routes;
+    result.dns = lease.dns;
+    spdlog::info("ADD {}/{}: {} on {} , {} in {}", req_.containerId, req_.ifname, hostName, conf.bridge,
+                 lease.ips.front().address, req_.netns);
+    return result.toJson(conf.cniVersion);
+}
+
+void MainMode::del() {
+    const auto& conf = req_.conf;
+    auto hostName = hostNameOf(req_);
+    IpamPlugin ipam(conf.ipamType(), req_.path);
+    // OVS down: fail, so the runtime retries DEL instead of leaking the port.
+    OvsdbSession db(conf.ovsdb, conf.bridge, 2000ms, kTryAgainLater);
+    bool hadPort = internal("DEL", [&] { return db.ports().remove(hostName); });
+    // Deleting the host end takes the pod end with it; when the netns is
+    // gone, the kernel already removed both.
+    bool hadVeth = internal("DEL", [&] { return VethPair::remove(hostName); });
+    ipam.del(req_.env, req_.stdinData);
+    spdlog::info("DEL {}/{}: port {}, veth {}", req_.containerId, req_.ifname, hadPort ? "removed" : "absent",
+                 hadVeth ? "removed" : "absent");
+}
+
+void MainMode::check() {
+    const auto& conf = req_.conf;
+    if (!conf.prevResult) throw CniError(kInvalidConfig, "CHECK needs prevResult");
+    auto prev = CniResult::fromJson(*conf.prevResult, "prevResult");
+    auto hostName = hostNameOf(req_);
+    auto fail = [&](const std::string& what) { throw CniError(kCheckFailed, "CHECK " + req_.containerId + "/" + req_.ifname + ": " + what); };
+
+    IpamPlugin ipam(conf.ipamType(), req_.path);
+    OvsdbSession db(conf.ovsdb, conf.bridge, 2000ms, kTryAgainLater);
+    auto port = internal("CHECK", [&] { return db.ports().find(hostName); });
+    if (!port) fail("port " + hostName + " is not on " + conf.bridge);
+    if (port->attachment != Attachment{req_.containerId, req_.ifname}) fail("port " + hostName + " belongs to another attachment");
+    if (!internal("CHECK", [&] { return VethPair::exists(hostName); })) fail("veth " + hostName + " does not exist");
+
+    // The IPs of prevResult that belong to our interface in this sandbox.
+    std::vector<std::string> want;
+    for (const auto& ip : prev.ips) {
+        bool ours = !ip.interface;
+        if (ip.interface && *ip.interface < prev.interfaces.size()) {
+            const auto& itf = prev.interfaces[*ip.interface];
+            ours = itf.name == req_.ifname && itf.sandbox == req_.netns;
+        }
+        if (ours) want.push_back(ip.address);
+    }
+    std::vector<std::string> have;
+    bool txOn = true;
+    try {
+        offload::Netns in(req_.netns);
+        have = PodAddressing::addresses(req_.ifname);
+        txOn = offload::Ethtool().txChecksum(req_.ifname);
+    } catch (const Error& e) {
+        fail(e.what());
+    }
+    for (const auto& a : want) {
+        if (std::find(have.begin(), have.end(), a) == have.end()) fail("address " + a + " is missing on " + req_.ifname);
+    }
+    if (txOn) fail("tx-checksumming is on for " + req_.ifname + " in " + req_.netns);
+    ipam.check(req_.env, req_.stdinData);
+}
+
+void MainMode::gc() {
+    const auto& conf = req_.conf;
+    std::set<Attachment> valid(conf.validAttachments->begin(), conf.validAttachments->end());
+    IpamPlugin ipam(conf.ipamType(), req_.path);
+    OvsdbSession db(conf.ovsdb, conf.bridge, 2000ms, kTryAgainLater);
+    std::vector<std::string> failures;
+    for (const auto& port : internal("GC", [&] { return db.ports().list(); })) {
+        if (valid.count(port.attachment)) continue;
+        try {
+            db.ports().remove(port.name);
+            VethPair::remove(port.name);
+            // host-local (1.1.1) has no GC: release the stale lease as its DEL would.
+            Env env = req_.env;
+            env["CNI_CONTAINERID"] = port.attachment.containerId;
+            env["CNI_IFNAME"] = port.attachment.ifname;
+            env.erase("CNI_NETNS");
+            ipam.del(env, req_.stdinData);
+            spdlog::info("GC: removed stale {}/{} ({})", port.attachment.containerId, port.attachment.ifname, port.name);
+        } catch (const std::exception& e) {
+            failures.push_back(port.name + ": " + e.what());
+        }
+    }
+    if (!failures.empty()) {
+        std::string all;
+        for (const auto& f : failures) all += (all.empty() ? "" : "; ") + f;
+        throw CniError(kInternal, "GC: " + std::to_string(failures.size()) + " stale attachment(s) not removed", all);
+    }
+}
+
+void MainMode::status() {
+    OvsdbSession db(req_.conf.ovsdb, req_.conf.bridge, 1000ms, kPluginNotAvailable);
+    bool ready = false;
+    try {
+        ready = db.ports().bridgeReady();
+    } catch (const Error& e) {
+        throw CniError(kPluginNotAvailable, std::string("STATUS: ") + e.what());
+    }
+    if (!ready) throw CniError(kPluginNotAvailable, "STATUS: bridge " + req_.conf.bridge + " is not ready");
+}
+
+}  // namespace kovs::cni
