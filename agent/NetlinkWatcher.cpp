@@ -6,6 +6,7 @@
 #include <linux/rtnetlink.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/Error.hpp"
@@ -25,6 +26,17 @@ bool attrIsName(const rtattr* a, const std::string& name) {
 }
 
 }  // namespace
+
+// NLMSG_OK/NLMSG_NEXT compare signed and unsigned lengths (clang -Wsign-compare).
+bool netlinkMessageFits(const nlmsghdr* h, size_t left) {
+    return left >= sizeof(nlmsghdr) && h->nlmsg_len >= sizeof(nlmsghdr) && h->nlmsg_len <= left;
+}
+
+const nlmsghdr* nextNetlinkMessage(const nlmsghdr* h, size_t& left) {
+    size_t step = std::min<size_t>(NLMSG_ALIGN(h->nlmsg_len), left);
+    left -= step;
+    return reinterpret_cast<const nlmsghdr*>(reinterpret_cast<const char*>(h) + step);
+}
 
 NetlinkWatcher::NetlinkWatcher(EventLoop& loop, std::string ifname, std::function<void()> onChange)
     : loop_(loop), ifname_(std::move(ifname)), onChange_(std::move(onChange)), buf_(64 * 1024) {
@@ -107,8 +119,9 @@ void NetlinkWatcher::onReadable() {
             }
             throwErrno("netlink watcher for " + ifname_ + ": recv");
         }
-        int len = static_cast<int>(n);
-        for (auto* h = reinterpret_cast<const nlmsghdr*>(buf_.data()); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+        size_t left = static_cast<size_t>(n);
+        for (auto* h = reinterpret_cast<const nlmsghdr*>(buf_.data()); netlinkMessageFits(h, left);
+             h = nextNetlinkMessage(h, left)) {
             if (relevant(h)) {
                 ++counters_.relevant;
                 changed = true;

@@ -7,6 +7,7 @@
 // other interfaces costs little more than the recv() calls.
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -16,6 +17,10 @@
 #include "base/Netlink.hpp"
 
 namespace kovs {
+
+// Walks a buffer of netlink messages without the sign-mixing NLMSG_* macros.
+bool netlinkMessageFits(const struct nlmsghdr* h, size_t left);
+const struct nlmsghdr* nextNetlinkMessage(const struct nlmsghdr* h, size_t& left);
 
 class NetlinkWatcher {
 public:

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "agent/GatewayGuard.hpp"
+#include "agent/NetlinkWatcher.hpp"
 #include "base/Error.hpp"
 #include "base/Netlink.hpp"
 #include "base/Process.hpp"
@@ -78,22 +79,22 @@ bool waitRestored(int fd, int ifindex, in_addr gw, in_addr net, std::chrono::mil
         if (::poll(&p, 1, left) <= 0) continue;
         ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
         if (n <= 0) continue;
-        int len = static_cast<int>(n);
-        for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+        size_t rest = static_cast<size_t>(n);
+        for (auto* h = reinterpret_cast<const nlmsghdr*>(buf); netlinkMessageFits(h, rest); h = nextNetlinkMessage(h, rest)) {
             if (h->nlmsg_type == RTM_NEWADDR) {
-                auto* ifa = static_cast<ifaddrmsg*>(NLMSG_DATA(h));
+                auto* ifa = static_cast<const ifaddrmsg*>(NLMSG_DATA(h));
                 if (ifa->ifa_family != AF_INET || static_cast<int>(ifa->ifa_index) != ifindex) continue;
                 int alen = static_cast<int>(IFA_PAYLOAD(h));
                 for (auto* a = IFA_RTA(ifa); RTA_OK(a, alen); a = RTA_NEXT(a, alen))
                     if (a->rta_type == IFA_LOCAL && std::memcmp(RTA_DATA(a), &gw, 4) == 0) addr = true;
             } else if (h->nlmsg_type == RTM_NEWROUTE) {
-                auto* rtm = static_cast<rtmsg*>(NLMSG_DATA(h));
+                auto* rtm = static_cast<const rtmsg*>(NLMSG_DATA(h));
                 if (rtm->rtm_family != AF_INET || rtm->rtm_dst_len != 24 || rtm->rtm_table != RT_TABLE_MAIN) continue;
                 bool dst = false, oif = false;
                 int alen = static_cast<int>(RTM_PAYLOAD(h));
                 for (auto* a = RTM_RTA(rtm); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
                     if (a->rta_type == RTA_DST) dst = std::memcmp(RTA_DATA(a), &net, 4) == 0;
-                    if (a->rta_type == RTA_OIF) oif = *static_cast<int*>(RTA_DATA(a)) == ifindex;
+                    if (a->rta_type == RTA_OIF) oif = *static_cast<const int*>(RTA_DATA(a)) == ifindex;
                 }
                 route |= dst && oif;
             }
@@ -168,8 +169,8 @@ void benchStorm(test::GuardThread& guard, nl_sock* req, int pairs) {
             if (::poll(&p, 1, 20) <= 0) continue;
             ssize_t n = ::recv(refSock.get(), buf, sizeof buf, MSG_DONTWAIT);
             if (n <= 0) continue;
-            int len = static_cast<int>(n);
-            for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) ++refMsgs;
+            size_t left = static_cast<size_t>(n);
+            for (auto* h = reinterpret_cast<const nlmsghdr*>(buf); netlinkMessageFits(h, left); h = nextNetlinkMessage(h, left)) ++refMsgs;
         }
         refCpuUs = (threadCpu() - c0).count();
     });
