@@ -103,6 +103,7 @@ GatewayGuard::~GatewayGuard() {
 GatewayGuardStats GatewayGuard::stats() const {
     std::lock_guard lock(statsMutex_);
     GatewayGuardStats s = stats_;
+    if (watcher_) s.events = watcher_->counters();
     return s;
 }
 
@@ -190,11 +191,11 @@ void GatewayGuard::reconcile() {
     stats_.addressesRemoved += r.addrRemoved;
     stats_.routesAdded += r.routeAdded;
     stats_.routesRemoved += r.routeRemoved;
-    stats_.events = watcher_->counters();
     if (r.total() > 0 && !failed) {
         ++stats_.restores;
         stats_.lastRestore = took;
         stats_.maxRestore = std::max(stats_.maxRestore, stats_.lastRestore);
+        stats_.totalRestore += took;
         spdlog::info("gateway guard {}: repaired in {} us (link up {}, mtu {}, +addr {}, -addr {}, +route {}, -route {})",
                      opt_.name, std::chrono::duration_cast<std::chrono::microseconds>(took).count(), r.linkUp, r.mtu,
                      r.addrAdded, r.addrRemoved, r.routeAdded, r.routeRemoved);

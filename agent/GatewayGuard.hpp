@@ -66,6 +66,7 @@ struct GatewayGuardStats {
     // (from the start of the reconcile when a resync found the damage).
     std::chrono::nanoseconds lastRestore{0};
     std::chrono::nanoseconds maxRestore{0};
+    std::chrono::nanoseconds totalRestore{0};  // sum over `restores`, for an average / Prometheus _sum
     NetlinkWatcher::Counters events;
 };
 

@@ -113,22 +113,22 @@ void NetlinkWatcher::onReadable() {
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
             if (errno == ENOBUFS) {
                 // Notifications were lost; only a full reconcile can tell what changed.
-                ++counters_.overflows;
+                overflows_.fetch_add(1, std::memory_order_relaxed);
                 changed = true;
                 continue;
             }
             throwErrno("netlink watcher for " + ifname_ + ": recv");
         }
         size_t left = static_cast<size_t>(n);
+        uint64_t hits = 0, misses = 0;
         for (auto* h = reinterpret_cast<const nlmsghdr*>(buf_.data()); netlinkMessageFits(h, left);
              h = nextNetlinkMessage(h, left)) {
-            if (relevant(h)) {
-                ++counters_.relevant;
-                changed = true;
-            } else {
-                ++counters_.discarded;
-            }
+            if (relevant(h)) ++hits;
+            else ++misses;
         }
+        relevant_.fetch_add(hits, std::memory_order_relaxed);
+        discarded_.fetch_add(misses, std::memory_order_relaxed);
+        changed |= hits > 0;
     }
     if (changed) onChange_();
 }

@@ -7,6 +7,7 @@
 // other interfaces costs little more than the recv() calls.
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -45,7 +46,11 @@ public:
     // are not news and are discarded.
     void ignoreSender(uint32_t portid) { ignoredPort_ = portid; }
 
-    const Counters& counters() const { return counters_; }
+    // Thread-safe snapshot (metrics read it from other threads).
+    Counters counters() const {
+        return {relevant_.load(std::memory_order_relaxed), discarded_.load(std::memory_order_relaxed),
+                overflows_.load(std::memory_order_relaxed)};
+    }
 
 private:
     void onReadable();
@@ -59,7 +64,7 @@ private:
     int ifindex_ = 0;
     uint32_t ignoredPort_ = 0;
     std::vector<char> buf_;
-    Counters counters_;
+    std::atomic<uint64_t> relevant_{0}, discarded_{0}, overflows_{0};
 };
 
 }  // namespace kovs
