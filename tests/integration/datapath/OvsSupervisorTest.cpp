@@ -1,0 +1,144 @@
+// OvsSupervisor runs the real daemons in a temp dir (private netns): kill -9
+// of either one is repaired and the bridges come back.
+#include "datapath/OvsSupervisor.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "base/Error.hpp"
+#include "base/Process.hpp"
+#include "datapath/BridgeReconciler.hpp"
+#include "datapath/UnixctlClient.hpp"
+#include "tests/support/Poll.hpp"
+
+using kovs::BridgeReconciler;
+using kovs::EventLoop;
+using kovs::OvsdbClient;
+using kovs::OvsSupervisor;
+using kovs::test::pollUntil;
+using Daemon = kovs::OvsSupervisor::Daemon;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct TempDir {
+    std::string path;
+    TempDir() {
+        char tmpl[] = "/tmp/kovs-sup-XXXXXX";
+        path = ::mkdtemp(tmpl);
+    }
+    ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+kovs::OvsSupervisorOptions optionsIn(const std::string& dir) {
+    kovs::OvsSupervisorOptions o;
+    o.rundir = dir + "/run";
+    o.dbPath = dir + "/db/conf.db";
+    o.backoffMin = std::chrono::milliseconds(50);
+    return o;
+}
+
+bool linkExists(const std::string& name) { return kovs::runProcess({"ip", "link", "show", name}).ok(); }
+
+}  // namespace
+
+TEST(OvsSupervisor, CreatesDbRestartsKilledDaemonsAndBridgesComeBack) {
+    TempDir tmp;
+    EventLoop loop;
+    OvsSupervisor sup(loop, optionsIn(tmp.path));
+    // Leftovers of a crashed run: a pidfile naming a dead pid and its ctl file.
+    std::filesystem::create_directories(tmp.path + "/run");
+    std::ofstream(tmp.path + "/run/ovs-vswitchd.pid") << "999999\n";
+    std::ofstream(tmp.path + "/run/ovs-vswitchd.999999.ctl") << "";
+    sup.start();
+    EXPECT_TRUE(std::filesystem::exists(tmp.path + "/db/conf.db"));
+    EXPECT_FALSE(std::filesystem::exists(tmp.path + "/run/ovs-vswitchd.999999.ctl"));
+
+    kovs::OvsdbClientOptions co;
+    co.remote = sup.dbRemote();
+    OvsdbClient client(loop, co);
+    BridgeReconciler bridges(loop, client, kovs::BridgeOptions{});
+    std::vector<std::pair<Daemon, pid_t>> restarts;
+    sup.setRestartHandler([&](Daemon d, pid_t pid) {
+        restarts.emplace_back(d, pid);
+        bridges.trigger();
+    });
+    // A fresh db has no root row: the reconciler creates it with the bridges.
+    ASSERT_TRUE(bridges.reconcileOnce(std::chrono::seconds(15))) << bridges.lastError();
+    ASSERT_TRUE(pollUntil([] { return linkExists("br-int") && linkExists("gw0"); }, std::chrono::seconds(10)));
+    kovs::UnixctlClient unixctl(sup.options().rundir);
+    ASSERT_TRUE(pollUntil([&] { return !unixctl.targetRestarted() && unixctl.call("version").size() > 0; },
+                          std::chrono::seconds(5)));
+    pid_t firstVs = sup.pid(Daemon::Vswitchd);
+    EXPECT_EQ(unixctl.pid(), firstVs);
+
+    // kill -9 ovs-vswitchd: restarted, the userspace ports are re-created.
+    ::kill(firstVs, SIGKILL);
+    auto t0 = Clock::now();
+    ASSERT_TRUE(loop.runUntil([&] { return restarts.size() == 1; }, std::chrono::seconds(10)));
+    EXPECT_EQ(restarts[0].first, Daemon::Vswitchd);
+    EXPECT_NE(restarts[0].second, firstVs);
+    ASSERT_TRUE(loop.runUntil(
+        [&] {
+            try {
+                return unixctl.call("dpif/show").find("gw0") != std::string::npos;
+            } catch (const kovs::Error&) {
+                return false;
+            }
+        },
+        std::chrono::seconds(15)));
+    std::printf("[ figure ] ovs-vswitchd kill -9 -> gw0 back in the datapath after %.0f ms\n",
+                std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    EXPECT_EQ(unixctl.pid(), sup.pid(Daemon::Vswitchd));
+    EXPECT_TRUE(pollUntil([] { return linkExists("gw0"); }, std::chrono::seconds(10)));
+
+    // kill -9 ovsdb-server: restarted, the client reconnects, the state holds.
+    auto reconnects = client.reconnects();
+    ::kill(sup.pid(Daemon::OvsdbServer), SIGKILL);
+    ASSERT_TRUE(loop.runUntil(
+        [&] { return client.reconnects() > reconnects && client.state() == OvsdbClient::State::Ready; },
+        std::chrono::seconds(15)));
+    EXPECT_EQ(sup.restarts(Daemon::OvsdbServer), 1u);
+    ASSERT_TRUE(bridges.reconcileOnce(std::chrono::seconds(5))) << bridges.lastError();
+    EXPECT_TRUE(client.replica().findByName("Port", "tun0"));
+
+    pid_t vs = sup.pid(Daemon::Vswitchd), db = sup.pid(Daemon::OvsdbServer);
+    sup.stop();
+    EXPECT_NE(::kill(vs, 0), 0);
+    EXPECT_NE(::kill(db, 0), 0);
+}
+
+TEST(OvsSupervisor, AdoptsRunningDaemonsInsteadOfStartingTwice) {
+    TempDir tmp;
+    auto o = optionsIn(tmp.path);
+    EventLoop loop;
+    pid_t vs = -1, db = -1;
+    {
+        o.keepRunningOnExit = true;
+        OvsSupervisor first(loop, o);
+        first.start();
+        ASSERT_TRUE(pollUntil(
+            [&] {
+                return std::filesystem::exists(o.rundir + "/ovs-vswitchd.pid") &&
+                       std::filesystem::exists(o.rundir + "/ovsdb-server.pid");
+            },
+            std::chrono::seconds(10)));
+        vs = first.pid(Daemon::Vswitchd);
+        db = first.pid(Daemon::OvsdbServer);
+    }
+    ASSERT_EQ(::kill(vs, 0), 0) << "keepRunningOnExit: vswitchd must survive the supervisor";
+    o.keepRunningOnExit = false;
+    OvsSupervisor second(loop, o);
+    second.start();
+    EXPECT_EQ(second.pid(Daemon::Vswitchd), vs);
+    EXPECT_EQ(second.pid(Daemon::OvsdbServer), db);
+    second.stop();
+    EXPECT_NE(::kill(vs, 0), 0);
+    EXPECT_NE(::kill(db, 0), 0);
+}
