@@ -22,7 +22,7 @@ namespace {
 
 // Runs inside `unshare --mount --propagation private`: only ever mounts over
 // paths of that new mount namespace. No input is interpolated.
-const char* kSetupScript = R"(set -e
+const char* kSetupScript = R"SH(set -e
 mount -t tmpfs -o mode=0755 tmpfs /run/systemd
 mount -t tmpfs -o mode=0755 tmpfs /run/dbus
 mkdir -p /etc/systemd/network
@@ -33,8 +33,20 @@ chown -R systemd-network:systemd-network /run/systemd/netif
 printf '[Match]\nName=*\n' > /etc/systemd/network/99-kovs-test-catchall.network
 mount -t sysfs -o ro sysfs /sys
 touch /run/systemd/kovs-sandbox-ready
-exec sleep infinity
-)";
+# Watchdog for a test binary that crashes before its destructors run: once
+# the parent is gone, kill every process of this private mount namespace
+# (networkd, dbus-daemon: nothing else ever enters it). The daemons drop
+# privileges, which clears any parent-death signal, hence this loop.
+set +e
+parent=$PPID
+while kill -0 "$parent" 2>/dev/null; do sleep 1; done
+me=$(readlink /proc/$$/ns/mnt)
+for p in /proc/[0-9]*; do
+  pid=${p#/proc/}
+  [ "$pid" != "$$" ] && [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$me" ] && kill -9 "$pid" 2>/dev/null
+done
+exit 0
+)SH";
 
 std::string nsInode(const std::string& path) {
     struct stat st{};

@@ -8,7 +8,9 @@
 // does not wait for udev). A holder process keeps the namespace alive; the
 // daemons and every networkctl call enter it with nsenter. The test process's
 // own mounts are never changed: when the holder and daemons are killed
-// (destructor, also on failure) the namespace and its mounts are gone.
+// (destructor, also on failure) the namespace and its mounts are gone. If the
+// test binary crashes instead, the holder notices within a second and kills
+// the daemons of its namespace itself.
 //
 // Refuses to start unless the test runs in a network and mount namespace
 // other than its parent process's, so networkd can never see the machine's interfaces.
