@@ -140,6 +140,24 @@ TEST_F(GatewayGuardTest, Ipv6FlushComesBack) {
     expectConsistentWithin("ip -6 addr flush", 2s);
 }
 
+TEST_F(GatewayGuardTest, ExtraRouteViaNextHopComesBack) {
+    opt_.routes.push_back({IpPrefix::parse("10.97.0.0/16"), IpPrefix::parse("10.244.1.254")});
+    startGuard();
+    auto viaRoute = [&](const LinkView& v) {
+        auto* r = v.route("10.97.0.0/16");
+        return r && r->gateway == "10.244.1.254" && r->protocol == "107";
+    };
+    LinkView last;
+    ASSERT_TRUE(pollUntil([&] { return viaRoute(last = LinkView::read(dev_)); }, 2s, 1ms)) << last.describe();
+    runChecked({"ip", "route", "del", "10.97.0.0/16"});
+    EXPECT_TRUE(pollUntil([&] { return viaRoute(last = LinkView::read(dev_)) && consistent(last); }, 2s, 1ms))
+        << last.describe();
+    // Flushing the address takes the next hop's subnet with it: everything comes back in order.
+    runChecked({"ip", "-4", "addr", "flush", "dev", dev_});
+    EXPECT_TRUE(pollUntil([&] { return viaRoute(last = LinkView::read(dev_)) && consistent(last); }, 2s, 1ms))
+        << last.describe();
+}
+
 TEST_F(GatewayGuardTest, ForeignAddressGoesOthersRoutesStay) {
     startGuard();
     runChecked({"ip", "route", "add", "10.50.0.0/16", "dev", dev_, "proto", "static"});
