@@ -9,12 +9,23 @@
 namespace kovs {
 
 void OvsdbReplica::setSchema(const Json& schema) {
+    // A malformed schema must surface as kovs::Error, not a json type error.
+    try {
+        parseSchema(schema);
+    } catch (const Json::exception& e) {
+        kinds_.clear();
+        throw Error(std::string("OVSDB schema: ") + e.what());
+    }
+}
+
+void OvsdbReplica::parseSchema(const Json& schema) {
     kinds_.clear();
     if (!schema.is_object() || !schema.contains("tables") || !schema["tables"].is_object())
         throw Error("OVSDB schema: no \"tables\" object");
     for (const auto& [tname, table] : schema["tables"].items()) {
-        if (!table.contains("columns")) continue;
+        if (!table.is_object() || !table.contains("columns") || !table["columns"].is_object()) continue;
         for (const auto& [cname, col] : table["columns"].items()) {
+            if (!col.is_object()) throw Error("OVSDB schema: column " + tname + "." + cname + " is not an object");
             const auto& type = col.value("type", Json());
             ColumnKind k = ColumnKind::Scalar;
             if (type.is_object()) {
@@ -59,7 +70,8 @@ void OvsdbReplica::applyModify(const std::string& table, Row& row, const Json& d
                 throw Error("OVSDB update2 " + table + "." + col + ": map diff is not [\"map\", [...]]");
             for (const auto& p : value[1]) {
                 if (!p.is_array() || p.size() != 2) throw Error("OVSDB update2 " + table + "." + col + ": bad pair");
-                auto it = std::find_if(pairs.begin(), pairs.end(), [&](const Json& q) { return q[0] == p[0]; });
+                auto it = std::find_if(pairs.begin(), pairs.end(),
+                                       [&](const Json& q) { return q.is_array() && !q.empty() && q[0] == p[0]; });
                 if (it == pairs.end()) pairs.push_back(p);
                 else if ((*it)[1] == p[1]) pairs.erase(it);
                 else (*it)[1] = p[1];
@@ -72,18 +84,33 @@ void OvsdbReplica::applyModify(const std::string& table, Row& row, const Json& d
 }
 
 void OvsdbReplica::apply(const Json& updates) {
+    // Applied in place: on error the replica may be half-updated, and the
+    // client resynchronizes from scratch (reconnect + fresh monitor).
+    try {
+        applyUpdates(updates);
+    } catch (const Json::exception& e) {
+        throw Error(std::string("OVSDB update2: ") + e.what());
+    }
+}
+
+void OvsdbReplica::applyUpdates(const Json& updates) {
     if (!updates.is_object()) throw Error("OVSDB update2: table-updates is not an object");
     for (const auto& [tname, rows] : updates.items()) {
         if (!rows.is_object()) throw Error("OVSDB update2 " + tname + ": rows are not an object");
         auto& table = tables_[tname];
         for (const auto& [uuid, upd] : rows.items()) {
             if (!upd.is_object()) throw Error("OVSDB update2 " + tname + " " + uuid + ": not an object");
-            if (upd.contains("initial")) table[uuid] = upd["initial"];
-            else if (upd.contains("insert")) table[uuid] = upd["insert"];
+            auto rowOf = [&](const char* key) {
+                if (!upd[key].is_object()) throw Error("OVSDB update2 " + tname + " " + uuid + ": " + key + " is not a row");
+                return upd[key];
+            };
+            if (upd.contains("initial")) table[uuid] = rowOf("initial");
+            else if (upd.contains("insert")) table[uuid] = rowOf("insert");
             else if (upd.contains("delete")) table.erase(uuid);
             else if (upd.contains("modify")) {
                 auto it = table.find(uuid);
                 if (it == table.end()) throw Error("OVSDB update2 " + tname + ": modify of unknown row " + uuid);
+                if (!upd["modify"].is_object()) throw Error("OVSDB update2 " + tname + " " + uuid + ": modify is not a row");
                 applyModify(tname, it->second, upd["modify"]);
             } else {
                 throw Error("OVSDB update2 " + tname + " " + uuid + ": no initial/insert/modify/delete");

@@ -35,6 +35,8 @@ public:
     size_t size() const;
 
 private:
+    void parseSchema(const Json& schema);
+    void applyUpdates(const Json& updates);
     void applyModify(const std::string& table, Row& row, const Json& diff) const;
 
     std::map<std::string, Table> tables_;
