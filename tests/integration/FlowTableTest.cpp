@@ -1,0 +1,67 @@
+// The standalone flow table installed into a real userspace OVS bridge.
+#include <gtest/gtest.h>
+
+#include "base/Error.hpp"
+#include "base/Process.hpp"
+#include "datapath/FlowTable.hpp"
+#include "tests/support/OvsSandbox.hpp"
+
+using kovs::FlowInputs;
+using kovs::FlowTable;
+using kovs::test::OvsSandbox;
+
+namespace {
+
+int countFlows(const std::string& dump) {
+    int n = 0;
+    for (size_t p = 0; (p = dump.find("priority=", p)) != std::string::npos; ++p) ++n;
+    return n;
+}
+
+}  // namespace
+
+TEST(FlowTable, InstallsAtomicallyAndOnlyWhenChanged) {
+    OvsSandbox ovs;
+    ovs.vsctl({"add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev", "fail_mode=secure", "--",
+               "add-port", "br-int", "tun0", "--", "set", "interface", "tun0", "type=vxlan", "options:remote_ip=flow",
+               "options:key=flow", "ofport_request=2"});
+    FlowInputs in;
+    in.tunnelOfport = 2;
+    in.gateway = {"10.244.1.1", "aa:bb:cc:00:00:01", 65534};
+    in.remotes = {{"10.244.2.0/24", "172.18.0.3"}};
+    FlowTable table("br-int", ovs.dir());
+
+    EXPECT_TRUE(table.install(in));
+    auto dump = ovs.ofctl({"dump-flows", "br-int"});
+    EXPECT_EQ(countFlows(dump), 5) << dump;
+    // 172.18.0.3 = 0xac120003: OVS shows set_field on tun_dst as a load.
+    EXPECT_NE(dump.find("nw_dst=10.244.2.0/24 actions=load:0xac120003->NXM_NX_TUN_IPV4_DST[],output:2"), std::string::npos) << dump;
+
+    EXPECT_FALSE(table.install(in)) << "an unchanged table must not be re-sent";
+
+    in.remotes = {{"10.244.3.0/24", "172.18.0.4"}};
+    EXPECT_TRUE(table.install(in));
+    dump = ovs.ofctl({"dump-flows", "br-int"});
+    EXPECT_EQ(dump.find("10.244.2.0/24"), std::string::npos) << "the old peer's flows are gone:\n" << dump;
+    EXPECT_NE(dump.find("nw_dst=10.244.3.0/24"), std::string::npos) << dump;
+
+    // Someone wipes the table: a forced install (what the agent does after a
+    // vswitchd restart or on resync) puts it back.
+    ovs.ofctl({"del-flows", "br-int"});
+    EXPECT_TRUE(table.install(in, /*force=*/true));
+    EXPECT_EQ(countFlows(ovs.ofctl({"dump-flows", "br-int"})), 5);
+}
+
+TEST(FlowTable, ReportsOvsErrorsWithTheBridgeName) {
+    OvsSandbox ovs;
+    FlowInputs in;
+    in.tunnelOfport = 2;
+    in.gateway = {"10.244.1.1", "aa:bb:cc:00:00:01", 1};
+    FlowTable table("br-missing", ovs.dir());
+    try {
+        table.install(in);
+        FAIL();
+    } catch (const kovs::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("replace-flows on br-missing"), std::string::npos) << e.what();
+    }
+}

@@ -1,0 +1,65 @@
+#include <gtest/gtest.h>
+
+#include "base/Error.hpp"
+#include "datapath/FlowTable.hpp"
+
+using kovs::FlowInputs;
+using kovs::FlowTable;
+
+namespace {
+
+FlowInputs twoNodeInputs() {
+    FlowInputs in;
+    in.tunnelOfport = 2;
+    in.gateway = {"10.244.1.1", "aa:bb:cc:00:00:01", 1};
+    in.pods = {{"10.244.1.5", "0a:58:0a:f4:01:05", 7}};
+    in.remotes = {{"10.244.2.0/24", "172.18.0.3"}};
+    return in;
+}
+
+bool hasLine(const std::string& text, const std::string& line) { return text.find(line + "\n") != std::string::npos; }
+
+}  // namespace
+
+TEST(FlowTable, RendersTheStandaloneTable) {
+    auto t = FlowTable::render(twoNodeInputs());
+    EXPECT_TRUE(hasLine(t, "priority=100,ip,nw_dst=10.244.2.0/24 actions=set_field:172.18.0.3->tun_dst,output:2")) << t;
+    EXPECT_TRUE(hasLine(t, "priority=100,in_port=2,ip,nw_dst=10.244.1.5 actions=mod_dl_src:aa:bb:cc:00:00:01,"
+                           "mod_dl_dst:0a:58:0a:f4:01:05,output:7")) << t;
+    EXPECT_TRUE(hasLine(t, "priority=100,in_port=2,ip,nw_dst=10.244.1.1 actions=mod_dl_dst:aa:bb:cc:00:00:01,output:1")) << t;
+    EXPECT_TRUE(hasLine(t, "priority=90,in_port=2 actions=drop")) << t;
+    EXPECT_TRUE(hasLine(t, "priority=10 actions=NORMAL")) << t;
+    EXPECT_NE(t.find("priority=200,arp,arp_op=1,arp_tpa=10.244.2.0/24"), std::string::npos) << t;
+    EXPECT_NE(t.find("load:0xaabbcc000001->NXM_NX_ARP_SHA[]"), std::string::npos) << t;
+}
+
+TEST(FlowTable, SameDesiredStateSameText) {
+    auto a = twoNodeInputs();
+    auto b = twoNodeInputs();
+    b.remotes.insert(b.remotes.begin(), {"10.244.3.0/24", "172.18.0.4"});
+    a.remotes.push_back({"10.244.3.0/24", "172.18.0.4"});
+    EXPECT_EQ(FlowTable::render(a), FlowTable::render(b));
+}
+
+TEST(FlowTable, RejectsUnusableInputs) {
+    auto noTunnel = twoNodeInputs();
+    noTunnel.tunnelOfport = -1;
+    EXPECT_THROW(FlowTable::render(noTunnel), kovs::Error);
+    auto badMac = twoNodeInputs();
+    badMac.pods[0].mac = "0a:58:0a:f4:01";
+    EXPECT_THROW(FlowTable::render(badMac), kovs::Error);
+    auto badCidr = twoNodeInputs();
+    badCidr.remotes[0].cidr = "10.244.2.0/40";
+    EXPECT_THROW(FlowTable::render(badCidr), kovs::Error);
+    auto injected = twoNodeInputs();
+    injected.remotes[0].nodeIP = "172.18.0.3,actions=drop";
+    EXPECT_THROW(FlowTable::render(injected), kovs::Error);
+    auto noPort = twoNodeInputs();
+    noPort.pods[0].ofport = -1;
+    try {
+        FlowTable::render(noPort);
+        FAIL();
+    } catch (const kovs::Error& e) {
+        EXPECT_STREQ(e.what(), "flow table: pod 10.244.1.5: no OpenFlow port yet");
+    }
+}
