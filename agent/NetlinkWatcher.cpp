@@ -18,7 +18,7 @@ namespace {
 // two wake-ups of a busy loop; needs CAP_NET_ADMIN to exceed rmem_max.
 constexpr int kRcvBuf = 8 << 20;
 
-bool attrIsName(const rtattr* a, const std::string& name) {
+bool attrIsName(const rtattr* a, std::string_view name) {
     const char* data = static_cast<const char*>(RTA_DATA(a));
     size_t len = RTA_PAYLOAD(a);
     return len >= name.size() && std::memcmp(data, name.data(), name.size()) == 0 &&
@@ -56,42 +56,43 @@ NetlinkWatcher::NetlinkWatcher(EventLoop& loop, std::string ifname, std::functio
 
 NetlinkWatcher::~NetlinkWatcher() { loop_.unwatch(fd_); }
 
-bool NetlinkWatcher::relevant(const nlmsghdr* h) const {
-    if (ignoredPort_ != 0 && h->nlmsg_pid == ignoredPort_) return false;
+bool concernsInterface(const nlmsghdr* h, const NetlinkInterest& interest) {
+    const int ifindex = interest.ifindex;
+    if (interest.ignoredPort != 0 && h->nlmsg_pid == interest.ignoredPort) return false;
     switch (h->nlmsg_type) {
     case RTM_NEWLINK:
     case RTM_DELLINK: {
         if (h->nlmsg_len < NLMSG_LENGTH(sizeof(ifinfomsg))) return false;
         auto* ifi = static_cast<const ifinfomsg*>(NLMSG_DATA(h));
-        if (ifindex_ != 0 && ifi->ifi_index == ifindex_) return true;
+        if (ifindex != 0 && ifi->ifi_index == ifindex) return true;
         // A link with our name but a new index: gw0 re-created.
         int len = static_cast<int>(IFLA_PAYLOAD(h));
         for (auto* a = IFLA_RTA(ifi); RTA_OK(a, len); a = RTA_NEXT(a, len))
-            if (a->rta_type == IFLA_IFNAME) return attrIsName(a, ifname_);
+            if (a->rta_type == IFLA_IFNAME) return attrIsName(a, interest.name);
         return false;
     }
     case RTM_NEWADDR:
     case RTM_DELADDR: {
         if (h->nlmsg_len < NLMSG_LENGTH(sizeof(ifaddrmsg))) return false;
         auto* ifa = static_cast<const ifaddrmsg*>(NLMSG_DATA(h));
-        return ifindex_ != 0 && static_cast<int>(ifa->ifa_index) == ifindex_;
+        return ifindex != 0 && static_cast<int>(ifa->ifa_index) == ifindex;
     }
     case RTM_NEWROUTE:
     case RTM_DELROUTE: {
-        if (ifindex_ == 0 || h->nlmsg_len < NLMSG_LENGTH(sizeof(rtmsg))) return false;
+        if (ifindex == 0 || h->nlmsg_len < NLMSG_LENGTH(sizeof(rtmsg))) return false;
         auto* rtm = static_cast<const rtmsg*>(NLMSG_DATA(h));
         int len = static_cast<int>(RTM_PAYLOAD(h));
         for (auto* a = RTM_RTA(rtm); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
             if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) >= sizeof(int)) {
                 int oif;
                 std::memcpy(&oif, RTA_DATA(a), sizeof oif);
-                if (oif == ifindex_) return true;
+                if (oif == ifindex) return true;
             } else if (a->rta_type == RTA_MULTIPATH) {
                 auto* nh = static_cast<const rtnexthop*>(RTA_DATA(a));
                 int left = static_cast<int>(RTA_PAYLOAD(a));
                 while (left >= static_cast<int>(sizeof(rtnexthop)) && nh->rtnh_len >= sizeof(rtnexthop) &&
                        nh->rtnh_len <= left) {
-                    if (nh->rtnh_ifindex == ifindex_) return true;
+                    if (nh->rtnh_ifindex == ifindex) return true;
                     left -= RTNH_ALIGN(nh->rtnh_len);
                     nh = RTNH_NEXT(nh);
                 }
@@ -123,7 +124,7 @@ void NetlinkWatcher::onReadable() {
         uint64_t hits = 0, misses = 0;
         for (auto* h = reinterpret_cast<const nlmsghdr*>(buf_.data()); netlinkMessageFits(h, left);
              h = nextNetlinkMessage(h, left)) {
-            if (relevant(h)) ++hits;
+            if (concernsInterface(h, {ifindex_, ifname_, ignoredPort_})) ++hits;
             else ++misses;
         }
         relevant_.fetch_add(hits, std::memory_order_relaxed);

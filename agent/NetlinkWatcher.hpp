@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/EventLoop.hpp"
@@ -22,6 +23,18 @@ namespace kovs {
 // Walks a buffer of netlink messages without the sign-mixing NLMSG_* macros.
 bool netlinkMessageFits(const struct nlmsghdr* h, size_t left);
 const struct nlmsghdr* nextNetlinkMessage(const struct nlmsghdr* h, size_t& left);
+
+// Whether one rtnetlink message (already known to fit its buffer) is about
+// the interface: link messages by index or IFLA_IFNAME, address messages by
+// index, route messages by RTA_OIF or a multipath next hop. ifindex 0 means
+// the interface does not exist yet (only a link message with its name counts).
+// Messages sent in answer to requests of `ignoredPort` (0: none) never count.
+struct NetlinkInterest {
+    int ifindex = 0;
+    std::string_view name;
+    uint32_t ignoredPort = 0;
+};
+bool concernsInterface(const struct nlmsghdr* h, const NetlinkInterest& interest);
 
 class NetlinkWatcher {
 public:
@@ -54,7 +67,6 @@ public:
 
 private:
     void onReadable();
-    bool relevant(const struct nlmsghdr* h) const;
 
     EventLoop& loop_;
     std::string ifname_;
