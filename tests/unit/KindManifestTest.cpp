@@ -579,6 +579,36 @@ TEST_F(CompanionOverlay, PatchedDaemonSetStillMountsOnlyExistingVolumes) {
     }
 }
 
+// The merge itself is kustomize's; where kubectl is installed, check its output.
+TEST_F(CompanionOverlay, KustomizeMergesTheOverlayAsIntended) {
+    auto which = kovs::runProcess({"/bin/sh", "-c", "command -v kubectl"});
+    if (!which.ok()) GTEST_SKIP() << "kubectl is not installed; the merge is checked where it is";
+    auto r = kovs::runProcess({"kubectl", "kustomize", (src_ / "kind/overlays/companion").string()});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    std::map<std::string, YAML::Node> docs;
+    for (const auto& doc : YAML::LoadAll(r.out)) {
+        docs.emplace(doc["kind"].as<std::string>() + "/" + doc["metadata"]["name"].as<std::string>(), doc);
+    }
+    ASSERT_TRUE(docs.count("DaemonSet/kovs-agent") && docs.count("ConfigMap/kovs-config"));
+    auto spec = docs["DaemonSet/kovs-agent"]["spec"]["template"]["spec"];
+    auto init = containerNamed(spec, "install-cni");
+    int modes = 0;
+    for (const auto& e : init["env"]) modes += e["name"].as<std::string>() == "KOVS_CNI_MODE";
+    EXPECT_EQ(modes, 1);
+    EXPECT_EQ(envValue(init, "KOVS_CNI_MODE"), "chained");
+    EXPECT_NO_THROW(containerNamed(spec, "kovs-agent"));
+    EXPECT_NO_THROW(containerNamed(spec, "chain-cni"));
+    for (const auto& v : spec["volumes"]) {
+        if (v["name"].as<std::string>() == "ovs-run") {
+            EXPECT_EQ(v["hostPath"]["path"].as<std::string>(), "/var/run/antrea/openvswitch");
+        }
+    }
+    auto data = docs["ConfigMap/kovs-config"]["data"];
+    auto conf = kovs::parseConfig("node: {podCIDR: 10.244.1.0/24}\n" + data["agent.yaml"].as<std::string>());
+    EXPECT_EQ(conf.mode, Config::Mode::Companion);
+    EXPECT_TRUE(data["chained-plugin.json"]);
+}
+
 // kovs-kind --dry-run runs with none of docker, kind or kubectl on PATH.
 class KovsKindDryRun : public ::testing::Test {
 protected:
