@@ -1,0 +1,139 @@
+#include "offload/OffloadGuard.hpp"
+
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <sys/socket.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "base/Error.hpp"
+#include "datapath/OvsdbReplica.hpp"
+#include "datapath/OvsdbTransaction.hpp"
+#include "offload/Ethtool.hpp"
+#include "offload/Netns.hpp"
+
+namespace kovs::offload {
+
+OffloadGuard::OffloadGuard(std::vector<std::string> hostDevices, PodLister pods)
+    : hostDevices_(hostDevices.begin(), hostDevices.end()), pods_(std::move(pods)) {}
+
+OffloadGuard::~OffloadGuard() {
+    if (!loop_) return;
+    if (resyncTimer_) loop_->cancel(resyncTimer_);
+    if (linkEvents_) loop_->unwatch(linkEvents_.get());
+}
+
+bool OffloadGuard::check(const std::string& where, const std::function<bool()>& repair) {
+    ++stats_.checks;
+    try {
+        if (!repair()) return false;
+        ++stats_.repairs;
+        spdlog::info("offload guard: {}: tx-checksumming was on, turned it off (repair #{})", where, stats_.repairs);
+        return true;
+    } catch (const Error& e) {
+        ++stats_.errors;
+        stats_.lastError = where + ": " + e.what();
+        spdlog::warn("offload guard: {}", stats_.lastError);
+        return false;
+    }
+}
+
+bool OffloadGuard::checkHostDevice(const std::string& name) {
+    return check(name, [&] { return Ethtool().ensureTxChecksumOff(name); });
+}
+
+uint64_t OffloadGuard::sweep() {
+    ++stats_.sweeps;
+    uint64_t before = stats_.repairs;
+    for (const auto& dev : hostDevices_) checkHostDevice(dev);
+    std::vector<PodInterface> pods;
+    if (pods_) {
+        try {
+            pods = pods_();
+        } catch (const Error& e) {
+            ++stats_.errors;
+            stats_.lastError = std::string("listing pod interfaces: ") + e.what();
+            spdlog::warn("offload guard: {}", stats_.lastError);
+        }
+    }
+    for (const auto& pod : pods) {
+        check(pod.netns + ":" + pod.ifname, [&] {
+            Netns in(pod.netns);
+            return Ethtool().ensureTxChecksumOff(pod.ifname);
+        });
+    }
+    return stats_.repairs - before;
+}
+
+void OffloadGuard::attach(EventLoop& loop, std::chrono::milliseconds resync) {
+    if (loop_) throw Error("offload guard: already attached to a loop");
+    loop_ = &loop;
+    resync_ = resync;
+    linkEvents_.reset(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE));
+    if (!linkEvents_) throwErrno("offload guard: netlink socket");
+    sockaddr_nl sa{};
+    sa.nl_family = AF_NETLINK;
+    sa.nl_groups = RTMGRP_LINK;
+    if (::bind(linkEvents_.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0) {
+        throwErrno("offload guard: bind RTMGRP_LINK");
+    }
+    loop.watch(linkEvents_.get(), EPOLLIN, [this](uint32_t) { onLinkEvents(); });
+    scheduleResync();
+}
+
+void OffloadGuard::scheduleResync() {
+    resyncTimer_ = loop_->after(resync_, [this] {
+        resyncTimer_ = 0;
+        sweep();
+        scheduleResync();
+    });
+}
+
+void OffloadGuard::onLinkEvents() {
+    alignas(nlmsghdr) char buf[32768];
+    std::set<std::string> seen;
+    while (true) {
+        ssize_t n = ::recv(linkEvents_.get(), buf, sizeof buf, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == ENOBUFS) {
+                // Notifications were lost: we cannot know which device changed.
+                spdlog::warn("offload guard: link notifications overflowed; sweeping");
+                sweep();
+                continue;
+            }
+            break;  // EAGAIN: drained
+        }
+        auto len = static_cast<size_t>(n);
+        for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+            if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(ifinfomsg))) continue;
+            auto* ifi = static_cast<ifinfomsg*>(NLMSG_DATA(h));
+            auto attrLen = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof(ifinfomsg)));
+            for (auto* a = IFLA_RTA(ifi); RTA_OK(a, attrLen); a = RTA_NEXT(a, attrLen)) {
+                if (a->rta_type != IFLA_IFNAME || RTA_PAYLOAD(a) == 0) continue;
+                std::string name(static_cast<const char*>(RTA_DATA(a)), strnlen(static_cast<const char*>(RTA_DATA(a)), RTA_PAYLOAD(a)));
+                if (hostDevices_.count(name)) seen.insert(name);
+            }
+        }
+    }
+    for (const auto& name : seen) checkHostDevice(name);
+}
+
+std::vector<PodInterface> podInterfacesFromReplica(const OvsdbReplica& replica, const std::string& bridge) {
+    std::vector<PodInterface> out;
+    auto br = replica.findByName("Bridge", bridge);
+    if (!br) return out;
+    auto onBridge = ovsdb::uuidSet(br->second.value("ports", nlohmann::json()));
+    for (const auto& uuid : onBridge) {
+        const auto* port = replica.row("Port", uuid);
+        if (!port || !port->contains("external_ids")) continue;
+        auto ids = ovsdb::mapValue(port->at("external_ids"));
+        if (ids["kovs-owner"] != "kovs-cni" || ids["cni-netns"].empty() || ids["cni-ifname"].empty()) continue;
+        out.push_back({ids["cni-netns"], ids["cni-ifname"]});
+    }
+    return out;
+}
+
+}  // namespace kovs::offload

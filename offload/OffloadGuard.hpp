@@ -1,0 +1,86 @@
+#pragma once
+// Keeps TX checksum offload off where the userspace datapath needs it off:
+// on host devices (gw0, br-phy, the uplink shim's veth end) and on every pod
+// interface. ovs-vswitchd re-creates its tap devices with offload on when it
+// restarts or when userspace-tso-enable is toggled, and pods may have been
+// created while the agent was down, so the guard
+//   - sweeps everything on demand (agent start-up, periodic resync), and
+//   - re-checks a host device as soon as a RTM_NEWLINK names it.
+// Each repair is counted (exported as a metric by the agent).
+//
+// All netns switches are scoped inside one call and return before it does
+// (see Netns); call the guard from one thread, the event loop's.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/EventLoop.hpp"
+#include "base/UniqueFd.hpp"
+
+namespace kovs {
+class OvsdbReplica;
+}
+
+namespace kovs::offload {
+
+struct PodInterface {
+    std::string netns;   // path of the pod's netns
+    std::string ifname;  // the interface inside it
+    auto operator<=>(const PodInterface&) const = default;
+};
+
+struct OffloadGuardStats {
+    uint64_t sweeps = 0;
+    uint64_t checks = 0;
+    uint64_t repairs = 0;
+    uint64_t errors = 0;       // a device or netns that could not be checked
+    std::string lastError;
+};
+
+class OffloadGuard {
+public:
+    using PodLister = std::function<std::vector<PodInterface>()>;
+
+    // hostDevices live in the guard's own netns; `pods` lists pod interfaces
+    // at each sweep (empty function: host devices only).
+    OffloadGuard(std::vector<std::string> hostDevices, PodLister pods = {});
+    ~OffloadGuard();
+    OffloadGuard(const OffloadGuard&) = delete;
+    OffloadGuard& operator=(const OffloadGuard&) = delete;
+
+    // Checks every host device and pod interface; returns the repairs made.
+    // A missing device or netns is counted as an error, never thrown: one
+    // broken pod must not stop the others from being fixed.
+    uint64_t sweep();
+    // Checks one host device; true when it had to be repaired.
+    bool checkHostDevice(const std::string& name);
+
+    // Wires the guard to a loop: link notifications for the host devices and
+    // a periodic sweep. The guard must outlive the loop's use of it.
+    void attach(EventLoop& loop, std::chrono::milliseconds resync);
+
+    const OffloadGuardStats& stats() const { return stats_; }
+    const std::set<std::string>& hostDevices() const { return hostDevices_; }
+
+private:
+    bool check(const std::string& where, const std::function<bool()>& repair);
+    void onLinkEvents();
+    void scheduleResync();
+
+    std::set<std::string> hostDevices_;
+    PodLister pods_;
+    OffloadGuardStats stats_;
+    EventLoop* loop_ = nullptr;
+    EventLoop::TimerId resyncTimer_ = 0;
+    std::chrono::milliseconds resync_{0};
+    UniqueFd linkEvents_;
+};
+
+// Pod interfaces of the kovs-cni ports on `bridge`, from a monitored replica
+// of the Port and Bridge tables (external_ids cni-netns / cni-ifname).
+std::vector<PodInterface> podInterfacesFromReplica(const OvsdbReplica& replica, const std::string& bridge);
+
+}  // namespace kovs::offload
