@@ -77,6 +77,12 @@ TEST(OffloadGuard, RecreatedDeviceIsRepairedFromTheLinkEvent) {
     EXPECT_TRUE(off) << "still on after 5 s; repairs " << guard.stats().repairs;
     EXPECT_EQ(ethtoolFeature("", gw.name, "tx-checksumming"), "off");
     EXPECT_EQ(guard.stats().repairs, 2u);
+
+    // A feature change is a RTM_NEWLINK too: someone turning it back on is undone at once.
+    runChecked({"ethtool", "-K", gw.name, "tx", "on"});
+    off = loop.runUntil([&] { return guard.stats().repairs == 3 && !offload::Ethtool().txChecksum(gw.name); }, 5s);
+    EXPECT_TRUE(off) << "repairs " << guard.stats().repairs;
+    EXPECT_EQ(ethtoolFeature("", gw.name, "tx-checksumming"), "off");
 }
 
 TEST(OffloadGuard, PeriodicResyncRepairsPodsAndSurvivesAGoneNetns) {
