@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <sstream>
 
 #include "base/Process.hpp"
@@ -45,15 +46,33 @@ std::vector<std::string> linkNames(const std::string& netns) {
 
 class KovsCni : public ::testing::Test {
 protected:
-    OvsSandbox ovs;
+    // One OVS for the whole suite (starting one costs seconds); each test
+    // leaves it as it found it: br-int alone and without ports.
+    static inline std::unique_ptr<OvsSandbox> sandbox;
+    static void SetUpTestSuite() {
+        sandbox = std::make_unique<OvsSandbox>();
+        sandbox->vsctl({"add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev"});
+    }
+    static void TearDownTestSuite() { sandbox.reset(); }
+
+    OvsSandbox& ovs = *sandbox;
     TestNetns pod{"kovs-cni-pod"};
     TempDir data;
     std::string cni = kovsCniBinary();
 
     void SetUp() override {
-        ovs.vsctl({"add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev"});
         ASSERT_TRUE(pollUntil([&] { return ofport("br-int") > 0; }, std::chrono::seconds(10)))
             << "br-int never got its local port: ofport " << ofport("br-int");
+    }
+
+    void TearDown() override {
+        if (!kovs::runProcess({"ovs-vsctl", "--db=" + ovs.dbRemote(), "--timeout=1", "show"}).ok()) ovs.startOvsdb();
+        for (std::string br : {"br-other"}) ovs.vsctl({"--if-exists", "del-br", br});
+        std::istringstream ports(ovs.vsctl({"list-ports", "br-int"}));
+        for (std::string port; std::getline(ports, port);) ovs.vsctl({"del-port", "br-int", port});
+        for (const auto& link : linkNames("")) {
+            if (link.rfind("kovs", 0) == 0) kovs::runProcess({"ip", "link", "del", link});
+        }
     }
 
     int64_t ofport(const std::string& iface) const {
