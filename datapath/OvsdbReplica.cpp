@@ -95,10 +95,15 @@ void OvsdbReplica::apply(const Json& updates) {
 
 void OvsdbReplica::applyUpdates(const Json& updates) {
     if (!updates.is_object()) throw Error("OVSDB update2: table-updates is not an object");
-    for (const auto& [tname, rows] : updates.items()) {
+    for (const auto& titem : updates.items()) {
+        const std::string& tname = titem.key();
+        const Json& rows = titem.value();
         if (!rows.is_object()) throw Error("OVSDB update2 " + tname + ": rows are not an object");
         auto& table = tables_[tname];
-        for (const auto& [uuid, upd] : rows.items()) {
+        for (const auto& item : rows.items()) {
+            // Plain names, not structured bindings: clang 14 cannot capture those.
+            const std::string& uuid = item.key();
+            const Json& upd = item.value();
             if (!upd.is_object()) throw Error("OVSDB update2 " + tname + " " + uuid + ": not an object");
             auto rowOf = [&](const char* key) {
                 if (!upd[key].is_object()) throw Error("OVSDB update2 " + tname + " " + uuid + ": " + key + " is not a row");
