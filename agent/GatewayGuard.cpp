@@ -60,6 +60,14 @@ struct DesiredRoute {
     uint32_t priority = 0;
 };
 
+void validateRoutes(const GatewayGuardOptions& o) {
+    for (const auto& r : o.routes) {
+        if (r.via && r.via->family != r.dst.family)
+            throw Error("gateway guard " + o.name + ": route " + r.dst.str() + " via " + r.via->addressString() +
+                        " mixes address families");
+    }
+}
+
 void validate(const GatewayGuardOptions& o) {
     if (o.name.empty() || o.name.size() >= IFNAMSIZ || o.name.find('/') != std::string::npos)
         throw Error("gateway guard: invalid interface name '" + o.name + "'");
@@ -67,11 +75,7 @@ void validate(const GatewayGuardOptions& o) {
         throw Error("gateway guard " + o.name + ": MTU " + std::to_string(o.mtu) + " out of range 68..65535");
     if (!o.enabled) return;
     if (o.addresses.empty()) throw Error("gateway guard " + o.name + ": no gateway address configured");
-    for (const auto& r : o.routes) {
-        if (r.via && r.via->family != r.dst.family)
-            throw Error("gateway guard " + o.name + ": route " + r.dst.str() + " via " + r.via->addressString() +
-                        " mixes address families");
-    }
+    validateRoutes(o);
     if (o.resyncInterval.count() <= 0) throw Error("gateway guard " + o.name + ": resync interval must be positive");
     if (o.coalesceDelay.count() < 0) throw Error("gateway guard " + o.name + ": coalesce delay must not be negative");
 }
@@ -121,6 +125,14 @@ void GatewayGuard::scheduleResync() {
         reconcile();
         scheduleResync();
     });
+}
+
+void GatewayGuard::setRoutes(std::vector<GatewayRoute> routes) {
+    GatewayGuardOptions next = opt_;
+    next.routes = std::move(routes);
+    validateRoutes(next);  // a bad route changes nothing
+    opt_.routes = std::move(next.routes);
+    if (opt_.enabled) scheduleReconcile();
 }
 
 void GatewayGuard::reconcileNow() {
@@ -182,6 +194,7 @@ void GatewayGuard::reconcile() {
     }
     if (!failed) consecutiveFailures_ = 0;
     auto took = EventLoop::Clock::now() - start;
+    if (r.total() > 0 && !failed && onRestore_) onRestore_(took);
     std::lock_guard lock(statsMutex_);
     ++stats_.reconciles;
     stats_.linkPresent = present;

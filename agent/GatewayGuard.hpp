@@ -18,6 +18,7 @@
 //   the guard waits for a link message carrying its name.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -86,6 +87,12 @@ public:
     // Runs a reconcile now (on the loop thread).
     void reconcileNow();
 
+    // Replaces the extra routes (peers' pod CIDRs come and go at runtime) and
+    // schedules a reconcile. Routes kovs added that are no longer wanted go.
+    void setRoutes(std::vector<GatewayRoute> routes);
+    // Runs on the loop after each repair, with its duration (metrics histogram).
+    void setRestoreHandler(std::function<void(std::chrono::nanoseconds)> h) { onRestore_ = std::move(h); }
+
 private:
     struct Repairs;
     void scheduleReconcile();
@@ -106,6 +113,7 @@ private:
     unsigned consecutiveFailures_ = 0;
     std::optional<EventLoop::Clock::time_point> damageSeen_;
 
+    std::function<void(std::chrono::nanoseconds)> onRestore_;
     mutable std::mutex statsMutex_;
     GatewayGuardStats stats_;
 };

@@ -2,10 +2,12 @@
 // every kind of damage to gw0 is repaired, and the time it took is printed.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 
 #include "agent/GatewayGuard.hpp"
+#include "base/Error.hpp"
 #include "base/Process.hpp"
 #include "tests/integration/GatewayTestSupport.hpp"
 #include "tests/support/Poll.hpp"
@@ -89,9 +91,14 @@ TEST_F(GatewayGuardTest, ConfiguresAFreshLink) {
 
 TEST_F(GatewayGuardTest, FlushedAddressesComeBack) {
     startGuard();
+    std::atomic<int64_t> handlerNs{0};
+    guard_->onLoop([&](GatewayGuard& g) { g.setRestoreHandler([&](std::chrono::nanoseconds d) { handlerNs = d.count(); }); });
     runChecked({"ip", "addr", "flush", "dev", dev_});
     expectConsistentWithin("ip addr flush", 2s);
     EXPECT_GE(guard_->stats().addressesAdded, 4u);
+    EXPECT_TRUE(pollUntil([&] { return handlerNs > 0 && handlerNs == guard_->stats().lastRestore.count(); }, 2s))
+        << "restore handler not called with the restore's duration: " << handlerNs;
+    guard_->onLoop([](GatewayGuard& g) { g.setRestoreHandler(nullptr); });
 }
 
 TEST_F(GatewayGuardTest, FlushedRoutesComeBackWithKovsProtocol) {
@@ -156,6 +163,37 @@ TEST_F(GatewayGuardTest, ExtraRouteViaNextHopComesBack) {
     runChecked({"ip", "-4", "addr", "flush", "dev", dev_});
     EXPECT_TRUE(pollUntil([&] { return viaRoute(last = LinkView::read(dev_)) && consistent(last); }, 2s, 1ms))
         << last.describe();
+}
+
+TEST_F(GatewayGuardTest, ReplacedRoutesAreAppliedAndOldKovsRoutesRemoved) {
+    opt_.routes.push_back({IpPrefix::parse("10.98.0.0/16"), std::nullopt});
+    startGuard();
+    LinkView last;
+    ASSERT_TRUE(pollUntil([&] { return (last = LinkView::read(dev_)).route("10.98.0.0/16") != nullptr; }, 2s, 1ms))
+        << last.describe();
+    // A peer went away and another came: the guard's loop applies the new set.
+    guard_->onLoop([](GatewayGuard& g) {
+        g.setRoutes({{IpPrefix::parse("10.96.0.0/12"), std::nullopt}, {IpPrefix::parse("fd00:96::/108"), std::nullopt},
+                     {IpPrefix::parse("10.99.0.0/16"), std::nullopt}});
+    });
+    EXPECT_TRUE(pollUntil([&] {
+        last = LinkView::read(dev_);
+        return last.route("10.99.0.0/16") && !last.route("10.98.0.0/16") && last.route("10.96.0.0/12");
+    }, 2s, 1ms)) << last.describe();
+    // A bad set is refused whole and changes nothing.
+    std::string error;
+    guard_->onLoop([&](GatewayGuard& g) {
+        try {
+            g.setRoutes({{IpPrefix::parse("10.100.0.0/16"), IpPrefix::parse("fd00::1")}});
+        } catch (const Error& e) {
+            error = e.what();
+        }
+    });
+    EXPECT_NE(error.find("mixes address families"), std::string::npos) << error;
+    runChecked({"ip", "route", "del", "10.99.0.0/16"});
+    EXPECT_TRUE(pollUntil([&] { return (last = LinkView::read(dev_)).route("10.99.0.0/16") != nullptr; }, 2s, 1ms))
+        << "the replaced set is guarded too: " << last.describe();
+    EXPECT_EQ(last.route("10.100.0.0/16"), nullptr);
 }
 
 TEST_F(GatewayGuardTest, ForeignAddressGoesOthersRoutesStay) {

@@ -5,6 +5,7 @@
 // guard's code.
 #include <sys/resource.h>
 
+#include <functional>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -51,6 +52,16 @@ public:
     GuardThread& operator=(const GuardThread&) = delete;
 
     GatewayGuardStats stats() const { return guard_->stats(); }
+    // Runs `fn` on the guard's loop thread and waits for it.
+    void onLoop(const std::function<void(GatewayGuard&)>& fn) {
+        std::promise<void> done;
+        auto f = done.get_future();
+        loop_->post([&] {
+            fn(*guard_);
+            done.set_value();
+        });
+        f.get();
+    }
     // CPU time (user + system) of the guard's thread, from inside it.
     std::chrono::microseconds cpuTime() {
         std::promise<std::chrono::microseconds> p;
