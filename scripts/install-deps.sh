@@ -13,6 +13,7 @@ packages=(
   # runtime and tests
   openvswitch-switch openvswitch-common containernetworking-plugins iproute2
   ethtool iperf3 procps systemd dbus python3 socat jq util-linux
+  iputils-ping openssl
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -67,6 +67,8 @@ public:
     void reconcile();
 
     const Stats& stats() const { return stats_; }
+    // Peer IPs whose route and neighbour the current vswitchd holds (per the last pass).
+    const std::set<std::string>& programmedPeers() const { return ownedNeighbours_; }
 
 private:
     void pass();  // throws

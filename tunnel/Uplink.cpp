@@ -1,0 +1,356 @@
+#include "tunnel/Uplink.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "base/Error.hpp"
+#include "base/Log.hpp"
+#include "base/Process.hpp"
+#include "offload/Ethtool.hpp"
+
+namespace kovs::tunnel {
+
+using nlohmann::json;
+
+namespace {
+
+json ipJson(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{"ip", "-j"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto out = runChecked(argv);
+    auto j = json::parse(out, nullptr, false);
+    if (j.is_discarded()) throw Error("ip -j " + args.front() + ": unparsable output");
+    return j;
+}
+
+void ip(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{"ip"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    runChecked(argv);
+}
+
+// For undo and cleanup steps: failures are logged, the unwinding goes on.
+bool ipQuiet(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{"ip"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = runProcess(argv);
+    if (!r.ok()) spdlog::debug("uplink: ip {}: {}", args.size() > 1 ? args[0] + " " + args[1] : args[0], r.err);
+    return r.ok();
+}
+
+bool linkExists(const std::string& name) { return runProcess({"ip", "link", "show", "dev", name}).ok(); }
+
+// `ip addr show` has the link fields (MAC, flags, master) and addr_info.
+json linkOf(const std::string& dev) { return ipJson({"addr", "show", "dev", dev}).at(0); }
+
+std::vector<std::string> addrArgs(const char* verb, const json& a, const std::string& dev, bool forceNodad) {
+    std::vector<std::string> args{"addr", verb,
+                                  a.at("local").get<std::string>() + "/" + std::to_string(a.at("prefixlen").get<int>()),
+                                  "dev", dev};
+    if (std::string(verb) == "add") {
+        if (a.contains("broadcast")) args.insert(args.end(), {"broadcast", a["broadcast"].get<std::string>()});
+        if (a.value("scope", "global") != "global") args.insert(args.end(), {"scope", a["scope"].get<std::string>()});
+        if (a.value("family", "") == "inet6" && (forceNodad || a.value("nodad", false))) args.push_back("nodad");
+        if (a.value("noprefixroute", false)) args.push_back("noprefixroute");
+    }
+    return args;
+}
+
+std::vector<std::string> routeArgs(const char* verb, const json& r, const std::string& dev, bool v6) {
+    std::vector<std::string> args{v6 ? "-6" : "-4", "route", verb, r.at("dst").get<std::string>()};
+    if (r.contains("gateway")) args.insert(args.end(), {"via", r["gateway"].get<std::string>()});
+    args.insert(args.end(), {"dev", dev});
+    if (r.contains("protocol")) args.insert(args.end(), {"proto", r["protocol"].get<std::string>()});
+    if (r.contains("scope")) args.insert(args.end(), {"scope", r["scope"].get<std::string>()});
+    if (r.contains("metric")) args.insert(args.end(), {"metric", std::to_string(r["metric"].get<long>())});
+    if (r.contains("prefsrc")) args.insert(args.end(), {"src", r["prefsrc"].get<std::string>()});
+    if (r.contains("flags") && r["flags"].is_array()) {
+        for (const auto& f : r["flags"]) {
+            if (f == "onlink") args.push_back("onlink");
+        }
+    }
+    return args;
+}
+
+// Addresses that carry the node's identity (link-local ones belong to the link).
+std::vector<json> movableAddresses(const json& link) {
+    std::vector<json> out;
+    for (const auto& a : link.value("addr_info", json::array())) {
+        if (a.value("scope", "global") != "link") out.push_back(a);
+    }
+    return out;
+}
+
+// Routes the kernel does not recreate by itself when the address moves.
+std::vector<json> movableRoutes(const json& routes) {
+    std::vector<json> out;
+    for (const auto& r : routes) {
+        if (r.value("protocol", "") != "kernel" && r.value("type", "unicast") == "unicast") out.push_back(r);
+    }
+    return out;
+}
+
+class UndoStack {
+public:
+    void push(std::string what, std::function<void()> undo) { steps_.push_back({std::move(what), std::move(undo)}); }
+    void unwind() {
+        for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
+            try {
+                it->second();
+            } catch (const std::exception& e) {
+                spdlog::error("uplink rollback: undo '{}' failed: {}", it->first, e.what());
+            }
+        }
+        steps_.clear();
+    }
+    void commit() { steps_.clear(); }
+
+private:
+    std::vector<std::pair<std::string, std::function<void()>>> steps_;
+};
+
+}  // namespace
+
+std::string shimDeviceMac(const std::string& originalMac) {
+    unsigned b[6];
+    if (std::sscanf(originalMac.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]) != 6) {
+        throw Error("uplink: bad MAC '" + originalMac + "'");
+    }
+    // Locally administered (0x02), unicast (~0x01), and bit 0x08 flipped so
+    // it differs from an original that was already locally administered
+    // (Docker's 02:42:...).
+    b[0] = ((b[0] | 0x02) & ~0x01u) ^ 0x08;
+    char out[32];
+    std::snprintf(out, sizeof out, "%02x:%02x:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3], b[4], b[5]);
+    return out;
+}
+
+Uplink::Uplink(UplinkOptions opts) : opts_(std::move(opts)) {}
+
+std::string Uplink::vsctl(const std::vector<std::string>& args) const {
+    auto argv = opts_.vsctl;
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runChecked(argv);
+}
+
+json Uplink::snapshot() const {
+    json link = linkOf(opts_.device);
+    json s;
+    s["mode"] = modeName(opts_.mode);
+    s["device"] = opts_.device;
+    s["mac"] = link.at("address");
+    s["addresses"] = movableAddresses(link);
+    s["routes4"] = movableRoutes(ipJson({"-4", "route", "show", "dev", opts_.device}));
+    s["routes6"] = movableRoutes(ipJson({"-6", "route", "show", "dev", opts_.device}));
+    auto flags = linkOf(opts_.bridge).value("flags", json::array());
+    s["bridgeWasUp"] = std::find(flags.begin(), flags.end(), "UP") != flags.end();
+    s["port"] = opts_.mode == UplinkMode::Shim ? opts_.shimVethOvsEnd : opts_.device;
+    return s;
+}
+
+void Uplink::checkPortType() const {
+    const auto& t = opts_.portType;
+    if (t == "system") return;
+    auto types = vsctl({"get", "Open_vSwitch", ".", "iface_types"});
+    if (t == "afxdp" || t == "afxdp-nonpmd") {
+        if (types.find(t) == std::string::npos) {
+            throw Error("uplink port type " + t + ": this ovs-vswitchd does not support it (iface_types " + types + ")");
+        }
+        return;
+    }
+    if (t == "dpdk") {
+        auto inited = vsctl({"get", "Open_vSwitch", ".", "dpdk_initialized"});
+        if (inited.find("true") == std::string::npos) {
+            throw Error("uplink port type dpdk: ovs-vswitchd reports dpdk_initialized=" + inited);
+        }
+        return;
+    }
+    throw Error("uplink port type '" + t + "': unknown (system, afxdp, afxdp-nonpmd, dpdk)");
+}
+
+bool Uplink::migrated() const {
+    std::ifstream in(opts_.stateFile);
+    if (!in) return false;
+    json state = json::parse(in, nullptr, false);
+    if (state.is_discarded() || !state.contains("addresses") || !linkExists(opts_.bridge)) return false;
+    if (state.value("mode", "") != modeName(opts_.mode)) return false;
+    // The addresses live on the bridge, and the uplink is wired the way the mode says.
+    auto bridgeAddrs = movableAddresses(linkOf(opts_.bridge));
+    for (const auto& a : state["addresses"]) {
+        bool found = std::any_of(bridgeAddrs.begin(), bridgeAddrs.end(), [&](const json& b) {
+            return b.value("local", "") == a.value("local", "") && b.value("prefixlen", 0) == a.value("prefixlen", 0);
+        });
+        if (!found) return false;
+    }
+    auto port = state.value("port", "");
+    auto br = runProcess([&] {
+        auto argv = opts_.vsctl;
+        argv.insert(argv.end(), {"port-to-br", port});
+        return argv;
+    }());
+    if (!br.ok() || br.out != opts_.bridge + "\n") return false;
+    if (opts_.mode == UplinkMode::Shim) {
+        return linkOf(opts_.device).value("master", "") == opts_.shimBridge;
+    }
+    return true;
+}
+
+Uplink::Outcome Uplink::migrate() {
+    if (migrated()) {
+        spdlog::info("uplink: {} already on {} ({} mode); nothing to do", opts_.device, opts_.bridge,
+                     modeName(opts_.mode));
+        return Outcome::AlreadyMigrated;
+    }
+    if (std::filesystem::exists(opts_.stateFile)) {
+        spdlog::warn("uplink: {} exists but the node is not fully migrated; restoring it first", opts_.stateFile);
+        cleanup();
+    }
+    checkPortType();
+    const std::string& dev = opts_.device;
+    const std::string& br = opts_.bridge;
+    json snap = snapshot();
+    if (snap["addresses"].empty()) throw Error("uplink " + dev + ": no address to move to " + br);
+    const std::string mac = snap["mac"];
+    const std::string port = snap["port"];
+
+    UndoStack undo;
+    std::string step;
+    try {
+        step = "write " + opts_.stateFile;
+        std::filesystem::create_directories(std::filesystem::path(opts_.stateFile).parent_path());
+        {
+            std::ofstream out(opts_.stateFile + ".tmp");
+            out << snap.dump(2);
+            if (!out.flush()) throw Error("cannot write " + opts_.stateFile);
+        }
+        std::filesystem::rename(opts_.stateFile + ".tmp", opts_.stateFile);
+        undo.push(step, [this] { std::filesystem::remove(opts_.stateFile); });
+
+        if (opts_.mode == UplinkMode::Shim) {
+            const auto& shim = opts_.shimBridge;
+            const auto& up0 = opts_.shimVethBridgeEnd;
+            const auto& up1 = opts_.shimVethOvsEnd;
+            step = "create bridge " + shim;
+            ip({"link", "add", shim, "type", "bridge"});
+            undo.push(step, [shim] { ipQuiet({"link", "del", shim}); });
+            step = "create veth " + up0 + "/" + up1;
+            ip({"link", "add", up0, "type", "veth", "peer", "name", up1});
+            undo.push(step, [up0] { ipQuiet({"link", "del", up0}); });
+            for (const auto& l : {shim, up0, up1}) ip({"link", "set", "dev", l, "addrgenmode", "none"});
+            step = "TX checksum off on " + up0;
+            offload::Ethtool().setTxChecksum(up0, false);
+            step = "new MAC for " + dev;
+            ip({"link", "set", "dev", dev, "address", shimDeviceMac(mac)});
+            undo.push(step, [dev, mac] { ipQuiet({"link", "set", "dev", dev, "address", mac}); });
+            step = "put " + dev + " into " + shim;
+            ip({"link", "set", "dev", dev, "master", shim});
+            undo.push(step, [dev] { ipQuiet({"link", "set", "dev", dev, "nomaster"}); });
+            ip({"link", "set", "dev", up0, "master", shim});
+            for (const auto& l : {shim, up0, up1}) ip({"link", "set", "dev", l, "up"});
+        }
+
+        step = "add port " + port + " to " + br;
+        std::vector<std::string> addPort{"add-port", br, port};
+        if (opts_.portType != "system") addPort.insert(addPort.end(), {"--", "set", "interface", port, "type=" + opts_.portType});
+        vsctl(addPort);
+        undo.push(step, [this, br, port] {
+            auto argv = opts_.vsctl;
+            argv.insert(argv.end(), {"--if-exists", "del-port", br, port});
+            runProcess(argv);
+        });
+        step = "give " + br + " the MAC " + mac;
+        vsctl({"set", "bridge", br, "other-config:hwaddr=\"" + mac + "\""});
+        undo.push(step, [this, br] {
+            auto argv = opts_.vsctl;
+            argv.insert(argv.end(), {"remove", "bridge", br, "other-config", "hwaddr"});
+            runProcess(argv);
+        });
+        if (linkOf(br).value("address", "") != mac) throw Error(br + " did not take the MAC " + mac);
+        step = "TX checksum off on " + br;
+        offload::Ethtool().setTxChecksum(br, false);
+        step = "bring " + br + " up";
+        ip({"link", "set", "dev", br, "up"});
+        if (!snap["bridgeWasUp"].get<bool>()) undo.push(step, [br] { ipQuiet({"link", "set", "dev", br, "down"}); });
+
+        // Addresses go onto br-phy before they leave eth0, so the node always
+        // holds them; the undo puts everything back on eth0.
+        step = "move addresses and routes from " + dev + " to " + br;
+        undo.push(step, [snap, dev, br] {
+            for (const auto& a : snap["addresses"]) ipQuiet(addrArgs("add", a, dev, false));
+            for (const auto& r : snap["routes4"]) ipQuiet(routeArgs("del", r, br, false));
+            for (const auto& r : snap["routes6"]) ipQuiet(routeArgs("del", r, br, true));
+            for (const auto& a : snap["addresses"]) ipQuiet(addrArgs("del", a, br, false));
+            for (const auto& r : snap["routes4"]) ipQuiet(routeArgs("add", r, dev, false));
+            for (const auto& r : snap["routes6"]) ipQuiet(routeArgs("add", r, dev, true));
+        });
+        for (const auto& a : snap["addresses"]) ip(addrArgs("add", a, br, true));
+        for (const auto& r : snap["routes4"]) ipQuiet(routeArgs("del", r, dev, false));
+        for (const auto& r : snap["routes6"]) ipQuiet(routeArgs("del", r, dev, true));
+        for (const auto& r : snap["routes4"]) ip(routeArgs("add", r, br, false));
+        for (const auto& r : snap["routes6"]) ip(routeArgs("add", r, br, true));
+        for (const auto& a : snap["addresses"]) ip(addrArgs("del", a, dev, false));
+    } catch (const std::exception& e) {
+        spdlog::error("uplink: {} failed: {}; rolling back", step, e.what());
+        undo.unwind();
+        throw Error("uplink " + dev + " -> " + br + " (" + modeName(opts_.mode) + "): " + step + ": " + e.what());
+    }
+    undo.commit();
+    spdlog::info("uplink: {} moved to {} ({} mode, port {})", dev, br, modeName(opts_.mode), port);
+    return Outcome::Migrated;
+}
+
+bool Uplink::cleanup() {
+    std::ifstream in(opts_.stateFile);
+    if (!in) return false;
+    json s = json::parse(in, nullptr, false);
+    if (s.is_discarded()) throw Error("uplink cleanup: " + opts_.stateFile + " is not valid JSON; restore by hand");
+    const std::string dev = s.value("device", opts_.device);
+    const std::string br = opts_.bridge;
+    const std::string port = s.value("port", "");
+    const std::string mac = s.value("mac", "");
+    bool shim = s.value("mode", "") == "shim";
+
+    // L2 first, so eth0 is usable again when its addresses come back.
+    auto argv = opts_.vsctl;
+    argv.insert(argv.end(), {"--if-exists", "del-port", br, port});
+    runProcess(argv);
+    if (shim) {
+        ipQuiet({"link", "set", "dev", dev, "nomaster"});
+        ipQuiet({"link", "del", opts_.shimVethBridgeEnd});
+        ipQuiet({"link", "del", opts_.shimBridge});
+    }
+    if (!mac.empty()) ipQuiet({"link", "set", "dev", dev, "address", mac});
+    ipQuiet({"link", "set", "dev", dev, "up"});
+
+    // IPv4 in order (the first is the primary); IPv6 in reverse, because the
+    // kernel lists the newest IPv6 address first.
+    std::vector<json> v4, v6;
+    for (const auto& a : s["addresses"]) (a.value("family", "") == "inet6" ? v6 : v4).push_back(a);
+    for (const auto& a : v4) ipQuiet(addrArgs("add", a, dev, false));
+    for (auto it = v6.rbegin(); it != v6.rend(); ++it) ipQuiet(addrArgs("add", *it, dev, false));
+    for (const auto& r : s["routes4"]) ipQuiet(routeArgs("del", r, br, false));
+    for (const auto& r : s["routes6"]) ipQuiet(routeArgs("del", r, br, true));
+    for (const auto& a : s["addresses"]) ipQuiet(addrArgs("del", a, br, false));
+    for (const auto& r : s["routes4"]) ipQuiet(routeArgs("add", r, dev, false));
+    for (const auto& r : s["routes6"]) ipQuiet(routeArgs("add", r, dev, true));
+
+    argv = opts_.vsctl;
+    argv.insert(argv.end(), {"remove", "bridge", br, "other-config", "hwaddr"});
+    runProcess(argv);
+    if (!s.value("bridgeWasUp", true)) ipQuiet({"link", "set", "dev", br, "down"});
+
+    // Verify before forgetting the state: every address is back on eth0.
+    auto now = movableAddresses(linkOf(dev));
+    for (const auto& a : s["addresses"]) {
+        bool back = std::any_of(now.begin(), now.end(), [&](const json& b) { return b.value("local", "") == a.value("local", ""); });
+        if (!back) throw Error("uplink cleanup: " + a.value("local", "") + " could not be restored on " + dev + "; state kept in " + opts_.stateFile);
+    }
+    std::filesystem::remove(opts_.stateFile);
+    spdlog::info("uplink: {} restored from {}", dev, br);
+    return true;
+}
+
+}  // namespace kovs::tunnel
