@@ -95,7 +95,11 @@ void OvsdbClient::onConnected() {
                 return;
             }
             Json requests = Json::object();
-            for (const auto& t : opts_.monitorTables) requests[t] = Json::object();
+            for (const auto& t : opts_.monitorTables) {
+                requests[t] = Json::object();
+                auto cols = opts_.monitorColumns.find(t);
+                if (cols != opts_.monitorColumns.end()) requests[t]["columns"] = cols->second;
+            }
             conn_->request(
                 "monitor_cond", Json::array({opts_.database, "kovs", requests}),
                 [this, session, fail](const Json& initial) {

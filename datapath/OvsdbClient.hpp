@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,13 @@ struct OvsdbClientOptions {
     std::string database = "Open_vSwitch";
     // Empty: no monitor (short-lived callers such as kovs-cni only transact).
     std::vector<std::string> monitorTables = {"Open_vSwitch", "Bridge", "Port", "Interface"};
+    // Columns to monitor per table (absent: all). vswitchd rewrites
+    // Interface statistics every few seconds; leaving them out spares the
+    // agent a wakeup per interface per interval.
+    std::map<std::string, std::vector<std::string>> monitorColumns = {
+        {"Interface",
+         {"name", "type", "options", "external_ids", "ofport", "mac_in_use", "mtu", "link_state", "admin_state",
+          "error"}}};
     std::chrono::milliseconds requestTimeout{5000};
     std::chrono::milliseconds backoffMin{50};
     std::chrono::milliseconds backoffMax{2000};

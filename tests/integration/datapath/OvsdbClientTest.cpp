@@ -88,6 +88,11 @@ TEST(OvsdbClient, TransactIsSeenByOvsVsctlAndByTheMonitor) {
     };
     ASSERT_TRUE(loop.runUntil(seen2, std::chrono::seconds(5)))
         << c.replica().findByName("Bridge", "br-x")->second.dump();
+    // Interface statistics are not monitored by default.
+    auto iface = c.replica().findByName("Interface", "br-x");
+    ASSERT_TRUE(iface);
+    EXPECT_EQ(iface->second.value("type", ""), "internal");
+    EXPECT_FALSE(iface->second.contains("statistics")) << iface->second.dump();
     auto port = c.replica().findByName("Port", "br-x");
     ASSERT_TRUE(port);
     EXPECT_EQ(ovsdb::uuidSet(c.replica().findByName("Bridge", "br-x")->second["ports"]),

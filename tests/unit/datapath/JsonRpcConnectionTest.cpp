@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -124,6 +126,23 @@ TEST(JsonRpcConnection, GarbageClosesTheConnectionWithTheReason) {
     peer.write("{} hello");
     ASSERT_TRUE(loop.runUntil([&] { return !closed.empty(); }, std::chrono::seconds(5)));
     EXPECT_NE(closed.find("expected '{' or '['"), std::string::npos) << closed;
+}
+
+TEST(JsonRpcConnection, SpeaksOverTcp) {
+    UniqueFd l(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(l.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+    ASSERT_EQ(::listen(l.get(), 1), 0);
+    socklen_t len = sizeof sa;
+    ::getsockname(l.get(), reinterpret_cast<sockaddr*>(&sa), &len);
+    EventLoop loop;
+    JsonRpcConnection c(loop, "tcp:127.0.0.1:" + std::to_string(ntohs(sa.sin_port)));
+    UniqueFd peer(::accept(l.get(), nullptr, nullptr));
+    std::string reply = R"({"id":1,"result":{"ok":true},"error":null})";
+    ASSERT_EQ(::write(peer.get(), reply.data(), reply.size()), ssize_t(reply.size()));
+    EXPECT_EQ(c.call("get_schema", json::array({"x"})), json::parse(R"({"ok":true})"));
 }
 
 TEST(JsonRpcConnection, BadRemotesAreClearErrors) {
