@@ -35,6 +35,10 @@ inline CniCall runCni(const std::string& binary, const std::map<std::string, std
                       const std::string& stdinData) {
     ProcessOptions opts;
     std::map<std::string, std::string> env{{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}};
+    // Sanitizer settings reach the plugin, as they would through a runtime's environment.
+    for (const char* keep : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "ASAN_SYMBOLIZER_PATH"}) {
+        if (const char* v = std::getenv(keep)) env[keep] = v;
+    }
     for (const auto& [k, v] : cniEnv) env[k] = v;
     opts.env = env;
     opts.stdinData = stdinData;
