@@ -143,7 +143,6 @@ bool OvsdbClient::waitReady(std::chrono::milliseconds timeout) {
 }
 
 void OvsdbClient::transact(const ovsdb::Transaction& txn, TransactCallback cb) {
-    ++transactions_;
     auto token = alive_;
     if (!conn_) {
         std::string why = "transact " + txn.database() + " (" + txn.describeAll() + "): not connected to " + opts_.remote +
@@ -154,6 +153,7 @@ void OvsdbClient::transact(const ovsdb::Transaction& txn, TransactCallback cb) {
         return;
     }
     auto labels = txn.describeAll();
+    ++transactions_;
     conn_->request(
         "transact", txn.params(),
         [txn, cb](const Json& result) {

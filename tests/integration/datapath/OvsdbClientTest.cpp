@@ -121,6 +121,16 @@ TEST(OvsdbClient, ErrorsNameTheTableAndOperation) {
     } catch (const kovs::Error& e) {
         EXPECT_EQ(std::string(e.what()).rfind("insert Port p: ", 0), 0u) << e.what();
     }
+    // A top-level JSON-RPC error names the database and the operations.
+    ovsdb::Transaction wrongDb("No_Such_Db");
+    wrongDb.insert("Port", {{"name", "p"}});
+    try {
+        c.transactSync(wrongDb);
+        FAIL();
+    } catch (const kovs::Error& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("transact No_Such_Db (insert Port p): unknown database", 0), 0u)
+            << e.what();
+    }
     // The bridge is gone → the wait fails the whole transaction, nothing inserted.
     auto br = c.replica().findByName("Bridge", "br-x");
     ASSERT_TRUE(br);
