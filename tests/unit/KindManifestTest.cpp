@@ -614,7 +614,7 @@ class KovsKindDryRun : public ::testing::Test {
 protected:
     void SetUp() override {
         src_ = sourceDir();
-        for (const char* tool : {"bash", "dirname", "basename", "uname", "sed", "awk", "cat"}) {
+        for (const char* tool : {"bash", "dirname", "basename", "uname", "sed", "awk", "cat", "grep", "wc", "tr", "sleep"}) {
             auto r = kovs::runProcess({"/bin/sh", "-c", std::string("command -v ") + tool});
             ASSERT_TRUE(r.ok()) << tool << " not found";
             auto target = r.out.substr(0, r.out.find('\n'));
@@ -719,6 +719,95 @@ TEST_F(KovsKindDryRun, ForRealItNamesEachMissingToolWithAnInstallHint) {
             << r.err;
     }
     EXPECT_EQ(r.out.find("docker build"), std::string::npos) << "went on without its tools: " << r.out;
+}
+
+// The real path, against stand-ins for docker, kind and kubectl that log their
+// argv: the commands run are the ones --dry-run prints, in the same order.
+class KovsKindWithFakeTools : public KovsKindDryRun {
+protected:
+    void SetUp() override {
+        KovsKindDryRun::SetUp();
+        log_ = bin_.path() / "calls.log";
+        auto fake = [&](const std::string& name, const std::string& body) {
+            writeFile(bin_.path() / name, "#!/bin/bash\nprintf '%s\\n' \"" + name + " $*\" >> " + log_.string() + "\n" + body);
+            fs::permissions(bin_.path() / name, fs::perms::owner_all);
+        };
+        fake("docker", "exit 0\n");
+        fake("kind", "[ \"$1 $2\" = 'get clusters' ] && printf '%s\\n' ${FAKE_CLUSTERS:-}\nexit 0\n");
+        // get nodes: two polls with workers NotReady, then all Ready.
+        fake("kubectl", "case \" $* \" in\n"
+                        "  *' kustomize '*) exec cat \"${@: -1}/kovs.yaml\" ;;\n"
+                        "  *' apply -f - '*) exec cat > " + (bin_.path() / "applied.yaml").string() + " ;;\n"
+                        "  *' get nodes '*) n=$(cat " + (bin_.path() / "polls").string() + " 2>/dev/null || echo 0)\n"
+                        "     echo $((n + 1)) > " + (bin_.path() / "polls").string() + "\n"
+                        "     if [ $n -lt 2 ]; then printf 'kovs-control-plane True\\nkovs-worker False\\nkovs-worker2 <none>\\n'\n"
+                        "     else printf 'kovs-control-plane True\\nkovs-worker True\\nkovs-worker2 True\\n'; fi ;;\n"
+                        "esac\nexit 0\n");
+    }
+    std::vector<std::string> calls() const {
+        std::vector<std::string> out;
+        std::istringstream in(fs::exists(log_) ? readFile(log_) : "");
+        for (std::string l; std::getline(in, l);) out.push_back(l);
+        return out;
+    }
+    fs::path log_;
+};
+
+TEST_F(KovsKindWithFakeTools, UpRunsWhatTheDryRunPrintsAndReportsProgress) {
+    auto dry = run({"up", "--dry-run", "--image", "reg.io/kovs:1"});
+    ASSERT_EQ(dry.exitCode, 0) << dry.err;
+    auto r = run({"up", "--image", "reg.io/kovs:1"});
+    ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+
+    // Each printed command was run, in order; the stages of one pipeline run
+    // at once, so only the pipeline as a whole is ordered.
+    std::vector<std::vector<std::string>> printed;
+    // Up to the next steps, which are advice for the user, not steps.
+    for (const auto& line : commands(dry.out.substr(0, dry.out.find("next steps")))) {
+        if (line.find("(every 3s") != std::string::npos) {
+            printed.push_back({line.substr(0, line.find("   ("))});
+            continue;
+        }
+        // Pipe stages are separated by " | " (the sed expression has bare '|'s).
+        printed.emplace_back();
+        for (size_t from = 0;;) {
+            auto bar = line.find(" | ", from);
+            auto cmd = line.substr(from, bar == std::string::npos ? std::string::npos : bar - from);
+            if (cmd.rfind("sed ", 0) != 0) printed.back().push_back(cmd);
+            if (bar == std::string::npos) break;
+            from = bar + 3;
+        }
+    }
+    auto ran = calls();
+    size_t start = 0;
+    for (const auto& pipeline : printed) {
+        size_t next = start;
+        for (const auto& want : pipeline) {
+            size_t at = start;
+            while (at < ran.size() && ran[at].rfind(want, 0) != 0) ++at;
+            EXPECT_LT(at, ran.size()) << "dry run printed '" << want << "', which the real run did not run (in that order)";
+            if (at < ran.size()) next = std::max(next, at + 1);
+        }
+        start = next;
+    }
+    EXPECT_NE(std::find(ran.begin(), ran.end(), "docker info"), ran.end()) << "the daemon is not checked";
+
+    auto applied = readFile(bin_.path() / "applied.yaml");
+    EXPECT_EQ(applied.find("image: kovs:dev"), std::string::npos) << "--image did not reach every container";
+    size_t n = 0;
+    for (auto pos = applied.find("image: reg.io/kovs:1"); pos != std::string::npos; pos = applied.find("image: reg.io/kovs:1", pos + 1)) ++n;
+    EXPECT_EQ(n, allContainers(YAML::LoadAll(applied).back()["spec"]["template"]["spec"]).size());
+
+    EXPECT_NE(r.out.find("nodes Ready: 1/3 (waiting for kovs-worker kovs-worker2)\n    nodes Ready: 3/3\n"), std::string::npos)
+        << r.out;
+}
+
+TEST_F(KovsKindWithFakeTools, UpReusesAnExistingCluster) {
+    auto r = runScript({(src_ / "kind/kovs-kind").string(), "up"},
+                       {{"PATH", bin_.path().string()}, {"HOME", bin_.path().string()}, {"FAKE_CLUSTERS", "other kovs"}});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.out.find("cluster kovs exists; reusing it"), std::string::npos) << r.out;
+    for (const auto& c : calls()) EXPECT_EQ(c.find("kind create cluster"), std::string::npos) << c;
 }
 
 }  // namespace
