@@ -62,6 +62,9 @@ bool contains(const std::string& hay, const std::string& needle) { return hay.fi
 class TunnelReconcilerTest : public ::testing::Test {
 protected:
     void SetUp() override {
+        // vswitchd leaves its netdev bridge's tap behind when it exits; an
+        // earlier test's br-phy (and its addresses) must not leak into this one.
+        runProcess({"ip", "link", "del", "br-phy"});
         ovs.vsctl({"add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev"});
         addUnderlayAddress();
     }

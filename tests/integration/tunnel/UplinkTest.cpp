@@ -107,6 +107,9 @@ private:
 class UplinkTest : public ::testing::Test {
 protected:
     void SetUp() override {
+        // vswitchd leaves its netdev bridge's tap behind when it exits; an
+        // earlier test's br-phy (and its addresses) must not leak into this one.
+        runProcess({"ip", "link", "del", "br-phy"});
         ovs.vsctl({"add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev"});
         runChecked({"ip", "netns", "add", "uphost"});
         runChecked({"ip", "link", "add", "eth0", "type", "veth", "peer", "name", "hveth", "netns", "uphost"});
