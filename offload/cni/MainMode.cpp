@@ -68,8 +68,10 @@ nlohmann::json MainMode::add() {
         return installed;
     });
 
+    std::string ips;
+    for (const auto& ip : lease.ips) ips += (ips.empty() ? "" : ",") + ip.address;
     PodPort port{hostName, {req_.containerId, req_.ifname}, req_.netns, req_.arg("K8S_POD_NAMESPACE"),
-                 req_.arg("K8S_POD_NAME"), std::nullopt};
+                 req_.arg("K8S_POD_NAME"), std::nullopt, ends.podMac, ips};
     internal("ADD", [&] { db.ports().add(port); });
     rollback.add("remove port " + hostName, [&] { db.ports().remove(hostName); });
     rollback.commit();

@@ -3,7 +3,7 @@
 // Port and Interface rows carry external_ids naming the attachment, so DEL,
 // CHECK, GC and the agent's offload sweep find them without other state:
 //   kovs-owner=kovs-cni, cni-container-id, cni-ifname, cni-netns,
-//   k8s-pod-namespace, k8s-pod-name
+//   k8s-pod-namespace, k8s-pod-name, attached-mac, ip-address
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,6 +21,10 @@ struct PodPort {
     std::string podNamespace;
     std::string podName;
     std::optional<int64_t> ofport;  // set by ovs-vswitchd once it opened the device
+    // The pod side of the attachment, for the agent's standalone flow table
+    // (OVS's conventional "attached-mac", and "ip-address": CIDRs, comma-separated).
+    std::string podMac;
+    std::string ipAddresses;
 };
 
 class PodPorts {

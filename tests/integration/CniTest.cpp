@@ -144,6 +144,9 @@ TEST_F(KovsCni, MainModeAddCheckDel) {
                            "kovs-owner=kovs-cni"}) {
         EXPECT_NE(ids.find(kv), std::string::npos) << kv << " not in " << ids;
     }
+    // What the agent's flow table needs to deliver tunnelled packets to this pod.
+    EXPECT_NE(ids.find("ip-address=\"10.244.0.2/24\""), std::string::npos) << ids;
+    EXPECT_NE(ids.find("attached-mac=\"" + res["interfaces"][1]["mac"].get<std::string>() + "\""), std::string::npos) << ids;
     EXPECT_TRUE(pollUntil([&] { return ofport(host) > 0; })) << "vswitchd did not open " << host;
     EXPECT_EQ(leases(data.path(), "kovs-test"), std::vector<std::string>{"10.244.0.2"});
 
