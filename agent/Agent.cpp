@@ -2,13 +2,54 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <ctime>
+#include <set>
+#include <sstream>
+
 #include "agent/NetworkdDropins.hpp"
+#include "tunnel/FilePeerSource.hpp"
+#include "tunnel/KubeConfig.hpp"
+#include "tunnel/KubernetesPeerSource.hpp"
 
 namespace kovs {
+namespace {
+
+constexpr size_t kRecentRepairs = 20;
+
+std::optional<int64_t> ofportOf(const nlohmann::json& row) {
+    auto v = ovsdb::setElements(row.value("ofport", nlohmann::json()));
+    if (v.empty() || !v[0].is_number_integer() || v[0].get<int64_t>() <= 0) return std::nullopt;
+    return v[0].get<int64_t>();
+}
+
+std::string nowText() {
+    std::time_t t = std::time(nullptr);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+    return buf;
+}
+
+}  // namespace
 
 Agent::Agent(EventLoop& loop, Config config) : loop_(loop), config_(std::move(config)) {}
 
-Agent::~Agent() = default;
+Agent::~Agent() {
+    if (peerSource_) peerSource_->stop();
+    if (tunnel_) tunnel_->stop();
+}
+
+BridgeOptions Agent::bridgeOptions() const {
+    BridgeOptions o;
+    o.integrationBridge = config_.bridge.integration;
+    o.physBridge = config_.uplink.mode == Config::UplinkMode::None ? "" : config_.bridge.physical;
+    o.gatewayPort = config_.bridge.gateway;
+    o.tunnelPort = config_.bridge.tunnel;
+    o.tunnelDstPort = config_.bridge.tunnelDstPort;
+    // Standalone: only kovs's flows forward on br-int. Companion: the other CNI owns br-int's mode.
+    if (standalone()) o.failMode = "secure";
+    return o;
+}
 
 GatewayGuardOptions Agent::gatewayOptions() const {
     GatewayGuardOptions o;
@@ -25,31 +66,360 @@ GatewayGuardOptions Agent::gatewayOptions() const {
     return o;
 }
 
+tunnel::UplinkOptions Agent::uplinkOptions() const {
+    tunnel::UplinkOptions o;
+    o.mode = config_.uplink.mode == Config::UplinkMode::Direct ? tunnel::UplinkMode::Direct : tunnel::UplinkMode::Shim;
+    o.device = config_.uplink.interface;
+    o.bridge = config_.bridge.physical;
+    o.portType = config_.uplink.portType;
+    // Next to the OVS sockets: per node, and kept across agent restarts.
+    o.stateFile = config_.ovs.rundir + "/kovs-uplink.json";
+    o.vsctl = {"ovs-vsctl", "--timeout=10", "--db=" + config_.ovsdbRemote()};
+    return o;
+}
+
 // networkd must leave alone every interface kovs configures, but never the
 // node's uplink (eth0), which the node's own network config may manage.
 std::vector<std::string> Agent::dropinInterfaces() const {
     std::vector<std::string> names{config_.bridge.gateway};
     if (config_.uplink.mode != Config::UplinkMode::None) names.push_back(config_.bridge.physical);
+    if (config_.uplink.mode == Config::UplinkMode::Shim) {
+        auto o = uplinkOptions();
+        names.insert(names.end(), {o.shimBridge, o.shimVethBridgeEnd, o.shimVethOvsEnd});
+    }
     return names;
 }
 
-void Agent::start() {
+void Agent::recordRepair(const std::string& kind, const std::string& detail) {
+    ++repairs_[kind];
+    recentRepairs_.push_front({nowText(), kind, detail});
+    if (recentRepairs_.size() > kRecentRepairs) recentRepairs_.pop_back();
+}
+
+void Agent::startOvs() {
+    if (config_.ovs.manage) {
+        OvsSupervisorOptions o;
+        o.rundir = config_.ovs.rundir;
+        o.dbPath = config_.ovs.dbPath;
+        o.schemaPath = config_.ovs.schema;
+        o.keepRunningOnExit = true;  // an agent restart must not take the datapath down
+        supervisor_ = std::make_unique<OvsSupervisor>(loop_, o);
+        supervisor_->setRestartHandler([this](OvsSupervisor::Daemon d, pid_t pid) {
+            recordRepair("ovs-restart", fmt::format("{} restarted as pid {}", toString(d), pid));
+            // Bridges live in the database; routes, neighbours and flows lived
+            // in the dead vswitchd. The tunnel reconciler sees the new pid
+            // itself; flows are re-installed once the new ofports are known.
+            if (d == OvsSupervisor::Daemon::Vswitchd) reconcileFlows(true);
+        });
+        supervisor_->start();
+    }
+    OvsdbClientOptions o;
+    o.remote = config_.ovsdbRemote();
+    ovsdb_ = std::make_unique<OvsdbClient>(loop_, o);
+    ovsdb_->start();
+    if (!ovsdb_->waitReady(std::chrono::seconds(15))) throw Error("ovsdb " + o.remote + ": not reachable within 15 s");
+}
+
+void Agent::convergeBridges() {
+    bridges_ = std::make_unique<BridgeReconciler>(loop_, *ovsdb_, bridgeOptions());
+    bridges_->setAppliedHandler([this](const BridgePlan& plan) {
+        for (const auto& c : plan.changes) recordRepair("ovsdb", c);
+    });
+    bridges_->start();
+    if (!bridges_->reconcileOnce(std::chrono::seconds(30)))
+        throw Error("bridges did not converge within 30 s: " + bridges_->lastError());
+    ovsdb_->addChangeHandler([this] { reconcileFlows(false); });
+}
+
+void Agent::migrateUplink() {
+    if (config_.uplink.mode == Config::UplinkMode::None) return;
+    tunnel::Uplink uplink(uplinkOptions());
+    auto outcome = uplink.migrate();
+    if (outcome == tunnel::Uplink::Outcome::Migrated) {
+        recordRepair("uplink", config_.uplink.interface + " moved to " + config_.bridge.physical + " (" +
+                                   tunnel::Uplink::modeName(uplinkOptions().mode) + ")");
+    }
+    spdlog::info("uplink: {} {} on {}", config_.uplink.interface,
+                 outcome == tunnel::Uplink::Outcome::Migrated ? "migrated" : "already migrated", config_.bridge.physical);
+}
+
+void Agent::startOffload() {
+    std::vector<std::string> devices{config_.bridge.gateway};
+    if (config_.uplink.mode != Config::UplinkMode::None) devices.push_back(config_.bridge.physical);
+    if (config_.uplink.mode == Config::UplinkMode::Shim) devices.push_back(uplinkOptions().shimVethBridgeEnd);
+    offload_ = std::make_unique<offload::OffloadGuard>(devices, [this] {
+        return offload::podInterfacesFromReplica(ovsdb_->replica(), config_.bridge.integration);
+    });
+    // Start-up sweep: pods created while the agent was down, taps re-created by a vswitchd restart.
+    if (auto n = offload_->sweep()) recordRepair("offload", fmt::format("TX checksum turned off on {} device(s) at start-up", n));
+    offload_->attach(loop_, config_.resync);
+}
+
+void Agent::startGateway() {
     NetworkdDropins(config_.gateway.networkdDropinDir).install(dropinInterfaces());
     gateway_.emplace(loop_, gatewayOptions());
-    spdlog::info("kovs-agent started on node {} (pod CIDR {}, gateway {})", config_.node.name,
-                 config_.node.podCIDR, config_.bridge.gateway);
+    gateway_->setRestoreHandler([this](std::chrono::nanoseconds took) {
+        gatewayRestoreLatency_.observe(took);
+        recordRepair("gateway", fmt::format("{} restored in {} us", config_.bridge.gateway, took.count() / 1000));
+    });
+}
+
+void Agent::startTunnel() {
+    if (config_.uplink.mode == Config::UplinkMode::None) return;
+    unixctl_ = std::make_unique<UnixctlClient>(config_.ovs.rundir);
+    neighbours_ = std::make_unique<tunnel::KernelNeighbourTable>();
+    tunnel::TunnelReconcilerOptions o;
+    o.bridge = config_.bridge.physical;
+    o.resync = config_.resync;
+    tunnel_ = std::make_unique<tunnel::TunnelReconciler>(loop_, *unixctl_, *neighbours_, o);
+    tunnel_->start();
+}
+
+void Agent::startPeers() {
+    switch (config_.peers.source) {
+        case Config::PeerSourceKind::None:
+            return;
+        case Config::PeerSourceKind::File:
+            peerSource_ = std::make_unique<tunnel::FilePeerSource>(loop_, config_.peers.file);
+            break;
+        case Config::PeerSourceKind::Kubernetes: {
+            auto creds = config_.peers.kubeconfig.empty() ? tunnel::inClusterCredentials()
+                                                          : tunnel::kubeconfigCredentials(config_.peers.kubeconfig);
+            tunnel::KubernetesPeerSourceOptions o;
+            o.nodeName = config_.node.name;
+            peerSource_ = std::make_unique<tunnel::KubernetesPeerSource>(loop_, std::move(creds), o);
+            break;
+        }
+    }
+    peerSource_->start([this](const tunnel::PeerSet& peers) { onPeers(peers); });
+}
+
+void Agent::onPeers(const tunnel::PeerSet& all) {
+    tunnel::PeerSet peers;
+    for (const auto& [name, p] : all) {
+        if (name != config_.node.name) peers.emplace(name, p);
+    }
+    spdlog::info("peers: {} node(s)", peers.size());
+    peers_ = std::move(peers);
+    peersKnown_ = true;
+    if (tunnel_) tunnel_->setPeers(peers_);
+    if (gateway_ && standalone()) {
+        // The node kernel reaches remote pods through gw0; the flow table
+        // answers its ARP and tunnels the packets.
+        auto opts = gatewayOptions();
+        for (const auto& [_, p] : peers_) {
+            for (const auto& cidr : p.podCIDRs) {
+                auto prefix = IpPrefix::parse(cidr);
+                if (prefix.family == AF_INET) opts.routes.push_back({prefix.network(), std::nullopt});
+            }
+        }
+        gateway_->setRoutes(opts.routes);
+    }
+    reconcileFlows(false);
+}
+
+void Agent::reconcileFlows(bool force) {
+    if (!standalone() || !flows_ || !ovsdb_) return;
+    FlowInputs in;
+    const auto& ifaces = ovsdb_->replica().table("Interface");
+    auto gwAddr = gatewayOptions().addresses;
+    for (const auto& [uuid, row] : ifaces) {
+        auto name = ovsdb::stringOr(row, "name");
+        auto ofport = ofportOf(row);
+        if (name == config_.bridge.tunnel && ofport) in.tunnelOfport = static_cast<int>(*ofport);
+        if (name == config_.bridge.gateway && ofport) {
+            in.gateway.ofport = static_cast<int>(*ofport);
+            auto mac = ovsdb::setElements(row.value("mac_in_use", nlohmann::json()));
+            if (!mac.empty() && mac[0].is_string()) in.gateway.mac = mac[0];
+        }
+        auto ids = ovsdb::mapValue(row.value("external_ids", nlohmann::json()));
+        if (ids.count("attached-mac") && ids.count("ip-address") && ofport) {
+            std::stringstream list(ids["ip-address"]);
+            for (std::string cidr; std::getline(list, cidr, ',');) {
+                if (cidr.find(':') == std::string::npos)
+                    in.pods.push_back({cidr.substr(0, cidr.find('/')), ids["attached-mac"], static_cast<int>(*ofport)});
+            }
+        }
+    }
+    for (const auto& a : gwAddr) {
+        if (a.family == AF_INET) in.gateway.ip = a.addressString();
+    }
+    for (const auto& [_, p] : peers_) {
+        if (p.nodeIP.find(':') != std::string::npos) continue;  // IPv4 underlay only (see docs/architecture.md)
+        for (const auto& cidr : p.podCIDRs) {
+            if (cidr.find(':') == std::string::npos) in.remotes.push_back({cidr, p.nodeIP});
+        }
+    }
+    try {
+        if (flows_->install(in, force)) {
+            ++flowInstalls_;
+            spdlog::info("flows: installed {} flows on {}", std::count(flows_->installed().begin(), flows_->installed().end(), '\n'),
+                         config_.bridge.integration);
+        }
+        flowError_.clear();
+    } catch (const std::exception& e) {
+        // Typically ports without an ofport yet right after a vswitchd
+        // restart: the next monitor update or the resync retries.
+        if (flowError_ != e.what()) spdlog::warn("flows: {}", e.what());
+        flowError_ = e.what();
+        if (force) loop_.after(std::chrono::milliseconds(200), [this] { reconcileFlows(true); });
+    }
+}
+
+void Agent::resync() {
+    if (bridges_) bridges_->trigger();
+    reconcileFlows(true);
+    loop_.after(config_.resync, [this] { resync(); });
+}
+
+void Agent::start() {
+    startOvs();
+    convergeBridges();
+    migrateUplink();
+    startGateway();
+    startOffload();
+    startTunnel();
+    if (standalone()) flows_ = std::make_unique<FlowTable>(config_.bridge.integration, config_.ovs.rundir);
+    startPeers();
+    reconcileFlows(true);
+    statusServer_ = std::make_unique<StatusServer>(loop_, config_.statusSocket, [this](const nlohmann::json& req) {
+        auto cmd = req.value("command", "");
+        if (cmd == "status") return status();
+        throw Error("unknown command '" + cmd + "' (known: status)");
+    });
+    healthServer_ = std::make_unique<HealthServer>(loop_, config_.metricsAddress,
+                                                   HealthHandlers{[this] { return readiness(); }, [this] { return metrics(); }});
+    loop_.after(config_.resync, [this] { resync(); });
+    spdlog::info("kovs-agent running on node {} ({} mode, pod CIDR {}, gateway {})", config_.node.name,
+                 standalone() ? "standalone" : "companion", config_.node.podCIDR, config_.bridge.gateway);
 }
 
 bool Agent::runOnce() {
     start();
     gateway_->reconcileNow();
-    auto s = gateway_->stats();
-    return !config_.gateway.guard || s.linkPresent;
+    if (tunnel_) tunnel_->reconcile();
+    bool ok = bridges_->converged() && readiness().empty();
+    if (!ok) spdlog::error("not converged: {}", readiness());
+    return ok;
 }
 
 void Agent::cleanup() {
     NetworkdDropins(config_.gateway.networkdDropinDir).remove(dropinInterfaces());
+    if (config_.uplink.mode != Config::UplinkMode::None && tunnel::Uplink(uplinkOptions()).cleanup())
+        spdlog::info("uplink: original addressing of {} restored", config_.uplink.interface);
+    OvsdbClientOptions o;
+    o.remote = config_.ovsdbRemote();
+    ovsdb_ = std::make_unique<OvsdbClient>(loop_, o);
+    ovsdb_->start();
+    if (ovsdb_->waitReady(std::chrono::seconds(5))) {
+        BridgeReconciler(loop_, *ovsdb_, bridgeOptions()).cleanup();
+    } else {
+        spdlog::warn("ovsdb {} not reachable: OVS rows left as they are", o.remote);
+    }
     spdlog::info("kovs-agent cleanup done");
+}
+
+std::string Agent::readiness() const {
+    if (!ovsdb_ || ovsdb_->state() != OvsdbClient::State::Ready) return "OVSDB not connected";
+    if (!bridges_ || !bridges_->converged()) return "bridges not converged: " + (bridges_ ? bridges_->lastError() : "");
+    if (gateway_ && config_.gateway.guard && !gateway_->stats().linkPresent) return config_.bridge.gateway + " missing";
+    if (config_.peers.source != Config::PeerSourceKind::None && !peersKnown_) return "peer list not received yet";
+    if (!flowError_.empty()) return "flows: " + flowError_;
+    return "";
+}
+
+nlohmann::json Agent::status() const {
+    using nlohmann::json;
+    json s;
+    s["node"] = config_.node.name;
+    s["mode"] = standalone() ? "standalone" : "companion";
+    s["uptimeSeconds"] = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - startedAt_).count();
+    s["ready"] = readiness().empty();
+    s["notReadyReason"] = readiness();
+    if (ovsdb_) {
+        s["ovsdb"] = {{"state", toString(ovsdb_->state())}, {"reconnects", ovsdb_->reconnects()},
+                      {"transactions", ovsdb_->transactionsSent()}};
+        json bridges = json::array();
+        const auto& replica = ovsdb_->replica();
+        for (const auto& [uuid, br] : replica.table("Bridge")) {
+            json ports = json::array();
+            for (const auto& pu : ovsdb::uuidSet(br.value("ports", json()))) {
+                if (const auto* p = replica.row("Port", pu)) ports.push_back(ovsdb::stringOr(*p, "name"));
+            }
+            bridges.push_back({{"name", ovsdb::stringOr(br, "name")}, {"datapathType", ovsdb::stringOr(br, "datapath_type")},
+                               {"ports", ports}});
+        }
+        s["bridges"] = bridges;
+    }
+    if (supervisor_) {
+        s["vswitchd"] = {{"pid", supervisor_->pid(OvsSupervisor::Daemon::Vswitchd)},
+                         {"restarts", supervisor_->restarts(OvsSupervisor::Daemon::Vswitchd)}};
+    }
+    if (gateway_) {
+        auto g = gateway_->stats();
+        json addrs = json::array();
+        for (const auto& a : gatewayOptions().addresses) addrs.push_back(a.str());
+        s["gateway"] = {{"name", config_.bridge.gateway}, {"present", g.linkPresent}, {"addresses", addrs},
+                        {"restores", g.restores}, {"lastRestoreMicros", g.lastRestore.count() / 1000}};
+    }
+    if (offload_) {
+        const auto& o = offload_->stats();
+        s["offload"] = {{"checked", o.checks}, {"repaired", o.repairs}, {"errors", o.errors}, {"lastError", o.lastError}};
+    }
+    json peers = json::array();
+    std::set<std::string> programmed;
+    if (tunnel_) programmed = tunnel_->programmedPeers();
+    for (const auto& [name, p] : peers_) {
+        bool ok = programmed.count(p.nodeIP) > 0;
+        peers.push_back({{"name", name}, {"nodeIP", p.nodeIP}, {"podCIDRs", p.podCIDRs}, {"route", ok}, {"neighbour", ok}});
+    }
+    s["peers"] = peers;
+    if (flows_) s["flows"] = {{"installs", flowInstalls_}, {"error", flowError_}};
+    json recent = json::array();
+    for (const auto& r : recentRepairs_) recent.push_back({{"time", r.time}, {"kind", r.kind}, {"detail", r.detail}});
+    s["recentRepairs"] = recent;
+    return s;
+}
+
+std::string Agent::metrics() const {
+    MetricsText m;
+    m.gauge("kovs_up", "1 while the agent runs.", 1);
+    m.gauge("kovs_ready", "1 when the node is converged and ready.", readiness().empty() ? 1 : 0);
+    m.gauge("kovs_peers", "Peer nodes known.", static_cast<double>(peers_.size()));
+    for (const auto& [kind, n] : repairs_) m.counter("kovs_repairs_total", "Repairs made, by kind.", static_cast<double>(n), {{"kind", kind}});
+    if (ovsdb_) {
+        m.counter("kovs_ovsdb_reconnects_total", "Reconnections to ovsdb-server.", static_cast<double>(ovsdb_->reconnects()));
+        m.counter("kovs_ovsdb_transactions_total", "OVSDB transactions sent.", static_cast<double>(ovsdb_->transactionsSent()));
+    }
+    if (bridges_) m.counter("kovs_reconciles_total", "Reconciler runs that changed something.", static_cast<double>(bridges_->transactions()), {{"reconciler", "bridge"}});
+    if (supervisor_) {
+        m.counter("kovs_ovs_restarts_total", "OVS daemons restarted by the agent.",
+                  static_cast<double>(supervisor_->restarts(OvsSupervisor::Daemon::Vswitchd)), {{"daemon", "ovs-vswitchd"}});
+        m.counter("kovs_ovs_restarts_total", "OVS daemons restarted by the agent.",
+                  static_cast<double>(supervisor_->restarts(OvsSupervisor::Daemon::OvsdbServer)), {{"daemon", "ovsdb-server"}});
+    }
+    if (gateway_) {
+        auto g = gateway_->stats();
+        m.counter("kovs_reconciles_total", "Reconciler runs that changed something.", static_cast<double>(g.restores), {{"reconciler", "gateway"}});
+        m.counter("kovs_gateway_repairs_total", "gw0 repairs, by kind.", static_cast<double>(g.addressesAdded), {{"kind", "address"}});
+        m.counter("kovs_gateway_repairs_total", "gw0 repairs, by kind.", static_cast<double>(g.routesAdded), {{"kind", "route"}});
+        m.counter("kovs_gateway_repairs_total", "gw0 repairs, by kind.", static_cast<double>(g.linkUp), {{"kind", "link_up"}});
+        m.counter("kovs_gateway_repairs_total", "gw0 repairs, by kind.", static_cast<double>(g.mtuFixed), {{"kind", "mtu"}});
+    }
+    gatewayRestoreLatency_.write(m, "kovs_gateway_restore_seconds", "Time from gw0 damage to its repair.");
+    if (tunnel_) {
+        const auto& t = tunnel_->stats();
+        m.counter("kovs_tunnel_commands_total", "unixctl commands sent to program peers.", static_cast<double>(t.commandsSent));
+        m.counter("kovs_vswitchd_restarts_seen_total", "ovs-vswitchd restarts seen by the tunnel reconciler.",
+                  static_cast<double>(t.vswitchdRestarts));
+    }
+    if (offload_) {
+        m.counter("kovs_offload_repairs_total", "Devices whose TX checksum offload was turned off again.",
+                  static_cast<double>(offload_->stats().repairs));
+        m.counter("kovs_offload_checks_total", "TX checksum offload checks.", static_cast<double>(offload_->stats().checks));
+    }
+    if (flows_) m.counter("kovs_flow_installs_total", "Flow table installs (replace-flows bundles).", static_cast<double>(flowInstalls_));
+    return m.str();
 }
 
 }  // namespace kovs

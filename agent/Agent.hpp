@@ -2,12 +2,34 @@
 // kovs-agent: owns one instance of each reconciler, wires them to the event
 // loop, and answers --once and --cleanup. Each reconciler is level-triggered:
 // events make it look sooner, the periodic resync makes sure it looks at all.
+//
+//   OvsSupervisor ──restart──► tunnel re-program, flows re-install
+//   OvsdbClient ──monitor──► BridgeReconciler, FlowTable (pod ports, ofports)
+//   PeerSource ──peers──► TunnelReconciler, FlowTable, gateway routes
+//   netlink ──► GatewayGuard;  link events + resync ──► offload sweep
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <deque>
 #include <memory>
 #include <optional>
 
 #include "agent/Config.hpp"
 #include "agent/GatewayGuard.hpp"
+#include "agent/HealthServer.hpp"
+#include "agent/Metrics.hpp"
+#include "agent/StatusServer.hpp"
 #include "base/EventLoop.hpp"
+#include "datapath/BridgeReconciler.hpp"
+#include "datapath/FlowTable.hpp"
+#include "datapath/OvsSupervisor.hpp"
+#include "datapath/OvsdbClient.hpp"
+#include "datapath/UnixctlClient.hpp"
+#include "offload/OffloadGuard.hpp"
+#include "tunnel/NeighbourTable.hpp"
+#include "tunnel/PeerSource.hpp"
+#include "tunnel/TunnelReconciler.hpp"
+#include "tunnel/Uplink.hpp"
 
 namespace kovs {
 
@@ -18,21 +40,67 @@ public:
     Agent(const Agent&) = delete;
     Agent& operator=(const Agent&) = delete;
 
-    // Builds every reconciler and schedules their first run.
+    // Brings OVS up (when managed), converges the bridges, moves the uplink,
+    // then starts every reconciler, the status socket and the HTTP endpoints.
+    // Throws kovs::Error when the node cannot be brought to a working state.
     void start();
-    // --once: runs each reconciler to completion; true when the node converged.
+    // --once: converges every reconciler once; true when the node converged.
     bool runOnce();
     // --cleanup: removes what kovs created (owned OVS rows, drop-ins, uplink
     // migration) and restores the node's original addressing.
     void cleanup();
 
+    nlohmann::json status() const;
+    std::string readiness() const;  // "" when ready
+    std::string metrics() const;
+
 private:
+    void startOvs();
+    void convergeBridges();
+    void migrateUplink();
+    void startGateway();
+    void startOffload();
+    void startTunnel();
+    void startPeers();
+    void onPeers(const tunnel::PeerSet& peers);
+    void reconcileFlows(bool force);
+    void resync();
+    void recordRepair(const std::string& kind, const std::string& detail);
     GatewayGuardOptions gatewayOptions() const;
+    tunnel::UplinkOptions uplinkOptions() const;
+    BridgeOptions bridgeOptions() const;
     std::vector<std::string> dropinInterfaces() const;
+    bool standalone() const { return config_.mode == Config::Mode::Standalone; }
 
     EventLoop& loop_;
     Config config_;
+    std::chrono::steady_clock::time_point startedAt_ = std::chrono::steady_clock::now();
+
+    std::unique_ptr<OvsSupervisor> supervisor_;
+    std::unique_ptr<OvsdbClient> ovsdb_;
+    std::unique_ptr<BridgeReconciler> bridges_;
     std::optional<GatewayGuard> gateway_;
+    std::unique_ptr<offload::OffloadGuard> offload_;
+    std::unique_ptr<UnixctlClient> unixctl_;
+    std::unique_ptr<tunnel::KernelNeighbourTable> neighbours_;
+    std::unique_ptr<tunnel::TunnelReconciler> tunnel_;
+    std::unique_ptr<tunnel::PeerSource> peerSource_;
+    std::unique_ptr<FlowTable> flows_;
+    std::unique_ptr<StatusServer> statusServer_;
+    std::unique_ptr<HealthServer> healthServer_;
+
+    tunnel::PeerSet peers_;
+    bool peersKnown_ = false;
+    std::string flowError_;
+    uint64_t flowInstalls_ = 0;
+    LatencyHistogram gatewayRestoreLatency_;
+    std::map<std::string, uint64_t> repairs_;
+    struct Repair {
+        std::string time;
+        std::string kind;
+        std::string detail;
+    };
+    std::deque<Repair> recentRepairs_;
 };
 
 }  // namespace kovs

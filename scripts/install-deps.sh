@@ -12,7 +12,7 @@ packages=(
   libcpp-httplib-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   # runtime and tests
   openvswitch-switch openvswitch-common containernetworking-plugins iproute2
-  ethtool iperf3 procps systemd dbus python3 socat jq util-linux
+  ethtool iperf3 bc procps systemd dbus python3 socat jq util-linux
   iputils-ping openssl
 )
 

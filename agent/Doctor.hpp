@@ -1,0 +1,48 @@
+#pragma once
+// `kovsctl doctor`: checks every failure mode kovs knows of on this node,
+// directly against OVS, the kernel and the agent (so it still works when the
+// agent is down), each with a one-line fix hint. docs/troubleshooting.md
+// explains every check.
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "agent/Config.hpp"
+
+namespace kovs {
+
+struct DoctorCheck {
+    enum class Status { Ok, Fail, Skipped };
+    std::string id;      // stable name, e.g. "tx-checksum"
+    Status status = Status::Ok;
+    std::string detail;  // what was seen
+    std::string hint;    // how to fix it (failures only)
+};
+
+class Doctor {
+public:
+    explicit Doctor(Config config) : config_(std::move(config)) {}
+
+    std::vector<DoctorCheck> run();
+
+private:
+    void checkAgent(std::vector<DoctorCheck>& out);
+    void checkOvs(std::vector<DoctorCheck>& out);
+    void checkTxChecksum(std::vector<DoctorCheck>& out);
+    void checkGateway(std::vector<DoctorCheck>& out);
+    void checkPeers(std::vector<DoctorCheck>& out);
+    void checkNetworkd(std::vector<DoctorCheck>& out);
+
+    Config config_;
+    nlohmann::json agentStatus_;          // null when the agent did not answer
+    nlohmann::json podPorts_ = nlohmann::json::array();  // Interface rows of kovs-cni ports
+    bool ovsReachable_ = false;
+};
+
+std::string toString(DoctorCheck::Status s);
+// The report as people read it; the exit status of kovsctl is non-zero when any check failed.
+std::string formatReport(const std::vector<DoctorCheck>& checks);
+nlohmann::json toJson(const std::vector<DoctorCheck>& checks);
+
+}  // namespace kovs
