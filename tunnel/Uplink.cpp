@@ -239,17 +239,18 @@ Uplink::Outcome Uplink::migrate() {
             step = "create veth " + up0 + "/" + up1;
             ip({"link", "add", up0, "type", "veth", "peer", "name", up1});
             undo.push(step, [up0] { ipQuiet({"link", "del", up0}); });
-            for (const auto& l : {shim, up0, up1}) ip({"link", "set", "dev", l, "addrgenmode", "none"});
+            // The kernel answers ARP for any local address on any interface
+            // (arp_ignore=0), so without NOARP these devices, which see the
+            // underlay's broadcasts, would answer for the node IP with their
+            // own MACs, racing br-phy's reply: peers then tunnel to a MAC
+            // nobody owns (seen here: 1 run in 3 black-holed a node pair).
+            for (const auto& l : {shim, up0, up1}) ip({"link", "set", "dev", l, "addrgenmode", "none", "arp", "off"});
             step = "TX checksum off on " + up0;
             offload::Ethtool().setTxChecksum(up0, false);
-            step = "new MAC for " + dev;
-            ip({"link", "set", "dev", dev, "address", shimDeviceMac(mac)});
-            undo.push(step, [dev, mac] { ipQuiet({"link", "set", "dev", dev, "address", mac}); });
-            step = "put " + dev + " into " + shim;
-            ip({"link", "set", "dev", dev, "master", shim});
-            undo.push(step, [dev] { ipQuiet({"link", "set", "dev", dev, "nomaster"}); });
+            step = "put " + up0 + " into " + shim;
             ip({"link", "set", "dev", up0, "master", shim});
             for (const auto& l : {shim, up0, up1}) ip({"link", "set", "dev", l, "up"});
+            // eth0 itself joins the shim only after its addresses moved (below).
         }
 
         step = "add port " + port + " to " + br;
@@ -292,6 +293,21 @@ Uplink::Outcome Uplink::migrate() {
         for (const auto& r : snap["routes4"]) ip(routeArgs("add", r, br, false));
         for (const auto& r : snap["routes6"]) ip(routeArgs("add", r, br, true));
         for (const auto& a : snap["addresses"]) ip(addrArgs("del", a, dev, false));
+
+        // Only now, with no address left on eth0, does eth0 get its new MAC:
+        // had it answered ARP for the node IP with that MAC, peers would keep
+        // a wrong IP->MAC binding (their kernels never re-ARP for tunnel
+        // traffic, which OVS encapsulates itself) and the tunnel to this node
+        // would stay black-holed.
+        if (opts_.mode == UplinkMode::Shim) {
+            const auto& shim = opts_.shimBridge;
+            step = "new MAC for " + dev;
+            ip({"link", "set", "dev", dev, "address", shimDeviceMac(mac)});
+            undo.push(step, [dev, mac] { ipQuiet({"link", "set", "dev", dev, "address", mac}); });
+            step = "put " + dev + " into " + shim;
+            ip({"link", "set", "dev", dev, "master", shim});
+            undo.push(step, [dev] { ipQuiet({"link", "set", "dev", dev, "nomaster"}); });
+        }
     } catch (const std::exception& e) {
         spdlog::error("uplink: {} failed: {}; rolling back", step, e.what());
         undo.unwind();
