@@ -53,7 +53,9 @@ FlowTable::FlowTable(std::string bridge, std::string rundir)
 
 std::string FlowTable::render(const FlowInputs& in) {
     if (in.tunnelOfport <= 0) throw Error("flow table: tunnel port has no OpenFlow port yet");
-    checkEndpoint(in.gateway, "gateway");
+    checkMac(in.gateway.mac, "gateway");
+    if (in.gateway.ofport <= 0) throw Error("flow table: gateway: no OpenFlow port yet");
+    checkCidr(in.localCidr, "local pod CIDR");
     std::vector<std::string> flows;
     const auto& gw = in.gateway;
     for (const auto& r : in.remotes) {
@@ -75,8 +77,8 @@ std::string FlowTable::render(const FlowInputs& in) {
         flows.push_back(fmt::format("priority=100,in_port={},ip,nw_dst={} actions=mod_dl_src:{},mod_dl_dst:{},output:{}",
                                     in.tunnelOfport, p.ip, gw.mac, p.mac, p.ofport));
     }
-    flows.push_back(fmt::format("priority=100,in_port={},ip,nw_dst={} actions=mod_dl_dst:{},output:{}", in.tunnelOfport,
-                                gw.ip, gw.mac, gw.ofport));
+    flows.push_back(fmt::format("priority=95,in_port={},ip,nw_dst={} actions=mod_dl_dst:{},output:{}", in.tunnelOfport,
+                                in.localCidr, gw.mac, gw.ofport));
     flows.push_back(fmt::format("priority=90,in_port={} actions=drop", in.tunnelOfport));
     flows.push_back("priority=10 actions=NORMAL");
     std::sort(flows.begin(), flows.end());

@@ -7,7 +7,9 @@
 //   200 arp request for a peer pod CIDR     -> answered by OVS with the gateway MAC
 //   100 ip to a peer pod CIDR               -> tun_dst=<peer node IP>, out tun0
 //   100 from tun0, ip to a local pod        -> L2 rewritten (gw MAC -> pod MAC), out the pod port
-//   100 from tun0, ip to the gateway IP     -> out gw0 (replies to node -> remote pod traffic)
+//    95 from tun0, ip to the local pod CIDR -> out gw0: replies to node -> remote pod
+//       traffic, and packets for a pod whose port has no flow yet (its ofport
+//       arrives a moment after CNI ADD), which the node kernel then delivers
 //    90 from tun0, anything else            -> drop
 //    10 everything else                     -> NORMAL (same-node L2, pod <-> gw0)
 //
@@ -32,7 +34,8 @@ struct FlowRemoteSubnet {
 
 struct FlowInputs {
     int tunnelOfport = -1;
-    FlowLocalEndpoint gateway;          // gw0: its IP, MAC and ofport
+    FlowLocalEndpoint gateway;          // gw0: its MAC and ofport (ip unused)
+    std::string localCidr;              // this node's IPv4 pod CIDR
     std::vector<FlowLocalEndpoint> pods;
     std::vector<FlowRemoteSubnet> remotes;
 };

@@ -12,6 +12,7 @@ FlowInputs twoNodeInputs() {
     FlowInputs in;
     in.tunnelOfport = 2;
     in.gateway = {"10.244.1.1", "aa:bb:cc:00:00:01", 1};
+    in.localCidr = "10.244.1.0/24";
     in.pods = {{"10.244.1.5", "0a:58:0a:f4:01:05", 7}};
     in.remotes = {{"10.244.2.0/24", "172.18.0.3"}};
     return in;
@@ -26,7 +27,7 @@ TEST(FlowTable, RendersTheStandaloneTable) {
     EXPECT_TRUE(hasLine(t, "priority=100,ip,nw_dst=10.244.2.0/24 actions=set_field:172.18.0.3->tun_dst,output:2")) << t;
     EXPECT_TRUE(hasLine(t, "priority=100,in_port=2,ip,nw_dst=10.244.1.5 actions=mod_dl_src:aa:bb:cc:00:00:01,"
                            "mod_dl_dst:0a:58:0a:f4:01:05,output:7")) << t;
-    EXPECT_TRUE(hasLine(t, "priority=100,in_port=2,ip,nw_dst=10.244.1.1 actions=mod_dl_dst:aa:bb:cc:00:00:01,output:1")) << t;
+    EXPECT_TRUE(hasLine(t, "priority=95,in_port=2,ip,nw_dst=10.244.1.0/24 actions=mod_dl_dst:aa:bb:cc:00:00:01,output:1")) << t;
     EXPECT_TRUE(hasLine(t, "priority=90,in_port=2 actions=drop")) << t;
     EXPECT_TRUE(hasLine(t, "priority=10 actions=NORMAL")) << t;
     EXPECT_NE(t.find("priority=200,arp,arp_op=1,arp_tpa=10.244.2.0/24"), std::string::npos) << t;
@@ -54,6 +55,9 @@ TEST(FlowTable, RejectsUnusableInputs) {
     auto injected = twoNodeInputs();
     injected.remotes[0].nodeIP = "172.18.0.3,actions=drop";
     EXPECT_THROW(FlowTable::render(injected), kovs::Error);
+    auto noLocal = twoNodeInputs();
+    noLocal.localCidr.clear();
+    EXPECT_THROW(FlowTable::render(noLocal), kovs::Error);
     auto noPort = twoNodeInputs();
     noPort.pods[0].ofport = -1;
     try {
