@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <ctime>
+#include <functional>
+#include <net/if.h>
 #include <set>
 #include <sstream>
 
@@ -131,8 +133,21 @@ void Agent::convergeBridges() {
     ovsdb_->addChangeHandler([this] { reconcileFlows(false); });
 }
 
+// OVSDB holding a bridge does not mean ovs-vswitchd has made its device yet.
+void Agent::waitForDevice(const std::string& name, std::chrono::milliseconds timeout) {
+    bool present = false;
+    std::function<void()> poll = [&] {
+        present = ::if_nametoindex(name.c_str()) != 0;
+        if (!present) loop_.after(std::chrono::milliseconds(10), poll);
+    };
+    poll();
+    if (!loop_.runUntil([&] { return present; }, timeout))
+        throw Error(fmt::format("{}: ovs-vswitchd did not create the device within {} ms", name, timeout.count()));
+}
+
 void Agent::migrateUplink() {
     if (config_.uplink.mode == Config::UplinkMode::None) return;
+    waitForDevice(config_.bridge.physical, std::chrono::seconds(15));
     tunnel::Uplink uplink(uplinkOptions());
     auto outcome = uplink.migrate();
     if (outcome == tunnel::Uplink::Outcome::Migrated) {
@@ -242,7 +257,7 @@ void Agent::reconcileFlows(bool force) {
         }
     }
     for (const auto& a : gwAddr) {
-        if (a.family == AF_INET) in.gateway.ip = a.addressString();
+        if (a.family == AF_INET) in.localCidr = a.network().str();
     }
     for (const auto& [_, p] : peers_) {
         if (p.nodeIP.find(':') != std::string::npos) continue;  // IPv4 underlay only (see docs/architecture.md)
@@ -367,11 +382,10 @@ nlohmann::json Agent::status() const {
         s["offload"] = {{"checked", o.checks}, {"repaired", o.repairs}, {"errors", o.errors}, {"lastError", o.lastError}};
     }
     json peers = json::array();
-    std::set<std::string> programmed;
-    if (tunnel_) programmed = tunnel_->programmedPeers();
     for (const auto& [name, p] : peers_) {
-        bool ok = programmed.count(p.nodeIP) > 0;
-        peers.push_back({{"name", name}, {"nodeIP", p.nodeIP}, {"podCIDRs", p.podCIDRs}, {"route", ok}, {"neighbour", ok}});
+        peers.push_back({{"name", name}, {"nodeIP", p.nodeIP}, {"podCIDRs", p.podCIDRs},
+                         {"route", tunnel_ && tunnel_->hasRoute(p.nodeIP)},
+                         {"neighbour", tunnel_ && tunnel_->hasNeighbour(p.nodeIP)}});
     }
     s["peers"] = peers;
     if (flows_) s["flows"] = {{"installs", flowInstalls_}, {"error", flowError_}};

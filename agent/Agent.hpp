@@ -57,6 +57,7 @@ public:
 private:
     void startOvs();
     void convergeBridges();
+    void waitForDevice(const std::string& name, std::chrono::milliseconds timeout);
     void migrateUplink();
     void startGateway();
     void startOffload();

@@ -174,9 +174,23 @@ void TunnelReconciler::pass() {
             neighSet.insert(ip);
         }
     }
+    // What vswitchd holds once this batch is applied (for status and doctor).
+    routed_.clear();
+    neighboured_.clear();
+    for (const auto& prefix : actual.userRoutes) routed_.insert(prefix.substr(0, prefix.find('/')));
+    if (!staleNeighbour) {
+        for (const auto& [ip, _] : actual.neighbours) neighboured_.insert(ip);
+    }
     if (cmds.empty()) return;
 
     auto replies = ovs_.pipeline(cmds);
+    for (size_t i = 0; i < cmds.size() && i < replies.size(); ++i) {
+        if (!replies[i].ok) continue;
+        const auto& c = cmds[i];
+        if (c.command == "ovs/route/add") routed_.insert(c.args[0].substr(0, c.args[0].find('/')));
+        if (c.command == "ovs/route/del") routed_.erase(c.args[0].substr(0, c.args[0].find('/')));
+        if (c.command == "tnl/neigh/set") neighboured_.insert(c.args[1]);
+    }
     stats_.commandsSent += cmds.size();
     std::string firstError;
     size_t failures = 0;

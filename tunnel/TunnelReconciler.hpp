@@ -67,8 +67,10 @@ public:
     void reconcile();
 
     const Stats& stats() const { return stats_; }
-    // Peer IPs whose route and neighbour the current vswitchd holds (per the last pass).
-    const std::set<std::string>& programmedPeers() const { return ownedNeighbours_; }
+    // Whether vswitchd holds a route / a neighbour entry for this peer IP, as
+    // of the last pass (read back, plus the commands of that pass that succeeded).
+    bool hasRoute(const std::string& ip) const { return routed_.count(ip) > 0; }
+    bool hasNeighbour(const std::string& ip) const { return neighboured_.count(ip) > 0; }
 
 private:
     void pass();  // throws
@@ -82,7 +84,9 @@ private:
 
     PeerSet peers_;
     std::map<std::string, std::string> macs_;  // peer ip -> last MAC seen in the kernel
-    std::set<std::string> ownedNeighbours_;    // ips we tnl/neigh/set in this vswitchd
+    std::set<std::string> ownedNeighbours_;
+    std::set<std::string> routed_;
+    std::set<std::string> neighboured_;    // ips we tnl/neigh/set in this vswitchd
     pid_t programmedPid_ = -1;
     EventLoop::Clock::time_point lastRefresh_{};
     std::chrono::milliseconds retry_;
