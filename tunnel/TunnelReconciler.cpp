@@ -75,6 +75,7 @@ void TunnelReconciler::onPidfileEvent() {
 }
 
 void TunnelReconciler::setPeers(const PeerSet& peers) {
+    for (const auto& [_, p] : peers_) formerPeers_.insert(p.nodeIP);
     peers_ = peers;
     stats_.peers = peers_.size();
     retry_ = opts_.retryInitial;
@@ -160,9 +161,11 @@ void TunnelReconciler::pass() {
     for (const auto& ip : peerIPs) {
         if (!actual.userRoutes.count(hostRoute(ip))) cmds.push_back({"ovs/route/add", {hostRoute(ip), br}});
     }
-    bool staleNeighbour = std::any_of(ownedNeighbours_.begin(), ownedNeighbours_.end(), [&](const std::string& ip) {
-        return !peerIPs.count(ip) && actual.neighbours.count(ip);
-    });
+    // A neighbour of a peer that left must go, whether we set it or OVS
+    // learned it by snooping ARP on the bridge.
+    auto isStale = [&](const std::string& ip) { return !peerIPs.count(ip) && actual.neighbours.count(ip); };
+    bool staleNeighbour = std::any_of(ownedNeighbours_.begin(), ownedNeighbours_.end(), isStale) ||
+                          std::any_of(formerPeers_.begin(), formerPeers_.end(), isStale);
     auto now = EventLoop::Clock::now();
     bool refresh = staleNeighbour || now - lastRefresh_ >= opts_.neighRefresh;
     if (staleNeighbour) cmds.push_back({"tnl/neigh/flush", {}});

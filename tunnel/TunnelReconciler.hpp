@@ -85,6 +85,7 @@ private:
     PeerSet peers_;
     std::map<std::string, std::string> macs_;  // peer ip -> last MAC seen in the kernel
     std::set<std::string> ownedNeighbours_;
+    std::set<std::string> formerPeers_;         // ips of peers that left (their entries must go)
     std::set<std::string> routed_;
     std::set<std::string> neighboured_;    // ips we tnl/neigh/set in this vswitchd
     pid_t programmedPid_ = -1;
