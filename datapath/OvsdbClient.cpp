@@ -154,6 +154,7 @@ void OvsdbClient::transact(const ovsdb::Transaction& txn, TransactCallback cb) {
     }
     auto labels = txn.describeAll();
     ++transactions_;
+    spdlog::debug("ovsdb {}: transact {}", opts_.remote, labels);
     conn_->request(
         "transact", txn.params(),
         [txn, cb](const Json& result) {

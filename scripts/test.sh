@@ -5,12 +5,12 @@
 # benchmarks (they print ratios; they assert nothing about time).
 #
 #   scripts/test.sh                 everything
-#   KOVS_SUITES="unit" scripts/test.sh     only some suites (unit integration fuzz bench)
+#   KOVS_SUITES="unit" scripts/test.sh     only some suites (unit integration e2e fuzz bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 build=${KOVS_BUILD_DIR:-build-ci}
-suites=${KOVS_SUITES:-"unit integration fuzz bench"}
+suites=${KOVS_SUITES:-"unit integration e2e fuzz bench"}
 fuzz_seconds=${KOVS_FUZZ_SECONDS:-30}
 
 step() { printf '\n==> %s\n' "$*"; }

@@ -30,8 +30,9 @@ node_ip() { echo "172.18.0.$(( $1 + 1 ))"; }
 node_pod_cidr() { echo "10.244.$1.0/24"; }
 node_gw_ip() { echo "10.244.$1.1"; }
 node_dir() { echo "$CLUSTER_DIR/n$1"; }
-in_node() { local n=$1; shift; ip netns exec "$(node_ns "$n")" env OVS_RUNDIR="$(node_dir "$n")/run" \
-    OVS_DBDIR="$(node_dir "$n")/run" OVS_LOGDIR="$(node_dir "$n")/log" OVS_SYSCONFDIR="$(node_dir "$n")/etc" "$@"; }
+node_env() { local d; d=$(node_dir "$1"); echo "OVS_RUNDIR=$d/run OVS_DBDIR=$d/run OVS_LOGDIR=$d/log OVS_SYSCONFDIR=$d/etc"; }
+# shellcheck disable=SC2046 # node_env's words are meant to split
+in_node() { local n=$1; shift; ip netns exec "$(node_ns "$n")" env $(node_env "$n") "$@"; }
 in_pod() { local n=$1 p=$2; shift 2; ip netns exec "$(pod_ns "$n" "$p")" "$@"; }
 in_underlay() { ip netns exec "$(uly)" "$@"; }
 
@@ -90,8 +91,11 @@ YAML
 
 agent_start() {
     local n=$1 d; d=$(node_dir "$n")
-    in_node "$n" "$KOVS_BIN/kovs-agent" --config "$d/agent.yaml" --log-level "${KOVS_LOG_LEVEL:-info}" \
-        >>"$d/log/kovs-agent.log" 2>&1 &
+    # A simple command, not a function, in the background: $! is then the
+    # agent itself (ip and env exec into it), so agent_stop signals the agent.
+    # shellcheck disable=SC2046
+    ip netns exec "$(node_ns "$n")" env $(node_env "$n") "$KOVS_BIN/kovs-agent" --config "$d/agent.yaml" \
+        --log-level "${KOVS_LOG_LEVEL:-info}" >>"$d/log/kovs-agent.log" 2>&1 &
     echo $! > "$d/agent.pid"
 }
 
