@@ -31,7 +31,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 failed=0
 meson_suites=()
 for s in $suites; do
-  case $s in unit|integration) meson_suites+=(--suite "$s") ;; esac
+  case $s in unit|integration|e2e) meson_suites+=(--suite "$s") ;; esac
 done
 if [ ${#meson_suites[@]} -gt 0 ]; then
   step "tests: ${meson_suites[*]}"
