@@ -61,7 +61,7 @@ fi
 
 if [[ " $suites " == *" bench "* ]]; then
   step "benchmarks (figures and ratios, no timing assertions)"
-  meson test -C "$build" --suite bench --verbose --num-processes 1 || failed=1
+  meson test -C "$build" --benchmark --suite bench --verbose --num-processes 1 || failed=1
   cp "$build/meson-logs/testlog.json" "$build/results-bench.json"
 fi
 
