@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/PrivateNamespaces.hpp"
 #include "base/Error.hpp"
 #include "base/Process.hpp"
 #include "offload/Ethtool.hpp"
@@ -128,21 +129,8 @@ void mainMode(const std::string& cni, int pods) {
 }  // namespace
 
 int main() {
-    if (::geteuid() != 0) {
-        std::fprintf(stderr, "bench_cni needs root (network namespaces)\n");
-        return 77;
-    }
-    if (::unshare(CLONE_NEWNET | CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-        std::perror("unshare/mount");
-        return 1;
-    }
-    ::mkdir("/run/netns", 0755);
-    if (::mount("tmpfs", "/run/netns", "tmpfs", 0, "mode=0755") != 0) {
-        std::perror("mount tmpfs /run/netns");
-        return 1;
-    }
+    if (int rc = test::enterPrivateNamespaces("bench_cni")) return rc;
     try {
-        runChecked({"ip", "link", "set", "lo", "up"});
         auto cni = test::kovsCniBinary();
         chained(cni, envInt("KOVS_BENCH_CNI_RUNS", 200));
         mainMode(cni, envInt("KOVS_BENCH_CNI_PODS", 100));

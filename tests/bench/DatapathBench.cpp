@@ -19,6 +19,7 @@
 #include <functional>
 #include <string>
 
+#include "tests/support/PrivateNamespaces.hpp"
 #include "base/Error.hpp"
 #include "base/Process.hpp"
 #include "datapath/OvsdbClient.hpp"
@@ -111,14 +112,7 @@ void unixctl(int n) {
 }  // namespace
 
 int main() {
-    if (::geteuid() != 0) {
-        std::fprintf(stderr, "bench_datapath needs root (network namespace, OVS)\n");
-        return 77;
-    }
-    if (::unshare(CLONE_NEWNET | CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-        std::perror("unshare/mount");
-        return 1;
-    }
+    if (int rc = test::enterPrivateNamespaces("bench_datapath")) return rc;
     try {
         ports(envInt("KOVS_BENCH_DATAPATH_PORTS", 100));
         unixctl(envInt("KOVS_BENCH_DATAPATH_CALLS", 1000));

@@ -21,6 +21,7 @@
 #include <optional>
 #include <thread>
 
+#include "tests/support/PrivateNamespaces.hpp"
 #include "agent/GatewayGuard.hpp"
 #include "agent/NetlinkWatcher.hpp"
 #include "base/Error.hpp"
@@ -233,18 +234,9 @@ void benchStorm(test::GuardThread& guard, nl_sock* req, int pairs) {
 }  // namespace
 
 int main() {
-    if (::geteuid() != 0) {
-        std::fprintf(stderr, "bench_gateway needs root (network namespaces)\n");
-        return 77;
-    }
-    // Same isolation as the integration tests: nothing here reaches the machine's interfaces.
-    if (::unshare(CLONE_NEWNET | CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-        std::perror("bench_gateway: private namespaces");
-        return 1;
-    }
+    if (int rc = test::enterPrivateNamespaces("bench_gateway")) return rc;
     try {
         spdlog::set_level(std::getenv("KOVS_BENCH_DEBUG") ? spdlog::level::debug : spdlog::level::warn);
-        runChecked({"ip", "link", "set", "lo", "up"});
         runChecked({"ip", "link", "add", "gw0", "type", "veth", "peer", "name", "gw0-p"});
         runChecked({"ip", "link", "set", "gw0-p", "up"});
         int ifindex = static_cast<int>(::if_nametoindex("gw0"));

@@ -16,6 +16,7 @@
 #include <map>
 #include <spdlog/spdlog.h>
 
+#include "tests/support/PrivateNamespaces.hpp"
 #include "base/EventLoop.hpp"
 #include "base/Process.hpp"
 #include "datapath/UnixctlClient.hpp"
@@ -77,20 +78,12 @@ void clear(UnixctlClient& ctl, const std::vector<FakePeer>& peers) {
 }  // namespace
 
 int main() {
-    if (::geteuid() != 0) {
-        std::fprintf(stderr, "bench_tunnel needs root (network namespace, OVS)\n");
-        return 77;
-    }
-    if (::unshare(CLONE_NEWNET | CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-        std::perror("unshare/mount");
-        return 1;
-    }
+    if (int rc = test::enterPrivateNamespaces("bench_tunnel")) return rc;
     spdlog::set_level(spdlog::level::warn);
     const char* env = std::getenv("KOVS_BENCH_TUNNEL_PEERS");
     int n = env && *env ? std::max(1, std::atoi(env)) : 1000;
     auto peers = makePeers(n);
 
-    runChecked({"ip", "link", "set", "lo", "up"});
     test::OvsSandbox ovs;
     ovs.vsctl({"add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev"});
     runChecked({"ip", "addr", "add", "172.30.0.254/16", "dev", "br-phy"});
