@@ -43,7 +43,7 @@ fuzz_passed=0 fuzz_failed=0
 if [[ " $suites " == *" fuzz "* ]]; then
   step "fuzz (${fuzz_seconds}s per target)"
   for f in "$build"/tests/fuzz/fuzz_*; do
-    [ -x "$f" ] || continue
+    [ -f "$f" ] && [ -x "$f" ] || continue
     name=$(basename "$f")
     corpus=$(mktemp -d)
     seeds="$root/tests/fuzz/corpus/${name#fuzz_}"
