@@ -5,6 +5,7 @@
 #  - ovs-vswitchd kill -9 mid-transfer: the agent restarts it, re-programs
 #    tunnel entries and flows, and the transfer completes (recovery time printed);
 #  - a node leaves: its route, neighbour and flows disappear on the others;
+#  - a node joins: the first packet to a pod on it is not lost;
 #  - 50 pod ADD/DEL with an agent kill in the middle: no leaked OVS port,
 #    veth or IPAM lease afterwards.
 source "$(dirname "$0")/lib.sh"
@@ -59,6 +60,16 @@ gone_from() {
 }
 for n in 1 2; do wait_for "node 3's entries to disappear on node $n" 15 gone_from "$n"; done
 pass "node leave: route, neighbour and flows for node 3 removed on nodes 1 and 2"
+
+# Node 4 joins: once the agents report it programmed, the very first packet to
+# a pod on it gets through (no ARP by OVS on the first packet).
+CLUSTER_NODES=4
+node_up 4
+write_peers
+for n in 1 2 4; do wait_for "node $n to program the new peer set" 30 node_ready "$n"; done
+pod_add 4 1
+in_pod 1 1 ping -c1 -W2 -q "$(pod_ip 4 1)" >/dev/null || fail "the first ping from n1/p1 to the new node's pod was lost"
+pass "node join: peers updated everywhere, first ping to a pod on the new node not lost"
 
 # 50 pods churned on node 1 with the agent killed halfway.
 for i in $(seq 10 59); do
