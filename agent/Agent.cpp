@@ -76,7 +76,7 @@ tunnel::UplinkOptions Agent::uplinkOptions() const {
     o.portType = config_.uplink.portType;
     // Next to the OVS sockets: per node, and kept across agent restarts.
     o.stateFile = config_.ovs.rundir + "/kovs-uplink.json";
-    o.vsctl = {"ovs-vsctl", "--timeout=10", "--db=" + config_.ovsdbRemote()};
+    o.ovsdb = config_.ovsdbRemote();
     return o;
 }
 

@@ -1,5 +1,7 @@
 #include "tunnel/Uplink.hpp"
 
+#include "tunnel/UplinkOvsdb.hpp"
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -130,12 +132,6 @@ std::string shimDeviceMac(const std::string& originalMac) {
 
 Uplink::Uplink(UplinkOptions opts) : opts_(std::move(opts)) {}
 
-std::string Uplink::vsctl(const std::vector<std::string>& args) const {
-    auto argv = opts_.vsctl;
-    argv.insert(argv.end(), args.begin(), args.end());
-    return runChecked(argv);
-}
-
 json Uplink::snapshot() const {
     json link = linkOf(opts_.device);
     json s;
@@ -154,18 +150,18 @@ json Uplink::snapshot() const {
 void Uplink::checkPortType() const {
     const auto& t = opts_.portType;
     if (t == "system") return;
-    auto types = vsctl({"get", "Open_vSwitch", ".", "iface_types"});
+    UplinkOvsdb db(opts_.ovsdb);
     if (t == "afxdp" || t == "afxdp-nonpmd") {
-        if (types.find(t) == std::string::npos) {
-            throw Error("uplink port type " + t + ": this ovs-vswitchd does not support it (iface_types " + types + ")");
+        auto types = db.ifaceTypes();
+        if (std::find(types.begin(), types.end(), t) == types.end()) {
+            std::string all;
+            for (const auto& x : types) all += (all.empty() ? "" : ",") + x;
+            throw Error("uplink port type " + t + ": this ovs-vswitchd does not support it (iface_types " + all + ")");
         }
         return;
     }
     if (t == "dpdk") {
-        auto inited = vsctl({"get", "Open_vSwitch", ".", "dpdk_initialized"});
-        if (inited.find("true") == std::string::npos) {
-            throw Error("uplink port type dpdk: ovs-vswitchd reports dpdk_initialized=" + inited);
-        }
+        if (!db.dpdkInitialized()) throw Error("uplink port type dpdk: ovs-vswitchd reports dpdk_initialized=false");
         return;
     }
     throw Error("uplink port type '" + t + "': unknown (system, afxdp, afxdp-nonpmd, dpdk)");
@@ -186,12 +182,7 @@ bool Uplink::migrated() const {
         if (!found) return false;
     }
     auto port = state.value("port", "");
-    auto br = runProcess([&] {
-        auto argv = opts_.vsctl;
-        argv.insert(argv.end(), {"port-to-br", port});
-        return argv;
-    }());
-    if (!br.ok() || br.out != opts_.bridge + "\n") return false;
+    if (UplinkOvsdb(opts_.ovsdb).bridgeOf(port) != opts_.bridge) return false;
     if (opts_.mode == UplinkMode::Shim) {
         return linkOf(opts_.device).value("master", "") == opts_.shimBridge;
     }
@@ -216,6 +207,7 @@ Uplink::Outcome Uplink::migrate() {
     const std::string mac = snap["mac"];
     const std::string port = snap["port"];
 
+    UplinkOvsdb db(opts_.ovsdb);  // outlives the undo steps that use it
     UndoStack undo;
     std::string step;
     try {
@@ -254,21 +246,11 @@ Uplink::Outcome Uplink::migrate() {
         }
 
         step = "add port " + port + " to " + br;
-        std::vector<std::string> addPort{"add-port", br, port};
-        if (opts_.portType != "system") addPort.insert(addPort.end(), {"--", "set", "interface", port, "type=" + opts_.portType});
-        vsctl(addPort);
-        undo.push(step, [this, br, port] {
-            auto argv = opts_.vsctl;
-            argv.insert(argv.end(), {"--if-exists", "del-port", br, port});
-            runProcess(argv);
-        });
+        db.addPort(br, port, opts_.portType);
+        undo.push(step, [&db, br, port] { db.removePort(br, port); });
         step = "give " + br + " the MAC " + mac;
-        vsctl({"set", "bridge", br, "other-config:hwaddr=\"" + mac + "\""});
-        undo.push(step, [this, br] {
-            auto argv = opts_.vsctl;
-            argv.insert(argv.end(), {"remove", "bridge", br, "other-config", "hwaddr"});
-            runProcess(argv);
-        });
+        db.setHwaddr(br, mac);
+        undo.push(step, [&db, br] { db.clearHwaddr(br); });
         if (linkOf(br).value("address", "") != mac) throw Error(br + " did not take the MAC " + mac);
         step = "TX checksum off on " + br;
         offload::Ethtool().setTxChecksum(br, false);
@@ -330,9 +312,8 @@ bool Uplink::cleanup() {
     bool shim = s.value("mode", "") == "shim";
 
     // L2 first, so eth0 is usable again when its addresses come back.
-    auto argv = opts_.vsctl;
-    argv.insert(argv.end(), {"--if-exists", "del-port", br, port});
-    runProcess(argv);
+    UplinkOvsdb db(opts_.ovsdb);
+    db.removePort(br, port);
     if (shim) {
         ipQuiet({"link", "set", "dev", dev, "nomaster"});
         ipQuiet({"link", "del", opts_.shimVethBridgeEnd});
@@ -353,9 +334,7 @@ bool Uplink::cleanup() {
     for (const auto& r : s["routes4"]) ipQuiet(routeArgs("add", r, dev, false));
     for (const auto& r : s["routes6"]) ipQuiet(routeArgs("add", r, dev, true));
 
-    argv = opts_.vsctl;
-    argv.insert(argv.end(), {"remove", "bridge", br, "other-config", "hwaddr"});
-    runProcess(argv);
+    db.clearHwaddr(br);
     if (!s.value("bridgeWasUp", true)) ipQuiet({"link", "set", "dev", br, "down"});
 
     // Verify before forgetting the state: every address is back on eth0.

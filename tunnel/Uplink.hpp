@@ -17,7 +17,7 @@
 // node changes nothing.
 //
 // Links, addresses and routes are changed with iproute2 (argv vectors, no
-// shell), and br-phy's port and hwaddr with ovs-vsctl (also argv): reading
+// shell), and br-phy's port and hwaddr over OVSDB (UplinkOvsdb): reading
 // them back as `ip -j` JSON is exactly what cleanup() must reproduce.
 #include <nlohmann/json.hpp>
 
@@ -37,7 +37,7 @@ struct UplinkOptions {
     std::string shimVethOvsEnd = "kovs-up1";     // the br-phy port
     std::string portType = "system";             // system | afxdp | afxdp-nonpmd | dpdk
     std::string stateFile = "/run/kovs/uplink.json";
-    std::vector<std::string> vsctl{"ovs-vsctl", "--timeout=10"};  // prefix, e.g. with --db=
+    std::string ovsdb = "unix:/var/run/openvswitch/db.sock";
 };
 
 class Uplink {
@@ -59,7 +59,6 @@ public:
 private:
     nlohmann::json snapshot() const;
     void checkPortType() const;
-    std::string vsctl(const std::vector<std::string>& args) const;
 
     UplinkOptions opts_;
 };

@@ -129,7 +129,7 @@ protected:
         ASSERT_TRUE(pollUntil([] { return runChecked({"ip", "-j", "addr", "show", "dev", "eth0"}).find("tentative") == std::string::npos; }, 10s));
         before = netState();
         originalMac = before.addr.at(0).at("address");
-        opts.vsctl = {"ovs-vsctl", "--db=" + ovs.dbRemote(), "--timeout=10"};
+        opts.ovsdb = ovs.dbRemote();
         opts.stateFile = ovs.dir() + "/uplink/state.json";
     }
     void TearDown() override {
