@@ -11,17 +11,10 @@
 #include <spdlog/spdlog.h>
 
 #include "base/Error.hpp"
+#include "base/UnixAddress.hpp"
 
 namespace kovs {
 namespace {
-
-sockaddr_un unixAddress(const std::string& path) {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path.size() >= sizeof addr.sun_path) throw Error("status socket " + path + ": path too long");
-    path.copy(addr.sun_path, path.size());
-    return addr;
-}
 
 constexpr size_t kMaxRequest = 64 * 1024;
 
@@ -29,7 +22,7 @@ constexpr size_t kMaxRequest = 64 * 1024;
 
 StatusServer::StatusServer(EventLoop& loop, std::string path, Handler handler)
     : loop_(loop), path_(std::move(path)), handler_(std::move(handler)) {
-    auto addr = unixAddress(path_);
+    auto addr = unixAddress(path_, "status socket");
     std::filesystem::create_directories(std::filesystem::path(path_).parent_path());
     ::unlink(path_.c_str());
     listen_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -97,7 +90,7 @@ void StatusServer::finish(int fd) {
 }
 
 nlohmann::json statusRequest(const std::string& path, const nlohmann::json& request, int timeoutMs) {
-    auto addr = unixAddress(path);
+    auto addr = unixAddress(path, "agent status socket");
     UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd) throwErrno("socket");
     if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0)

@@ -10,15 +10,13 @@
 #include <optional>
 
 #include "base/Error.hpp"
+#include "base/UnixAddress.hpp"
 
 namespace kovs {
 namespace {
 
 UniqueFd connectUnix(const std::string& path) {
-    sockaddr_un sa{};
-    sa.sun_family = AF_UNIX;
-    if (path.size() >= sizeof sa.sun_path) throw Error("connect " + path + ": socket path too long");
-    std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+    auto sa = unixAddress(path, "connect");
     UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd) throwErrno("socket AF_UNIX for " + path);
     if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0) throwErrno("connect " + path);
