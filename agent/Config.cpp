@@ -1,6 +1,5 @@
 #include "agent/Config.hpp"
 
-#include <arpa/inet.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -11,6 +10,7 @@
 #include <sstream>
 
 #include "base/Error.hpp"
+#include "base/IpPrefix.hpp"
 
 namespace kovs {
 namespace {
@@ -121,14 +121,12 @@ private:
 };
 
 void checkCidr(const std::string& where, const std::string& s) {
-    auto slash = s.find('/');
-    if (slash != std::string::npos) {
-        std::string ip = s.substr(0, slash), len = s.substr(slash + 1);
-        unsigned char buf[16];
-        int family = ip.find(':') == std::string::npos ? AF_INET : AF_INET6;
-        int max = family == AF_INET ? 32 : 128;
-        bool digits = !len.empty() && len.size() <= 3 && len.find_first_not_of("0123456789") == std::string::npos;
-        if (inet_pton(family, ip.c_str(), buf) == 1 && digits && std::stoi(len) <= max) return;
+    try {
+        if (s.find('/') != std::string::npos) {
+            IpPrefix::parse(s);
+            return;
+        }
+    } catch (const Error&) {
     }
     throw Error(where + ": expected an address with prefix length like 10.244.1.0/24 or fd00::/64, got '" + s + "'");
 }

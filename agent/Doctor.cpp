@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/IpPrefix.hpp"
+#include "base/IpPrefix.hpp"
 #include "agent/NetworkdDropins.hpp"
 #include "agent/StatusServer.hpp"
 #include "base/Netlink.hpp"

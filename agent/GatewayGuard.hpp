@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/IpPrefix.hpp"
+#include "base/IpPrefix.hpp"
 #include "agent/NetlinkWatcher.hpp"
 #include "base/EventLoop.hpp"
 #include "base/Netlink.hpp"

@@ -1,29 +1,26 @@
 #include "datapath/FlowTable.hpp"
 
-#include <arpa/inet.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 
 #include "base/Error.hpp"
+#include "base/IpPrefix.hpp"
 #include "base/Process.hpp"
 
 namespace kovs {
 namespace {
 
-void checkIPv4(const std::string& ip, const std::string& what) {
-    in_addr a{};
-    if (inet_pton(AF_INET, ip.c_str(), &a) != 1) throw Error("flow table: " + what + ": not an IPv4 address: '" + ip + "'");
-}
-
-void checkCidr(const std::string& cidr, const std::string& what) {
-    auto slash = cidr.find('/');
-    checkIPv4(cidr.substr(0, slash), what);
-    if (slash == std::string::npos || cidr.size() - slash > 3 || cidr.size() == slash + 1 ||
-        !std::all_of(cidr.begin() + static_cast<long>(slash) + 1, cidr.end(), ::isdigit) ||
-        std::stoi(cidr.substr(slash + 1)) > 32)
-        throw Error("flow table: " + what + ": not an IPv4 CIDR: '" + cidr + "'");
+// Flow fields are built from these strings: only a plain IPv4 address or
+// CIDR may get through (no "," or "actions=" smuggled in from a peer list).
+void checkIPv4(const std::string& text, const std::string& what, bool cidr) {
+    bool ok = false;
+    try {
+        ok = IpPrefix::parse(text).family == AF_INET && (text.find('/') != std::string::npos) == cidr;
+    } catch (const Error&) {
+    }
+    if (!ok) throw Error("flow table: " + what + ": not an IPv4 " + (cidr ? "CIDR" : "address") + ": '" + text + "'");
 }
 
 void checkMac(const std::string& mac, const std::string& what) {
@@ -33,7 +30,7 @@ void checkMac(const std::string& mac, const std::string& what) {
 }
 
 void checkEndpoint(const FlowLocalEndpoint& e, const std::string& what) {
-    checkIPv4(e.ip, what);
+    checkIPv4(e.ip, what, false);
     checkMac(e.mac, what);
     if (e.ofport <= 0) throw Error("flow table: " + what + " " + e.ip + ": no OpenFlow port yet");
 }
@@ -55,12 +52,12 @@ std::string FlowTable::render(const FlowInputs& in) {
     if (in.tunnelOfport <= 0) throw Error("flow table: tunnel port has no OpenFlow port yet");
     checkMac(in.gateway.mac, "gateway");
     if (in.gateway.ofport <= 0) throw Error("flow table: gateway: no OpenFlow port yet");
-    checkCidr(in.localCidr, "local pod CIDR");
+    checkIPv4(in.localCidr, "local pod CIDR", true);
     std::vector<std::string> flows;
     const auto& gw = in.gateway;
     for (const auto& r : in.remotes) {
-        checkCidr(r.cidr, "peer pod CIDR");
-        checkIPv4(r.nodeIP, "peer node IP");
+        checkIPv4(r.cidr, "peer pod CIDR", true);
+        checkIPv4(r.nodeIP, "peer node IP", false);
         // Answer the node kernel's ARP for any address of a peer's pod CIDR
         // with the gateway MAC: swap sender/target and reply out the same port.
         flows.push_back(fmt::format(

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "agent/IpPrefix.hpp"
+#include "base/IpPrefix.hpp"
 #include "base/Error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

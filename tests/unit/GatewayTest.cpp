@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "agent/GatewayGuard.hpp"
-#include "agent/IpPrefix.hpp"
+#include "base/IpPrefix.hpp"
 #include "agent/NetworkdDropins.hpp"
 #include "base/Error.hpp"
 

@@ -1,4 +1,4 @@
-#include "agent/IpPrefix.hpp"
+#include "base/IpPrefix.hpp"
 
 #include <arpa/inet.h>
 

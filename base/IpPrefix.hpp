@@ -1,6 +1,6 @@
 #pragma once
 // An IPv4 or IPv6 address with a prefix length ("10.244.1.1/24"), as the
-// gateway guard's configuration spells addresses, pod CIDRs and routes.
+// configuration spells addresses, pod CIDRs and routes everywhere in kovs.
 #include <sys/socket.h>
 
 #include <array>
