@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# kovs-agent footprint at idle with 100 peers in the peers file (issue 6):
+# VmRSS and CPU (utime+stime over an idle window) of every agent, next to the
+# targets (<= 10 MiB RSS, <= 0.5 % of a core), with ovs-vswitchd and
+# ovsdb-server as context.
+#
+# The peers file lists 3 real nodes and 97 fake ones. The fakes are addresses
+# on one namespace plugged into the underlay bridge, so they answer ARP: each
+# agent resolves all 99 peers, programs their OVS routes and tunnel
+# neighbours, and settles into the idle state a real 100-node cluster has
+# (periodic resyncs only). A fake that never answered would keep the tunnel
+# reconciler in its retry back-off instead, which is not idle.
+#
+#   KOVS_BENCH_FOOTPRINT_NODES    real nodes (default 3)
+#   KOVS_BENCH_FOOTPRINT_PEERS    entries in the peers file (default 100, at most 250)
+#   KOVS_BENCH_FOOTPRINT_SECONDS  idle window (default 30: one full 30 s resync falls inside)
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+
+nodes=${KOVS_BENCH_FOOTPRINT_NODES:-3}
+peers=${KOVS_BENCH_FOOTPRINT_PEERS:-100}
+window=${KOVS_BENCH_FOOTPRINT_SECONDS:-30}
+[[ $nodes =~ ^[1-9]$ ]] || die "KOVS_BENCH_FOOTPRINT_NODES: expected 1-9, got '$nodes'"
+if ! [[ $peers =~ ^[0-9]+$ ]] || (( peers < nodes || peers > 250 )); then
+    die "KOVS_BENCH_FOOTPRINT_PEERS: expected $nodes-250, got '$peers'"
+fi
+if ! [[ $window =~ ^[0-9]+$ ]] || (( window < 5 )); then
+    die "KOVS_BENCH_FOOTPRINT_SECONDS: expected at least 5, got '$window'"
+fi
+
+# The fake nodes node$((nodes+1))..node$peers: their node IPs on one namespace
+# behind the underlay bridge. Only the netns provider has an underlay
+# namespace to plug it into.
+fakes_ns() { echo "$CLUSTER_PREFIX-fakes"; }
+fakes_up() {
+    local first=$1 last=$2 n
+    [ "${KOVS_PROVIDER:-netns}" = netns ] || { echo "fake peers need the netns provider; skipped"; exit 77; }
+    (( first <= last )) || return 0
+    ip netns add "$(fakes_ns)"
+    ip -n "$(fakes_ns)" link set lo up
+    in_underlay ip link add veth-fakes type veth peer name eth0 netns "$(fakes_ns)"
+    in_underlay ip link set veth-fakes master kind up
+    for n in $(seq "$first" "$last"); do echo "addr add $(node_ip "$n")/16 dev eth0"; done | ip -n "$(fakes_ns)" -batch -
+    ip -n "$(fakes_ns)" link set eth0 up
+}
+
+# CPU of the whole process (all threads) in clock ticks: "self" is utime +
+# stime, "children" is cutime + cstime of the children it waited for (the
+# agent runs ovs-ofctl for flow installs). The command name is in
+# parentheses and may hold spaces: cut after the last ')'.
+cpu_ticks() {
+    local stat f
+    stat=$(< "/proc/$1/stat")
+    read -ra f <<<"${stat##*) }"
+    echo "$(( f[11] + f[12] )) $(( f[13] + f[14] ))"
+}
+verdict() { if [ "$(echo "$1" | bc -l)" = 1 ]; then echo met; else echo MISSED; fi; }
+status_kib() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
+mib() { echo "$1 / 1024" | bc -l; }
+percent() { echo "scale=6; $1 * 100 / $hz / (($w1 - $w0) / 1000000000)" | bc -l; }
+pid_of() {
+    case $1 in
+    kovs-agent) cat "$(node_dir "$2")/agent.pid" ;;
+    *) cat "$(node_dir "$2")/run/$1.pid" ;;
+    esac
+}
+# The agent's own counters of work it did (Prometheus text); empty when curl is missing.
+activity() {
+    in_node "$1" curl -sf --max-time 2 http://127.0.0.1:9474/metrics 2>/dev/null |
+        awk '/^kovs_tunnel_commands_total /{c=$2} /^kovs_ovsdb_transactions_total /{t=$2}
+             /^kovs_reconciles_total/{r+=$2} /^kovs_flow_installs_total /{f=$2}
+             END {if (NR) printf "%d %d %d %d\n", c, t, r, f}' || true
+}
+
+echo "kovs-agent footprint at idle: $peers peers in the peers file ($nodes real nodes + $(( peers - nodes )) fakes answering ARP)"
+echo "build: $(build_description)"
+echo "machine: $(machine_description)"
+
+cluster_up "$nodes"
+real_nodes=$nodes
+fakes_up $(( nodes + 1 )) "$peers"
+t0=$(date +%s%N)
+CLUSTER_NODES=$peers   # write_peers and node_ready count the fakes as nodes
+write_peers
+for n in $(seq 1 "$real_nodes"); do
+    wait_for "node $n to program $(( peers - 1 )) peers" 90 node_ready "$n" || { node_debug "$n"; exit 1; }
+done
+printf 'all %d agents ready, %d peers each with OVS route and tunnel neighbour, %.1f s after the peers file changed\n' \
+    "$real_nodes" $(( peers - 1 )) "$(( ($(date +%s%N) - t0) / 1000000 ))e-3"
+
+# Let the burst of programming finish (replies, the first status polls), then measure.
+sleep 2
+procs=(kovs-agent ovs-vswitchd ovsdb-server)
+declare -A before act_before
+for n in $(seq 1 "$real_nodes"); do
+    for p in "${procs[@]}"; do before[$p/$n]=$(cpu_ticks "$(pid_of "$p" "$n")"); done
+    act_before[$n]=$(activity "$n")
+done
+w0=$(date +%s%N)
+echo "idle window: ${window} s"
+sleep "$window"
+w1=$(date +%s%N)
+hz=$(getconf CLK_TCK)
+
+echo
+echo "RSS = anon (the process's own memory) + file (mapped binaries and shared libraries, shared with"
+echo "other processes using them). CPU in % of one core over the window: self (all threads) and the"
+echo "children it ran (ovs-ofctl); 1 clock tick = $(printf '%.3f' "$(echo "100 / $hz / $window" | bc -l)") % over ${window} s."
+printf '%-13s %-6s %7s %6s %6s %7s %8s %9s   %s\n' process node "RSS MiB" anon file "peak" "CPU self" "children" target
+for p in "${procs[@]}"; do
+    for n in $(seq 1 "$real_nodes"); do
+        pid=$(pid_of "$p" "$n")
+        read -r self0 child0 <<<"${before[$p/$n]}"
+        read -r self1 child1 <<<"$(cpu_ticks "$pid")"
+        self=$(percent $(( self1 - self0 ))) child=$(percent $(( child1 - child0 )))
+        rss=$(status_kib "$pid" VmRSS)
+        target="(context)"
+        if [ "$p" = kovs-agent ]; then
+            target="RSS <= 10 MiB: $(verdict "$rss <= 10 * 1024"), CPU <= 0.5 %: $(verdict "$self + $child <= 0.5")"
+        fi
+        printf '%-13s %-6s %7.1f %6.1f %6.1f %7.1f %8.3f %9.3f   %s\n' "$p" "node$n" "$(mib "$rss")" \
+            "$(mib "$(status_kib "$pid" RssAnon)")" "$(mib "$(status_kib "$pid" RssFile)")" \
+            "$(mib "$(status_kib "$pid" VmHWM)")" "$self" "$child" "$target"
+    done
+done
+
+echo
+echo "agent work during the idle window (unixctl commands / OVSDB transactions / reconciles / flow installs):"
+for n in $(seq 1 "$real_nodes"); do
+    a0=${act_before[$n]} a1=$(activity "$n")
+    if [ -z "$a0" ] || [ -z "$a1" ]; then echo "  node$n: metrics not reachable"; continue; fi
+    read -r c0 x0 r0 f0 <<<"$a0"; read -r c1 x1 r1 f1 <<<"$a1"
+    echo "  node$n: $(( c1 - c0 )) / $(( x1 - x0 )) / $(( r1 - r0 )) / $(( f1 - f0 ))"
+done

@@ -1,0 +1,66 @@
+# shellcheck shell=bash source-path=SCRIPTDIR
+# Shared by the cluster benchmarks: a netns cluster from kind/lib (real OVS,
+# kovs-agent, kovs-cni), torn down on exit even when the setup fails, and
+# the helpers that describe the build and summarise repeated figures.
+# Benchmarks print; they never assert on a figure. They fail only when the
+# setup itself fails, and skip (77) without root.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+: "${KOVS_BUILD:?set KOVS_BUILD to a meson build directory of kovs (meson passes it)}"
+[ "$(id -u)" -eq 0 ] || { echo "cluster benchmarks need root (network namespaces); skipped"; exit 77; }
+export CLUSTER_PREFIX=${CLUSTER_PREFIX:-kovsb$$}
+# shellcheck source=../../../kind/lib/netns-cluster.sh
+source "$root/kind/lib/netns-cluster.sh"
+# shellcheck source=../../../kind/lib/checks.sh
+source "$root/kind/lib/checks.sh"
+for b in agent/kovs-agent agent/kovsctl offload/kovs-cni; do
+    [ -x "$KOVS_BUILD/$b" ] || die "$KOVS_BUILD/$b not found: build first"
+done
+
+bench_on_exit() {
+    local rc=$?
+    if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+        for n in $(seq 1 "$CLUSTER_NODES"); do
+            [ -e "$(node_dir "$n")/agent.pid" ] && node_debug "$n" 2>&1 | tail -15
+        done
+    fi
+    cluster_down
+    exit $rc
+}
+trap bench_on_exit EXIT
+trap 'exit 130' INT TERM
+
+# "debugoptimized, ASan+UBSan" etc., from meson's record of the build and
+# from the agent binary itself (an ASan runtime inflates RSS several-fold and
+# slows every call, so footprint figures of such a build are not the product's).
+build_description() {
+    local info=$KOVS_BUILD/meson-info/intro-buildoptions.json type="unknown build type" san=() libs
+    if [ -r "$info" ]; then
+        type=$(jq -r '.[] | select(.name == "buildtype") | .value' "$info")
+    fi
+    libs=$(ldd "$KOVS_BUILD/agent/kovs-agent" 2>/dev/null || true)
+    if grep -qa -m1 __asan_init "$KOVS_BUILD/agent/kovs-agent" || [[ $libs == *libasan* ]]; then
+        san+=(ASan)
+    fi
+    if grep -qa -m1 __ubsan_handle "$KOVS_BUILD/agent/kovs-agent"; then san+=(UBSan); fi
+    if [ ${#san[@]} -eq 0 ]; then
+        echo "$type, no sanitizers"
+    else
+        local IFS=+
+        echo "$type, ${san[*]} (sanitizer runtime inflates RSS and CPU: not release figures)"
+    fi
+}
+
+machine_description() {
+    echo "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), kernel $(uname -r), $(ovs-vswitchd --version | head -1)"
+}
+
+# median / min / max of the numbers given as arguments, as "median (min-max)".
+spread() {
+    printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {
+        m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+        printf "%.2f (%.2f-%.2f)", m, v[1], v[NR] }'
+}
+median() {
+    printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# Pod -> pod TCP throughput across nodes (issue 6): the kovs userspace
+# datapath against a kernel VXLAN + Linux bridge network of the same shape
+# (kind/lib/kernel-vxlan-reference.sh), on the same underlay, in the same run.
+# Nodes 1-2 are a kovs cluster (OVS netdev, kovs-agent, kovs-cni), nodes 3-4
+# the reference; one pod per node, iperf3 from the pod on the first node of
+# each pair to the pod on the second. The runs alternate (ref, kovs, kovs,
+# ref, ...) so that load from other work on the machine hits both alike;
+# every run is printed, then the medians with their spread and the ratio.
+#
+#   KOVS_BENCH_THROUGHPUT_SECONDS  iperf3 seconds per run (default 5, plus 1 s omitted for slow start)
+#   KOVS_BENCH_THROUGHPUT_REPEATS  runs per network (default 3)
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+# shellcheck source=../../../kind/lib/kernel-vxlan-reference.sh
+source "$root/kind/lib/kernel-vxlan-reference.sh"
+
+seconds=${KOVS_BENCH_THROUGHPUT_SECONDS:-5}
+repeats=${KOVS_BENCH_THROUGHPUT_REPEATS:-3}
+[[ $seconds =~ ^[1-9][0-9]*$ ]] || die "KOVS_BENCH_THROUGHPUT_SECONDS: expected a positive integer, got '$seconds'"
+[[ $repeats =~ ^[1-9][0-9]?$ ]] || die "KOVS_BENCH_THROUGHPUT_REPEATS: expected 1-99, got '$repeats'"
+
+echo "pod -> pod TCP throughput across nodes: kovs (OVS userspace datapath) vs kernel VXLAN + Linux bridge"
+echo "build: $(build_description)"
+echo "machine: $(machine_description)"
+
+cluster_up 2
+pod_add 1 1
+pod_add 2 1
+ref_node_up 3
+ref_node_up 4
+ref_connect 3 4
+ref_pod_add 3 1
+ref_pod_add 4 1
+
+# network name -> "source node, destination node"
+declare -A pair=([kovs]="1 2" [reference]="3 4")
+for net in reference kovs; do
+    read -r src dst <<<"${pair[$net]}"
+    in_pod "$dst" 1 iperf3 -s -D --logfile "$(node_dir "$dst")/log/iperf3-server.log"
+    wait_for "iperf3 server in pod $dst/1" 10 port_listening 5201 in_pod "$dst" 1
+    wait_for "$net: ping pod $src/1 -> pod $dst/1" 10 in_pod "$src" 1 ping -c1 -W1 -q "$(pod_ip "$dst" 1)"
+done
+echo "pod MTU: kovs $(in_pod 1 1 cat /sys/class/net/eth0/mtu), reference $(in_pod 3 1 cat /sys/class/net/eth0/mtu);" \
+    "pod TX checksum offload: kovs $(in_pod 1 1 ethtool -k eth0 | awk '/^tx-checksumming:/{print $2}')," \
+    "reference $(in_pod 3 1 ethtool -k eth0 | awk '/^tx-checksumming:/{print $2}')"
+echo "iperf3 ${seconds} s per run (after 1 s omitted), $repeats runs per network, alternating"
+echo
+
+# One run: prints "<Gbit/s> <retransmits>".
+measure() {
+    local net=$1 src dst out
+    read -r src dst <<<"${pair[$net]}"
+    if ! out=$(in_pod "$src" 1 iperf3 -c "$(pod_ip "$dst" 1)" -t "$seconds" -O 1 -J 2>&1); then
+        die "$net: iperf3 pod $src/1 -> pod $dst/1 failed: $(jq -r '.error // empty' <<<"$out" 2>/dev/null || echo "$out")"
+    fi
+    jq -r '"\(.end.sum_received.bits_per_second / 1e9) \(.end.sum_sent.retransmits)"' <<<"$out"
+}
+
+declare -A gbps=([kovs]="" [reference]="")
+for i in $(seq 1 "$repeats"); do
+    order=(reference kovs)
+    (( i % 2 == 0 )) && order=(kovs reference)
+    line="run $i:"
+    for net in "${order[@]}"; do
+        res=$(measure "$net")
+        read -r g retr <<<"$res"
+        gbps[$net]+=" $g"
+        line+=$(printf '  %-9s %6.2f Gbit/s (%s retransmits)' "$net" "$g" "$retr")
+    done
+    echo "$line"
+done
+
+# shellcheck disable=SC2086 # the lists are meant to split
+{
+    kovs_median=$(median ${gbps[kovs]})
+    ref_median=$(median ${gbps[reference]})
+    echo
+    printf 'kovs       %s Gbit/s  median (min-max) of %d runs\n' "$(spread ${gbps[kovs]})" "$repeats"
+    printf 'reference  %s Gbit/s\n' "$(spread ${gbps[reference]})"
+}
+ratio=$(echo "$kovs_median / $ref_median" | bc -l)
+printf 'ratio kovs / kernel VXLAN: %.3f (target >= 0.30: %s)\n' "$ratio" \
+    "$( [ "$(echo "$ratio >= 0.30" | bc -l)" = 1 ] && echo met || echo MISSED)"
