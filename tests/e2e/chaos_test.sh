@@ -33,7 +33,7 @@ pass "agent kill -9 + restart: converged with 0 OVSDB transactions"
 
 sleep_until $(( t0 + 8000 ))
 old_pid=$(node_status 2 | jq '.vswitchd.pid')
-kill -9 "$old_pid"
+in_node 2 kill -9 "$old_pid"   # in the node: with the docker provider the pid is the node's
 killed=$(ms_now)
 wait_for "ping n1/p1 -> n2/p1 after vswitchd kill on node 2" 30 in_pod 1 1 ping -c1 -W1 -q "$(pod_ip 2 1)"
 recovered=$(ms_now)

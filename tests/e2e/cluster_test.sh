@@ -14,7 +14,7 @@ connectivity_matrix 3 2
 pass "connectivity matrix: all pod pairs, pod<->node, host->node over TCP"
 
 for n in 1 2 3; do in_pod "$n" 1 socat UDP-RECVFROM:9090,fork EXEC:cat >/dev/null 2>&1 & done
-for n in 1 2 3; do wait_for "UDP echo in pod $n/1" 10 bash -c "ip netns exec $(pod_ns "$n" 1) ss -Hlun 'sport = :9090' | grep -q ."; done
+for n in 1 2 3; do wait_for "UDP echo in pod $n/1" 10 in_pod "$n" 1 bash -c "ss -Hlun 'sport = :9090' | grep -q ."; done
 for src in 1 2 3; do for dst in 1 2 3; do
     [ "$src" = "$dst" ] && continue
     got=$(echo "kovs-$src-$dst" | in_pod "$src" 2 timeout 5 socat -t2 - "UDP:$(pod_ip "$dst" 1):9090" | head -1 || true)
@@ -39,7 +39,7 @@ pass "kovsctl doctor finds TX checksum turned back on in a pod (non-zero exit, n
 # The agent's periodic sweep repairs it; the repair shows up in its metrics.
 metrics() { in_node 1 python3 -c 'import urllib.request,sys; sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:9474/metrics").read().decode())'; }
 wait_for "the offload guard to turn TX checksum off again in pod 1/1" 60 \
-    bash -c "ip netns exec $(pod_ns 1 1) ethtool -k eth0 | grep -q '^tx-checksumming: off'"
+    in_pod 1 1 bash -c "ethtool -k eth0 | grep -q '^tx-checksumming: off'"
 pass "the offload guard repaired the pod"
 text=$(metrics)
 python3 - "$text" <<'PY' || fail "/metrics is not valid Prometheus text"
