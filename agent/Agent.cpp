@@ -300,7 +300,11 @@ void Agent::start() {
     statusServer_ = std::make_unique<StatusServer>(loop_, config_.statusSocket, [this](const nlohmann::json& req) {
         auto cmd = req.value("command", "");
         if (cmd == "status") return status();
-        throw Error("unknown command '" + cmd + "' (known: status)");
+        if (cmd == "cni-report") {
+            cniStats_.record(req);
+            return nlohmann::json{{"ok", true}};
+        }
+        throw Error("unknown command '" + cmd + "' (known: status, cni-report)");
     });
     healthServer_ = std::make_unique<HealthServer>(loop_, config_.metricsAddress,
                                                    HealthHandlers{[this] { return readiness(); }, [this] { return metrics(); }});
@@ -432,6 +436,7 @@ std::string Agent::metrics() const {
                   static_cast<double>(offload_->stats().repairs));
         m.counter("kovs_offload_checks_total", "TX checksum offload checks.", static_cast<double>(offload_->stats().checks));
     }
+    cniStats_.write(m);
     if (flows_) m.counter("kovs_flow_installs_total", "Flow table installs (replace-flows bundles).", static_cast<double>(flowInstalls_));
     return m.str();
 }

@@ -17,6 +17,7 @@
 #include "agent/Config.hpp"
 #include "agent/GatewayGuard.hpp"
 #include "agent/HealthServer.hpp"
+#include "agent/CniStats.hpp"
 #include "agent/Metrics.hpp"
 #include "agent/StatusServer.hpp"
 #include "base/EventLoop.hpp"
@@ -95,6 +96,7 @@ private:
     std::string flowError_;
     uint64_t flowInstalls_ = 0;
     LatencyHistogram gatewayRestoreLatency_;
+    CniStats cniStats_;
     std::map<std::string, uint64_t> repairs_;
     struct Repair {
         std::string time;

@@ -21,33 +21,40 @@ std::string escapeLabel(const std::string& v) {
 }  // namespace
 
 void MetricsText::header(const std::string& name, const std::string& help, const char* type) {
-    if (described_[name]) return;
-    described_[name] = true;
-    out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+    if (families_.count(name)) return;
+    order_.push_back(name);
+    families_[name] = fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
 
-void MetricsText::sample(const std::string& name, double value, const MetricLabels& labels) {
-    out_ += name;
+void MetricsText::sample(const std::string& family, const std::string& sample, double value, const MetricLabels& labels) {
+    auto& out = families_.at(family);
+    out += sample;
     if (!labels.empty()) {
-        out_ += '{';
+        out += '{';
         bool first = true;
         for (const auto& [k, v] : labels) {
-            out_ += fmt::format("{}{}=\"{}\"", first ? "" : ",", k, escapeLabel(v));
+            out += fmt::format("{}{}=\"{}\"", first ? "" : ",", k, escapeLabel(v));
             first = false;
         }
-        out_ += '}';
+        out += '}';
     }
-    out_ += fmt::format(" {}\n", value);
+    out += fmt::format(" {}\n", value);
+}
+
+std::string MetricsText::str() const {
+    std::string out;
+    for (const auto& name : order_) out += families_.at(name);
+    return out;
 }
 
 void MetricsText::counter(const std::string& name, const std::string& help, double value, const MetricLabels& labels) {
     header(name, help, "counter");
-    sample(name, value, labels);
+    sample(name, name, value, labels);
 }
 
 void MetricsText::gauge(const std::string& name, const std::string& help, double value, const MetricLabels& labels) {
     header(name, help, "gauge");
-    sample(name, value, labels);
+    sample(name, name, value, labels);
 }
 
 void LatencyHistogram::observe(std::chrono::nanoseconds d) {
@@ -62,11 +69,11 @@ void LatencyHistogram::observe(std::chrono::nanoseconds d) {
 void LatencyHistogram::write(MetricsText& out, const std::string& name, const std::string& help) const {
     out.header(name, help, "histogram");
     for (size_t i = 0; i < kBounds.size(); ++i) {
-        out.sample(name + "_bucket", static_cast<double>(buckets_[i]), {{"le", fmt::format("{}", kBounds[i])}});
+        out.sample(name, name + "_bucket", static_cast<double>(buckets_[i]), {{"le", fmt::format("{}", kBounds[i])}});
     }
-    out.sample(name + "_bucket", static_cast<double>(count_), {{"le", "+Inf"}});
-    out.sample(name + "_sum", sum_, {});
-    out.sample(name + "_count", static_cast<double>(count_), {});
+    out.sample(name, name + "_bucket", static_cast<double>(count_), {{"le", "+Inf"}});
+    out.sample(name, name + "_sum", sum_, {});
+    out.sample(name, name + "_count", static_cast<double>(count_), {});
 }
 
 }  // namespace kovs

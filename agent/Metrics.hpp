@@ -6,24 +6,28 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace kovs {
 
 using MetricLabels = std::map<std::string, std::string>;
 
+// Samples of one metric family stay together in the output (the format
+// requires it) in whatever order they are added.
 class MetricsText {
 public:
     void counter(const std::string& name, const std::string& help, double value, const MetricLabels& labels = {});
     void gauge(const std::string& name, const std::string& help, double value, const MetricLabels& labels = {});
-    const std::string& str() const { return out_; }
+    std::string str() const;
 
 private:
     friend class LatencyHistogram;
     void header(const std::string& name, const std::string& help, const char* type);
-    void sample(const std::string& name, double value, const MetricLabels& labels);
+    // `sample` is the family name or, for histograms, name_bucket/_sum/_count.
+    void sample(const std::string& family, const std::string& sample, double value, const MetricLabels& labels);
 
-    std::string out_;
-    std::map<std::string, bool> described_;
+    std::vector<std::string> order_;               // families, first use first
+    std::map<std::string, std::string> families_;  // family -> HELP, TYPE and sample lines
 };
 
 // Cumulative buckets in seconds, from 100 µs to 1 s.

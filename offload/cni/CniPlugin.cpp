@@ -2,7 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <optional>
+
 #include "base/Log.hpp"
+#include "offload/cni/AgentReport.hpp"
 #include "offload/cni/ChainedMode.hpp"
 #include "offload/cni/CniError.hpp"
 #include "offload/cni/CniVersion.hpp"
@@ -49,6 +53,15 @@ nlohmann::json dispatch(const CniRequest& req) {
     return nullptr;
 }
 
+// Where to report a command whose config did not parse: the configured socket
+// if the JSON at least names one, else the default.
+std::string agentSocketOf(const std::string& stdinData) {
+    auto conf = nlohmann::json::parse(stdinData, nullptr, false);
+    if (conf.is_object() && conf.contains("agentSocket") && conf["agentSocket"].is_string())
+        return conf["agentSocket"].get<std::string>();
+    return NetConf{}.agentSocket;
+}
+
 }  // namespace
 
 Env CniPlugin::environment() {
@@ -62,9 +75,19 @@ Env CniPlugin::environment() {
 }
 
 int CniPlugin::run(const Env& env, const std::string& stdinData, std::ostream& out) {
+    auto started = std::chrono::steady_clock::now();
+    std::optional<Command> command;
+    std::string agentSocket;
+    int code = 0;
+    try {
+        command = CniRequestParser::parseCommand(env);
+    } catch (const CniError&) {
+        // parse() below reports it.
+    }
     std::string version(kCurrentVersion);
     try {
         auto req = CniRequestParser::parse(env, stdinData);
+        agentSocket = req.conf.agentSocket;
         if (req.command != Command::Version) {
             version = req.conf.cniVersion;
             try {
@@ -76,15 +99,22 @@ int CniPlugin::run(const Env& env, const std::string& stdinData, std::ostream& o
         spdlog::debug("{} {}/{} netns {}", commandName(req.command), req.containerId, req.ifname, req.netns);
         auto result = dispatch(req);
         if (!result.is_null()) out << result.dump() << "\n";
-        return 0;
     } catch (const CniError& e) {
         spdlog::error("{}", e.what());
         out << e.toJson(version).dump() << "\n";
+        code = e.code();
     } catch (const std::exception& e) {
         spdlog::error("{}", e.what());
         out << CniError(kInternal, e.what()).toJson(version).dump() << "\n";
+        code = kInternal;
     }
-    return 1;
+    // VERSION is asked constantly by runtimes and says nothing about the node.
+    if (command && *command != Command::Version) {
+        out.flush();  // the runtime has its answer before the agent hears of it
+        if (agentSocket.empty() && code != 0) agentSocket = agentSocketOf(stdinData);
+        sendAgentReport(agentSocket, agentReport(commandName(*command), code, std::chrono::steady_clock::now() - started));
+    }
+    return code == 0 ? 0 : 1;
 }
 
 }  // namespace kovs::cni

@@ -22,7 +22,7 @@ const std::set<std::string> kSpecKeys = {
     "prevResult", "cni.dev/valid-attachments", "cni.dev/attachments", "disableCheck", "disableGC",
 };
 // kovs-cni's own keys.
-const std::set<std::string> kKovsKeys = {"mtu", "uplinkMTU", "ovsdb", "bridge", "logFile", "logLevel"};
+const std::set<std::string> kKovsKeys = {"mtu", "uplinkMTU", "ovsdb", "bridge", "logFile", "logLevel", "agentSocket"};
 
 std::string required(const Env& env, const std::string& key) {
     auto it = env.find(key);
@@ -230,6 +230,11 @@ NetConf CniRequestParser::parseConfig(std::string_view stdinData, Command comman
         validateIfname("network config: bridge", nc.bridge, kInvalidConfig);
     }
     if (conf.contains("logFile")) nc.logFile = stringField(conf, "logFile", false);
+    if (conf.contains("agentSocket")) {
+        nc.agentSocket = stringField(conf, "agentSocket", false);
+        if (!nc.agentSocket.empty() && (nc.agentSocket[0] != '/' || nc.agentSocket.size() >= 108))
+            throw CniError(kInvalidConfig, "network config: agentSocket " + nc.agentSocket + " is not an absolute socket path");
+    }
     if (conf.contains("logLevel")) {
         nc.logLevel = stringField(conf, "logLevel", false);
         static const std::set<std::string> levels = {"trace", "debug", "info", "warn", "error", "off"};

@@ -38,6 +38,9 @@ struct NetConf {
     std::optional<std::vector<Attachment>> validAttachments;  // GC
     std::string logFile;
     std::string logLevel = "info";
+    // kovs-agent's status socket (its statusSocket default), told the outcome
+    // of every command for /metrics; "" reports nowhere.
+    std::string agentSocket = "/var/run/kovs/agent.sock";
 
     // Main mode (kovs makes the interface) is the one configured with IPAM;
     // chained mode only switches offload off on what earlier plugins made.

@@ -1,9 +1,18 @@
 // The kovs-cni input parser: every bad environment or configuration is
 // rejected with the spec's code and a message naming what was wrong.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "base/UniqueFd.hpp"
+#include "base/UnixAddress.hpp"
 
 #include "offload/cni/CniError.hpp"
 #include "offload/cni/CniRequest.hpp"
+#include "offload/cni/CniPlugin.hpp"
 #include "offload/cni/CniResult.hpp"
 
 using namespace kovs::cni;
@@ -61,7 +70,7 @@ TEST(CniRequestParser, ParsesMainModeAdd) {
 
 TEST(CniRequestParser, ParsesChainedModeAndOwnKeys) {
     auto conf = R"({"cniVersion":"1.1.0","name":"n","type":"kovs","uplinkMTU":9000,"bridge":"br-x",
-                   "ovsdb":"unix:/tmp/db.sock","logLevel":"debug",
+                   "ovsdb":"unix:/tmp/db.sock","logLevel":"debug","agentSocket":"",
                    "prevResult":{"interfaces":[{"name":"eth0","sandbox":"/run/netns/p"}],"ips":[]}})";
     auto req = CniRequestParser::parse(addEnv(), conf);
     EXPECT_FALSE(req.conf.mainMode());
@@ -69,6 +78,7 @@ TEST(CniRequestParser, ParsesChainedModeAndOwnKeys) {
     EXPECT_EQ(req.conf.podMtu(), 8950);
     EXPECT_EQ(req.conf.bridge, "br-x");
     EXPECT_EQ(req.conf.ovsdb, "unix:/tmp/db.sock");
+    EXPECT_EQ(req.conf.agentSocket, "");
 }
 
 TEST(CniRequestParser, DelWithoutNetnsAndGcAndVersion) {
@@ -125,6 +135,9 @@ TEST(CniRequestParser, RejectsBadInputWithSpecCodes) {
         {"ovsdb tcp", addEnv(), mainWith(R"("ovsdb":"tcp:1.2.3.4:6640")"), kInvalidConfig, "not unix:"},
         {"bridge too long", addEnv(), mainWith(R"("bridge":"br-int-is-too-long")"), kInvalidConfig, "longer than 15 bytes"},
         {"log level", addEnv(), mainWith(R"("logLevel":"loud")"), kInvalidConfig, "logLevel loud"},
+        {"agent socket relative", addEnv(), mainWith(R"("agentSocket":"run/agent.sock")"), kInvalidConfig, "agentSocket run/agent.sock is not an absolute"},
+        {"agent socket too long", addEnv(), mainWith("\"agentSocket\":\"/" + std::string(120, 'a') + "\""), kInvalidConfig, "is not an absolute socket path"},
+        {"agent socket number", addEnv(), mainWith(R"("agentSocket":1)"), kInvalidConfig, "agentSocket must be a string"},
         {"ipam not object", addEnv(), R"({"cniVersion":"1.0.0","name":"n","type":"kovs","ipam":"host-local"})", kInvalidConfig, "ipam must be an object"},
         {"ipam without type", addEnv(), R"({"cniVersion":"1.0.0","name":"n","type":"kovs","ipam":{}})", kInvalidConfig, "type is required"},
         {"ipam path escape", addEnv(), R"({"cniVersion":"1.0.0","name":"n","type":"kovs","ipam":{"type":"../../bin/sh"}})", kInvalidConfig, "not a plugin name"},
@@ -180,4 +193,36 @@ TEST(CniResult, RejectsMalformedIpamResults) {
             EXPECT_NE(std::string(e.what()).find("ipam result"), std::string::npos) << e.what();
         }
     }
+}
+
+// The plugin tells the agent how each command ended, even one whose config
+// was rejected, and says nothing for VERSION.
+TEST(CniPlugin, ReportsEachCommandsOutcomeToTheAgent) {
+    char dir[] = "/tmp/kovs-cni-report-XXXXXX";
+    ASSERT_TRUE(::mkdtemp(dir));
+    std::string path = std::string(dir) + "/agent.sock";
+    kovs::UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    auto addr = kovs::unixAddress(path, "test socket");
+    ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::listen(listener.get(), 8), 0);
+    auto nextReport = [&]() -> nlohmann::json {
+        kovs::UniqueFd c(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        if (!c) return nullptr;
+        char buf[512];
+        ssize_t n = ::read(c.get(), buf, sizeof buf);
+        return n > 0 ? nlohmann::json::parse(std::string(buf, static_cast<size_t>(n))) : nlohmann::json();
+    };
+
+    std::ostringstream out;
+    auto unsupported = R"({"cniVersion":"1.0.0","name":"n","type":"kovs","agentSocket":")" + path + R"(","ipam":{"type":"h"},"bogus":1})";
+    EXPECT_EQ(CniPlugin::run(addEnv(), unsupported, out), 1);
+    auto r = nextReport();
+    EXPECT_EQ(r.value("command", ""), "cni-report") << r;
+    EXPECT_EQ(r.value("cni", ""), "ADD") << r;
+    EXPECT_EQ(r.value("code", -1), kUnsupportedField) << r;
+    EXPECT_GE(r.value("seconds", -1.0), 0.0) << r;
+
+    EXPECT_EQ(CniPlugin::run({{"CNI_COMMAND", "VERSION"}}, R"({"cniVersion":"1.0.0","agentSocket":")" + path + R"("})", out), 0);
+    EXPECT_TRUE(nextReport().is_null()) << "VERSION was reported";
+    std::filesystem::remove_all(dir);
 }

@@ -4,13 +4,17 @@
 #include <httplib.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <filesystem>
 #include <thread>
 
+#include "agent/CniStats.hpp"
 #include "agent/HealthServer.hpp"
 #include "agent/Metrics.hpp"
 #include "agent/StatusServer.hpp"
 #include "base/Error.hpp"
+#include "offload/cni/AgentReport.hpp"
+#include "tests/support/Poll.hpp"
 
 using namespace kovs;
 
@@ -56,6 +60,79 @@ TEST(MetricsText, WritesPrometheusExposition) {
     EXPECT_NE(t.find("kovs_gateway_restore_seconds_bucket{le=\"0.025\"} 2\n"), std::string::npos) << t;
     EXPECT_NE(t.find("kovs_gateway_restore_seconds_bucket{le=\"+Inf\"} 2\n"), std::string::npos) << t;
     EXPECT_NE(t.find("kovs_gateway_restore_seconds_count 2\n"), std::string::npos) << t;
+}
+
+TEST(MetricsText, KeepsEachFamilyTogetherWhateverTheOrderOfCalls) {
+    MetricsText m;
+    m.counter("kovs_reconciles_total", "Runs.", 1, {{"reconciler", "bridge"}});
+    m.gauge("kovs_peers", "Peers.", 2);
+    m.counter("kovs_reconciles_total", "Runs.", 5, {{"reconciler", "gateway"}});
+    EXPECT_EQ(m.str(),
+              "# HELP kovs_reconciles_total Runs.\n# TYPE kovs_reconciles_total counter\n"
+              "kovs_reconciles_total{reconciler=\"bridge\"} 1\nkovs_reconciles_total{reconciler=\"gateway\"} 5\n"
+              "# HELP kovs_peers Peers.\n# TYPE kovs_peers gauge\nkovs_peers 2\n");
+}
+
+TEST(CniStats, CountsReportsByCommandAndCode) {
+    CniStats stats;
+    MetricsText empty;
+    stats.write(empty);
+    EXPECT_NE(empty.str().find("kovs_cni_errors_total{command=\"ADD\"} 0\n"), std::string::npos) << empty.str();
+
+    stats.record(cni::agentReport("ADD", 0, std::chrono::milliseconds(12)));
+    stats.record(cni::agentReport("ADD", 0, std::chrono::milliseconds(3)));
+    stats.record(cni::agentReport("ADD", 11, std::chrono::milliseconds(2)));
+    stats.record(cni::agentReport("DEL", 0, std::chrono::milliseconds(30)));
+    EXPECT_EQ(stats.total(), 4u);
+    MetricsText m;
+    stats.write(m);
+    auto t = m.str();
+    EXPECT_NE(t.find("kovs_cni_requests_total{code=\"0\",command=\"ADD\"} 2\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_cni_requests_total{code=\"11\",command=\"ADD\"} 1\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_cni_errors_total{command=\"ADD\"} 1\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_cni_errors_total{command=\"DEL\"} 0\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_cni_add_seconds_bucket{le=\"0.005\"} 1\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_cni_add_seconds_count 2\n"), std::string::npos) << t;
+}
+
+TEST(CniStats, RejectsMalformedReportsWithoutCountingThem) {
+    CniStats stats;
+    for (auto bad : {R"({"command":"cni-report","cni":"VERSION","code":0,"seconds":0.1})",
+                     R"({"command":"cni-report","cni":"ADD","code":"0","seconds":0.1})",
+                     R"({"command":"cni-report","cni":"ADD","code":-1,"seconds":0.1})",
+                     R"({"command":"cni-report","cni":"ADD","code":0,"seconds":-2})",
+                     R"({"command":"cni-report","cni":"add","code":0,"seconds":0.1})",
+                     R"({"command":"cni-report","code":0})"}) {
+        EXPECT_THROW(stats.record(nlohmann::json::parse(bad)), Error) << bad;
+    }
+    EXPECT_EQ(stats.total(), 0u);
+}
+
+TEST(AgentReport, ReachesTheStatusSocketAndNeverWaitsForTheAgent) {
+    auto path = tempSocketPath();
+    {
+        LoopThread lt;
+        CniStats stats;
+        std::atomic<uint64_t> recorded{0};
+        StatusServer server(lt.loop, path, [&](const nlohmann::json& req) {
+            stats.record(req);
+            recorded = stats.total();
+            return nlohmann::json{{"ok", true}};
+        });
+        lt.start();
+        EXPECT_TRUE(cni::sendAgentReport(path, cni::agentReport("ADD", 0, std::chrono::milliseconds(4))));
+        EXPECT_TRUE(test::pollUntil([&] { return recorded == 1; }));
+        // A stopped agent (loop not running): the kernel takes the report, the
+        // plugin does not wait for an answer.
+        lt.join();
+        EXPECT_TRUE(cni::sendAgentReport(path, cni::agentReport("ADD", 0, std::chrono::milliseconds(4))));
+        EXPECT_EQ(recorded, 1u);
+    }
+    // No agent at all.
+    EXPECT_FALSE(cni::sendAgentReport(path, cni::agentReport("ADD", 0, std::chrono::milliseconds(4))));
+    EXPECT_FALSE(cni::sendAgentReport("/tmp/kovs-no-such-dir/agent.sock", cni::agentReport("DEL", 0, {})));
+    EXPECT_FALSE(cni::sendAgentReport("", cni::agentReport("DEL", 0, {})));
+    std::filesystem::remove_all(std::filesystem::path(path).parent_path().parent_path());
 }
 
 TEST(StatusServer, AnswersOneRequestPerConnectionOnARootOnlySocket) {
