@@ -16,6 +16,7 @@
 #include "offload/Ethtool.hpp"
 #include "offload/Netns.hpp"
 #include "offload/cni/PodPorts.hpp"
+#include "tunnel/PeerFile.hpp"
 
 namespace kovs {
 namespace {
@@ -68,7 +69,8 @@ std::vector<DoctorCheck> Doctor::run() {
 
 void Doctor::checkAgent(std::vector<DoctorCheck>& out) {
     try {
-        agentStatus_ = statusRequest(config_.statusSocket, {{"command", "status"}});
+        // Short: doctor is most needed when the agent is hung.
+        agentStatus_ = statusRequest(config_.statusSocket, {{"command", "status"}}, 2000);
         out.push_back(ok("agent", "kovs-agent answers on " + config_.statusSocket));
     } catch (const std::exception& e) {
         agentStatus_ = nullptr;
@@ -205,9 +207,34 @@ void Doctor::checkGateway(std::vector<DoctorCheck>& out) {
     }
 }
 
+// The peers this node should have tunnel entries for: the agent's view, or
+// when it does not answer (stopped, hung, crash-looping) the peer file it reads.
+std::optional<std::vector<std::pair<std::string, std::string>>> Doctor::knownPeers(std::string& origin) const {
+    std::vector<std::pair<std::string, std::string>> peers;  // (name, node IP)
+    if (!agentStatus_.is_null() && agentStatus_.contains("peers")) {
+        origin = "the agent";
+        for (const auto& p : agentStatus_["peers"]) peers.emplace_back(p.value("name", ""), p.value("nodeIP", ""));
+        return peers;
+    }
+    if (config_.peers.source != Config::PeerSourceKind::File) return std::nullopt;
+    origin = config_.peers.file + " (the agent did not answer)";
+    for (const auto& [name, peer] : tunnel::readPeerFile(config_.peers.file)) {
+        if (name != config_.node.name) peers.emplace_back(name, peer.nodeIP);
+    }
+    return peers;
+}
+
 void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
-    if (agentStatus_.is_null() || !agentStatus_.contains("peers")) {
-        out.push_back(skipped("peers", "the agent did not answer: peer list unknown"));
+    std::string origin;
+    std::optional<std::vector<std::pair<std::string, std::string>>> peers;
+    try {
+        peers = knownPeers(origin);
+    } catch (const std::exception& e) {
+        out.push_back(fail("peers", e.what(), "fix the peer file; kovs-agent logs the same error"));
+        return;
+    }
+    if (!peers) {
+        out.push_back(skipped("peers", "the agent did not answer and peers come from the Kubernetes API: peer list unknown"));
         return;
     }
     std::string routes, neigh;
@@ -220,8 +247,7 @@ void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
         return;
     }
     size_t good = 0;
-    for (const auto& p : agentStatus_["peers"]) {
-        std::string ip = p.value("nodeIP", ""), name = p.value("name", "");
+    for (const auto& [name, ip] : *peers) {
         bool hasRoute = routes.find(ip + "/" + (ip.find(':') == std::string::npos ? "32" : "128") + " dev " +
                                     config_.bridge.physical) != std::string::npos;
         bool hasNeigh = neigh.find(ip + " ") != std::string::npos;
@@ -233,8 +259,8 @@ void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
                            fmt::format("peer {} ({}):{}{}", name, ip, hasRoute ? "" : " no OVS route", hasNeigh ? "" : " no tunnel neighbour"),
                            "the tunnel reconciler re-programs peers on resync; ovs-appctl ovs/route/show and tnl/neigh/show show what OVS has"));
     }
-    if (good == agentStatus_["peers"].size())
-        out.push_back(ok("peers", fmt::format("all {} peers have an OVS route and a tunnel neighbour", good)));
+    if (good == peers->size())
+        out.push_back(ok("peers", fmt::format("all {} peers (from {}) have an OVS route and a tunnel neighbour", good, origin)));
 }
 
 // A systemd-networkd process in this network namespace (the one it would

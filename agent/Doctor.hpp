@@ -5,7 +5,9 @@
 // explains every check.
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/Config.hpp"
@@ -33,6 +35,7 @@ private:
     void checkGateway(std::vector<DoctorCheck>& out);
     void checkPeers(std::vector<DoctorCheck>& out);
     void checkNetworkd(std::vector<DoctorCheck>& out);
+    std::optional<std::vector<std::pair<std::string, std::string>>> knownPeers(std::string& origin) const;
 
     Config config_;
     nlohmann::json agentStatus_;          // null when the agent did not answer

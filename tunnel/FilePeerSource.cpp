@@ -2,10 +2,7 @@
 
 #include <sys/inotify.h>
 
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "base/Error.hpp"
 #include "base/Log.hpp"
@@ -60,17 +57,9 @@ void FilePeerSource::onInotify() {
 }
 
 void FilePeerSource::reload() {
-    std::ifstream in(path_);
-    if (!in) {
-        spdlog::warn("peer file {}: cannot open ({}); keeping the last good peer set", path_, std::strerror(errno));
-        ++failedReloads_;
-        return;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
     PeerSet peers;
     try {
-        peers = parsePeerFile(text.str(), path_);
+        peers = readPeerFile(path_);
     } catch (const Error& e) {
         spdlog::error("{}; keeping the last good peer set", e.what());
         ++failedReloads_;

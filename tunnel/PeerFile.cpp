@@ -3,7 +3,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "base/Error.hpp"
 
@@ -75,6 +78,14 @@ PeerSet parsePeerFile(const std::string& text, const std::string& origin) {
         out.emplace(p.name, std::move(p));
     }
     return out;
+}
+
+PeerSet readPeerFile(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw SystemError("peer file " + path + ": cannot open", errno);
+    std::stringstream text;
+    text << in.rdbuf();
+    return parsePeerFile(text.str(), path);
 }
 
 }  // namespace kovs::tunnel
