@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # 3 nodes x 2 pods: every pod pair over TCP and UDP, pod <-> node, host -> node,
-# kovsctl doctor clean on every node and catching an injected fault, and
-# /metrics parsing as Prometheus text with the repairs the start-up made.
+# kovsctl doctor clean on every node and finding each injected fault (TX
+# offload on in a pod; tunnel neighbours flushed and gw0 flushed while the
+# agent is stopped), and /metrics parsing as Prometheus text with the repairs
+# and the CNI commands counted.
 source "$(dirname "$0")/lib.sh"
 
 cluster_up 3
@@ -17,7 +19,7 @@ for n in 1 2 3; do in_pod "$n" 1 socat UDP-RECVFROM:9090,fork EXEC:cat >/dev/nul
 for n in 1 2 3; do wait_for "UDP echo in pod $n/1" 10 in_pod "$n" 1 bash -c "ss -Hlun 'sport = :9090' | grep -q ."; done
 for src in 1 2 3; do for dst in 1 2 3; do
     [ "$src" = "$dst" ] && continue
-    got=$(echo "kovs-$src-$dst" | in_pod "$src" 2 timeout 5 socat -t2 - "UDP:$(pod_ip "$dst" 1):9090" | head -1 || true)
+    got=$(echo "kovs-$src-$dst" | in_pod "$src" 2 timeout 5 socat -t2 - "UDP:$(pod_ip "$dst" 1):9090" 2>/dev/null | head -1 || true)
     [ "$got" = "kovs-$src-$dst" ] || fail "UDP n$src/p2 -> n$dst/p1: got '$got'"
 done; done
 pass "UDP between pods on all node pairs"
@@ -41,20 +43,72 @@ metrics() { in_node 1 python3 -c 'import urllib.request,sys; sys.stdout.write(ur
 wait_for "the offload guard to turn TX checksum off again in pod 1/1" 60 \
     in_pod 1 1 bash -c "ethtool -k eth0 | grep -q '^tx-checksumming: off'"
 pass "the offload guard repaired the pod"
+
+# Two faults the agent repairs at once, so they are injected while it cannot
+# run: SIGSTOP pauses its tunnel reconciler and gateway guard, and doctor has
+# to find the damage without the agent's help (it reads the peer file itself).
+agent_signal() { in_node "$1" kill "-$2" "$(cat "$(node_dir "$1")/agent.pid")"; }
+doctor_finds() {
+    local what=$1 pattern=$2 out
+    if out=$(kovsctl 1 doctor); then fail "doctor passed with $what:
+$out"; fi
+    grep -q "$pattern" <<<"$out" || fail "doctor did not report $what:
+$out"
+}
+agent_signal 1 STOP
+in_node 1 ovs-appctl tnl/neigh/flush >/dev/null
+doctor_finds "the tunnel neighbours flushed" "FAIL  peers .*node2 (172.18.0.3): no tunnel neighbour"
+pass "kovsctl doctor finds a flushed tunnel neighbour with the tunnel reconciler paused (agent stopped)"
+
+gw_address_count=$(in_node 1 ip -4 -o addr show dev gw0 | wc -l)
+in_node 1 ip addr flush dev gw0
+doctor_finds "gw0 flushed" "FAIL  gateway .*address 10.244.1.1/24 missing"
+pass "kovsctl doctor finds gw0 flushed with the gateway guard paused (agent stopped)"
+
+agent_signal 1 CONT
+wait_for "the resumed agent to repair gw0 and the tunnel neighbours (doctor clean)" 60 kovsctl 1 doctor
+[ "$(in_node 1 ip -4 -o addr show dev gw0 | wc -l)" -eq "$gw_address_count" ] || fail "gw0 addresses not restored"
+pass "the resumed agent repaired both; doctor passes again"
+
+# Every CNI command on node 1 reached the agent's metrics: 2 pod ADDs, then
+# an ADD for a netns that does not exist, which fails.
+if cni_exec ADD 1 9 >/dev/null 2>&1; then fail "CNI ADD into a missing netns succeeded"; fi
+metrics_has() { metrics | grep -q "$1"; }
+wait_for "the agent to count the failed CNI ADD" 10 metrics_has '^kovs_cni_errors_total{command="ADD"} 1$'
 text=$(metrics)
 python3 - "$text" <<'PY' || fail "/metrics is not valid Prometheus text"
+# Line syntax, and each family's samples in one block right after its TYPE line.
 import re, sys
-sample = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? -?[0-9.e+-]+(Inf)?$')
+sample = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? -?[0-9.e+-]+(Inf)?$')
+family, kind, seen = None, None, set()
 for line in sys.argv[1].splitlines():
-    if line.startswith("# HELP ") or line.startswith("# TYPE ") or not line:
+    if line.startswith("# TYPE "):
+        family, kind = line.split()[2:4]
+        if family in seen:
+            print("family declared twice:", family); sys.exit(1)
+        seen.add(family)
         continue
-    if not sample.match(line):
+    if line.startswith("# HELP ") or not line:
+        continue
+    m = sample.match(line)
+    if not m:
         print("bad line:", line); sys.exit(1)
+    name = m.group(1)
+    if kind == "histogram":
+        name = re.sub(r'_(bucket|sum|count)$', '', name)
+    if name != family:
+        print("sample outside its family's block:", line); sys.exit(1)
 PY
 grep -q '^kovs_offload_repairs_total [1-9]' <<<"$text" || fail "offload repair not counted:
 $(grep offload <<<"$text")"
 grep -q '^kovs_repairs_total{kind="gateway"} [1-9]' <<<"$text" || fail "gateway start-up repair not counted"
 grep -q '^kovs_gateway_restore_seconds_count [1-9]' <<<"$text" || fail "restore latency histogram empty"
-pass "/metrics parses as Prometheus text and counts the repairs (offload, gateway)"
+grep -q '^kovs_gateway_repairs_total{kind="address"} [1-9]' <<<"$text" || fail "the gw0 address restored after the flush was not counted"
+grep -q '^kovs_cni_requests_total{code="0",command="ADD"} 2$' <<<"$text" || fail "2 successful CNI ADDs not counted:
+$(grep kovs_cni <<<"$text")"
+grep -q '^kovs_cni_errors_total{command="ADD"} 1$' <<<"$text" || fail "the failed CNI ADD not counted:
+$(grep kovs_cni <<<"$text")"
+grep -q '^kovs_cni_add_seconds_count 2$' <<<"$text" || fail "CNI ADD latency histogram does not hold the 2 ADDs"
+pass "/metrics parses as Prometheus text and counts the repairs (offload, gateway) and CNI ADDs and errors"
 
 echo "$checks passed, 0 failed"
