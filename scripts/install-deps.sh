@@ -14,6 +14,10 @@ packages=(
   openvswitch-switch openvswitch-common containernetworking-plugins iproute2
   ethtool iperf3 bc procps systemd dbus python3 socat jq util-linux
   iputils-ping openssl
+  # the docker node provider of kind/local-cluster: a private Docker engine
+  # (started by the harness inside its own network namespace, never as the
+  # machine's service) and debootstrap for the node image
+  docker.io containerd runc tini iptables debootstrap debian-archive-keyring
 )
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -36,12 +40,41 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # --no-install-recommends keeps the machine's own OVS service from being pulled
 # in more than needed; policy-rc.d stops package scripts from starting daemons
-# on the host (tests start their own, inside private namespaces).
+# on the host (tests start their own, inside private namespaces). That matters
+# most for docker.io and containerd: a Docker engine started on the host would
+# add a bridge, iptables rules and ip_forward to the machine's own network.
+# A policy-rc.d that was already there is set aside for the install and put
+# back afterwards, whatever it allowed.
 policy=/usr/sbin/policy-rc.d
-created_policy=0
-if [ ! -e "$policy" ]; then
-  printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod +x "$policy"; created_policy=1
+saved_policy=""
+if [ -e "$policy" ]; then
+  saved_policy=$(mktemp /usr/sbin/policy-rc.d.kovs-saved.XXXXXX)
+  cp -p "$policy" "$saved_policy"
 fi
-trap '[ $created_policy -eq 1 ] && rm -f "$policy"' EXIT
+restore_policy() {
+  if [ -n "$saved_policy" ]; then mv -f "$saved_policy" "$policy"; else rm -f "$policy"; fi
+}
+trap restore_policy EXIT
+printf '#!/bin/sh\n# kovs install-deps: no package may start a service\nexit 101\n' > "$policy"
+chmod +x "$policy"
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# On a machine booted with systemd, the packages also enabled docker.service,
+# docker.socket and containerd.service for the next boot. kovs never uses the
+# machine's engine (kind/lib/docker-cluster.sh runs a private one in a network
+# namespace), so when this script installed them, they stay disabled.
+for p in docker.io containerd; do
+  [[ " ${missing[*]} " == *" $p "* ]] || continue
+  if command -v systemctl >/dev/null; then
+    case $p in
+      docker.io) systemctl disable --quiet docker.service docker.socket 2>/dev/null || true ;;
+      containerd) systemctl disable --quiet containerd.service 2>/dev/null || true ;;
+    esac
+  fi
+done
+for d in dockerd containerd; do
+  if pgrep -x "$d" >/dev/null; then
+    echo "install-deps: note: a $d is running on this machine (not started by this script; kovs does not use it)" >&2
+  fi
+done
 echo "install-deps: done"
