@@ -1,0 +1,139 @@
+# shellcheck shell=bash
+# The provider-neutral half of the local cluster harness: names and addresses,
+# the agent's config, the peer list, readiness, CNI calls. A node provider
+# (netns-cluster.sh, docker-cluster.sh) sources this and supplies:
+#   KOVS_BIN                  where the kovs binaries are, as seen inside a node
+#   underlay_up               kind's Docker network and the Docker host
+#   node_up N                 node N on the underlay, agent started
+#   agent_start N / agent_stop N [SIG]
+#   in_node N CMD... / in_pod N P CMD... / in_underlay CMD...
+#   pod_netns_add N P / pod_netns_del N P     an (empty) pod network namespace
+#   provider_node_debug N     provider-specific lines for node_debug
+#   cluster_down              everything removed, also after a partial cluster_up
+# Every path under CLUSTER_DIR is the same on this machine and inside a node,
+# so tests read logs, leases and CNI results directly.
+
+: "${KOVS_BUILD:?set KOVS_BUILD to a meson build directory of kovs}"
+CLUSTER_PREFIX=${CLUSTER_PREFIX:-kovs$$}
+CLUSTER_DIR=${CLUSTER_DIR:-/tmp/$CLUSTER_PREFIX}
+CNI_PLUGIN_DIR=${CNI_PLUGIN_DIR:-/usr/lib/cni}
+CLUSTER_NODES=0
+
+_log() { printf '%s\n' "$*" >&2; }
+die() { _log "error: $*"; exit 1; }
+
+pod_ns() { echo "$CLUSTER_PREFIX-n$1-p$2"; }
+node_ip() { echo "172.18.0.$(( $1 + 1 ))"; }
+node_pod_cidr() { echo "10.244.$1.0/24"; }
+node_gw_ip() { echo "10.244.$1.1"; }
+node_dir() { echo "$CLUSTER_DIR/n$1"; }
+node_env() { local d; d=$(node_dir "$1"); echo "OVS_RUNDIR=$d/run OVS_DBDIR=$d/run OVS_LOGDIR=$d/log OVS_SYSCONFDIR=$d/etc"; }
+
+# Polls a command until it succeeds; prints what the last attempt said on timeout.
+wait_for() {
+    local what=$1 timeout=$2; shift 2
+    local deadline=$(( $(date +%s%N) / 1000000 + timeout * 1000 )) out
+    while true; do
+        if out=$("$@" 2>&1); then return 0; fi
+        if (( $(date +%s%N) / 1000000 > deadline )); then
+            _log "timed out after ${timeout}s waiting for $what; last attempt said: $out"
+            return 1
+        fi
+        sleep 0.05
+    done
+}
+
+write_peers() {
+    local f=$CLUSTER_DIR/peers.yaml.tmp n
+    : > "$f"
+    for n in $(seq 1 "$CLUSTER_NODES"); do
+        [ -e "$(node_dir "$n")/left" ] && continue
+        printf -- '- name: node%s\n  nodeIP: %s\n  podCIDRs: [%s]\n' "$n" "$(node_ip "$n")" "$(node_pod_cidr "$n")" >> "$f"
+    done
+    mv "$f" "$CLUSTER_DIR/peers.yaml"   # atomic: the agents' inotify sees one complete file
+}
+
+agent_config() {
+    local n=$1 d; d=$(node_dir "$n")
+    cat <<YAML
+node: {name: node$n, podCIDR: $(node_pod_cidr "$n")}
+ovs: {manage: true, rundir: $d/run, dbPath: $d/run/conf.db}
+gateway: {networkdDropinDir: $d/networkd}
+uplink: {mode: ${KOVS_UPLINK_MODE:-shim}, interface: eth0}
+peers: {source: file, file: $CLUSTER_DIR/peers.yaml}
+statusSocket: $d/run/kovs-agent.sock
+YAML
+}
+
+# A node's directory with its agent config and conflist, before the node exists.
+node_files() {
+    local n=$1 d; d=$(node_dir "$n")
+    mkdir -p "$d/run" "$d/log" "$d/etc" "$d/networkd" "$d/ipam"
+    agent_config "$n" > "$d/agent.yaml"
+    cni_conflist "$n" > "$d/10-kovs.conflist"
+}
+
+# Ready when the agent says so (bridges converged, gw0 up, peers received,
+# flows installed) and every peer has its OVS route and tunnel neighbour.
+node_ready() {
+    local n=$1 s
+    s=$(in_node "$n" "$KOVS_BIN/kovsctl" --config "$(node_dir "$n")/agent.yaml" status --json) || return 1
+    jq -e --argjson peers "$(( CLUSTER_NODES - $(ls "$CLUSTER_DIR"/n*/left 2>/dev/null | wc -l) - 1 ))" \
+        '.ready and (.peers | length == $peers) and all(.peers[]; .route and .neighbour)' <<<"$s" >/dev/null ||
+        { echo "$s" | jq -c '{ready, notReadyReason, peers: [.peers[] | {name, route}]}'; return 1; }
+}
+
+cluster_up() {
+    CLUSTER_NODES=$1
+    local n
+    underlay_up
+    for n in $(seq 1 "$CLUSTER_NODES"); do node_up "$n"; done
+    write_peers
+    for n in $(seq 1 "$CLUSTER_NODES"); do
+        wait_for "node $n agent to build its bridges" 60 node_ready "$n" || { node_debug "$n"; return 1; }
+    done
+}
+
+node_debug() {
+    local n=$1 d; d=$(node_dir "$n")
+    provider_node_debug "$n"
+    _log "--- node $n: kovs-agent log (last 30 lines)"; tail -30 "$d/log/kovs-agent.log" >&2 || true
+    _log "--- node $n: ip addr"; in_node "$n" ip -br addr >&2 || true
+}
+
+# The conflist the kind manifests install, with this node's IPAM range.
+cni_conflist() {
+    local n=$1 d; d=$(node_dir "$n")
+    cat <<JSON
+{"cniVersion": "1.0.0", "name": "kovs", "plugins": [{
+  "type": "kovs", "bridge": "br-int", "ovsdb": "unix:$d/run/db.sock", "agentSocket": "$d/run/kovs-agent.sock",
+  "ipam": {"type": "host-local", "dataDir": "$d/ipam",
+           "ranges": [[{"subnet": "$(node_pod_cidr "$n")", "gateway": "$(node_gw_ip "$n")"}]]}
+}]}
+JSON
+}
+
+# Runs one CNI command of the conflist's first plugin, as containerd would
+# (it passes IgnoreUnknown=1 so IPAM plugins accept the K8S_* args).
+cni_exec() {
+    local cmd=$1 n=$2 p=$3 d; d=$(node_dir "$n")
+    jq -c '.plugins[0] + {cniVersion: .cniVersion, name: .name}' "$d/10-kovs.conflist" |
+        in_node "$n" env CNI_COMMAND="$cmd" CNI_CONTAINERID="pod-$n-$p" CNI_NETNS="/run/netns/$(pod_ns "$n" "$p")" \
+            CNI_IFNAME=eth0 CNI_PATH="$KOVS_BIN:$CNI_PLUGIN_DIR" \
+            CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=pod-$n-$p" "$KOVS_BIN/kovs"
+}
+
+pod_add() {
+    local n=$1 p=$2
+    pod_netns_add "$n" "$p"
+    cni_exec ADD "$n" "$p" > "$(node_dir "$n")/pod-$p.result" 2>>"$(node_dir "$n")/log/kovs-cni.log" ||
+        { cat "$(node_dir "$n")/pod-$p.result" >&2; tail -5 "$(node_dir "$n")/log/kovs-cni.log" >&2; return 1; }
+}
+
+pod_del() {
+    local n=$1 p=$2
+    cni_exec DEL "$n" "$p" >/dev/null 2>>"$(node_dir "$n")/log/kovs-cni.log" || true
+    pod_netns_del "$n" "$p"
+}
+
+pod_ip() { jq -r '.ips[0].address' "$(node_dir "$1")/pod-$2.result" | cut -d/ -f1; }
