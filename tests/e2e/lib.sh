@@ -1,15 +1,22 @@
 # shellcheck shell=bash
-# Shared by the e2e scenarios: a netns cluster from kind/lib, torn down on exit
-# (also on failure), and small assertion helpers that say what was seen.
+# Shared by the e2e scenarios: a cluster from kind/lib, of the node provider
+# KOVS_PROVIDER names (netns, the default, or docker), torn down on exit (also
+# on failure), and small assertion helpers that say what was seen.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 : "${KOVS_BUILD:?meson passes the build directory}"
 export CLUSTER_PREFIX=${CLUSTER_PREFIX:-kovse2e$$}
-# shellcheck source=../../kind/lib/netns-cluster.sh
-source "$root/kind/lib/netns-cluster.sh"
+[ "$(id -u)" -eq 0 ] || { echo "e2e tests need root"; exit 77; }
+if [ "${KOVS_PROVIDER:-netns}" = docker ]; then
+    for b in dockerd docker debootstrap; do
+        command -v "$b" >/dev/null || { echo "the docker provider needs $b (scripts/install-deps.sh installs it); skipped"; exit 77; }
+    done
+fi
+# shellcheck source=../../kind/lib/cluster.sh
+source "$root/kind/lib/cluster.sh"
 # shellcheck source=../../kind/lib/checks.sh
 source "$root/kind/lib/checks.sh"
-[ "$(id -u)" -eq 0 ] || { echo "e2e tests need root"; exit 77; }
+echo "node provider: $KOVS_PROVIDER"
 
 on_exit() {
     local rc=$?
