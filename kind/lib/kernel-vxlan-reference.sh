@@ -24,9 +24,9 @@
 #   ref_connect N M ...      full mesh of VXLAN routes between these reference nodes
 #   ref_pod_add N P          pod P on node N through the bridge plugin; pod_ip N P works on it
 #
-# Everything past node and pod creation runs through in_node / in_pod, so a
-# provider that offers those (KOVS_PROVIDER=docker) only needs the two
-# _ref_*_create functions below.
+# Everything past node creation runs through the provider's functions
+# (in_node, in_pod, pod_netns_add), so another provider (KOVS_PROVIDER=docker)
+# only needs its case in _ref_node_create below.
 
 REF_BRIDGE=cni0
 REF_VXLAN=vxlan0
@@ -51,17 +51,17 @@ _ref_node_create() {
     esac
 }
 
-# Provider-specific: an empty pod network namespace; prints the path CNI_NETNS takes.
+# An empty pod network namespace at /run/netns/<pod_ns> as seen inside the
+# node (where cni_exec also looks): the provider's pod_netns_add where the
+# harness has one, else the netns provider's way.
 _ref_pod_create() {
     local n=$1 p=$2
-    case ${KOVS_PROVIDER:-netns} in
-    netns)
+    if declare -F pod_netns_add >/dev/null; then
+        pod_netns_add "$n" "$p"
+    else
         ip netns add "$(pod_ns "$n" "$p")"
         in_pod "$n" "$p" ip link set lo up
-        echo "/run/netns/$(pod_ns "$n" "$p")"
-        ;;
-    *) die "kernel-vxlan reference: no pod namespace for provider '${KOVS_PROVIDER}' yet (add it to _ref_pod_create in ${BASH_SOURCE[0]})" ;;
-    esac
+    fi
 }
 
 ref_node_up() {
@@ -105,9 +105,9 @@ JSON
 }
 
 ref_pod_add() {
-    local n=$1 p=$2 d netns; d=$(node_dir "$n")
-    netns=$(_ref_pod_create "$n" "$p")
-    in_node "$n" env CNI_COMMAND=ADD CNI_CONTAINERID="ref-$n-$p" CNI_NETNS="$netns" CNI_IFNAME=eth0 \
+    local n=$1 p=$2 d; d=$(node_dir "$n")
+    _ref_pod_create "$n" "$p"
+    in_node "$n" env CNI_COMMAND=ADD CNI_CONTAINERID="ref-$n-$p" CNI_NETNS="/run/netns/$(pod_ns "$n" "$p")" CNI_IFNAME=eth0 \
         CNI_PATH="$CNI_PLUGIN_DIR" "$CNI_PLUGIN_DIR/bridge" < "$d/10-ref.conf" > "$d/pod-$p.result" 2>>"$d/log/ref-cni.log" ||
         { _log "reference pod $n/$p: bridge plugin ADD failed: $(cat "$d/pod-$p.result") $(tail -3 "$d/log/ref-cni.log")"; return 1; }
 }

@@ -35,7 +35,6 @@ fi
 fakes_ns() { echo "$CLUSTER_PREFIX-fakes"; }
 fakes_up() {
     local first=$1 last=$2 n
-    [ "${KOVS_PROVIDER:-netns}" = netns ] || { echo "fake peers need the netns provider; skipped"; exit 77; }
     (( first <= last )) || return 0
     ip netns add "$(fakes_ns)"
     ip -n "$(fakes_ns)" link set lo up
@@ -65,14 +64,17 @@ pid_of() {
     *) cat "$(node_dir "$2")/run/$1.pid" ;;
     esac
 }
-# The agent's own counters of work it did (Prometheus text); empty when curl is missing.
+# The agent's own counters of work it did, from /metrics (bash's /dev/tcp:
+# nodes need no HTTP client); empty when the agent does not answer.
 activity() {
-    in_node "$1" curl -sf --max-time 2 http://127.0.0.1:9474/metrics 2>/dev/null |
+    # shellcheck disable=SC2016
+    in_node "$1" timeout 2 bash -c 'exec 3<>/dev/tcp/127.0.0.1/9474 && printf "GET /metrics HTTP/1.0\r\n\r\n" >&3 && cat <&3' 2>/dev/null |
         awk '/^kovs_tunnel_commands_total /{c=$2} /^kovs_ovsdb_transactions_total /{t=$2}
              /^kovs_reconciles_total/{r+=$2} /^kovs_flow_installs_total /{f=$2}
              END {if (NR) printf "%d %d %d %d\n", c, t, r, f}' || true
 }
 
+need_netns_provider "the fake peers' namespace on the underlay bridge"
 echo "kovs-agent footprint at idle: $peers peers in the peers file ($nodes real nodes + $(( peers - nodes )) fakes answering ARP)"
 echo "build: $(build_description)"
 echo "machine: $(machine_description)"

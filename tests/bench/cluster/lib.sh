@@ -9,8 +9,15 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 : "${KOVS_BUILD:?set KOVS_BUILD to a meson build directory of kovs (meson passes it)}"
 [ "$(id -u)" -eq 0 ] || { echo "cluster benchmarks need root (network namespaces); skipped"; exit 77; }
 export CLUSTER_PREFIX=${CLUSTER_PREFIX:-kovsb$$}
-# shellcheck source=../../../kind/lib/netns-cluster.sh
-source "$root/kind/lib/netns-cluster.sh"
+# The node provider KOVS_PROVIDER names (kind/lib/cluster.sh), or the netns
+# one where the harness predates providers.
+if [ -e "$root/kind/lib/cluster.sh" ]; then
+    # shellcheck source=../../../kind/lib/cluster.sh
+    source "$root/kind/lib/cluster.sh"
+else
+    # shellcheck source=../../../kind/lib/netns-cluster.sh
+    source "$root/kind/lib/netns-cluster.sh"
+fi
 # shellcheck source=../../../kind/lib/checks.sh
 source "$root/kind/lib/checks.sh"
 for b in agent/kovs-agent agent/kovsctl offload/kovs-cni; do
@@ -61,6 +68,11 @@ spread() {
         m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
         printf "%.2f (%.2f-%.2f)", m, v[1], v[NR] }'
 }
+# Skips (77) a benchmark that needs what only the netns provider offers.
+need_netns_provider() {
+    [ "${KOVS_PROVIDER:-netns}" = netns ] || { echo "$1 needs the netns node provider (KOVS_PROVIDER=${KOVS_PROVIDER}); skipped"; exit 77; }
+}
+
 median() {
     printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }

@@ -21,6 +21,7 @@ repeats=${KOVS_BENCH_THROUGHPUT_REPEATS:-3}
 [[ $seconds =~ ^[1-9][0-9]*$ ]] || die "KOVS_BENCH_THROUGHPUT_SECONDS: expected a positive integer, got '$seconds'"
 [[ $repeats =~ ^[1-9][0-9]?$ ]] || die "KOVS_BENCH_THROUGHPUT_REPEATS: expected 1-99, got '$repeats'"
 
+need_netns_provider "the kernel VXLAN reference (bare nodes)"
 echo "pod -> pod TCP throughput across nodes: kovs (OVS userspace datapath) vs kernel VXLAN + Linux bridge"
 echo "build: $(build_description)"
 echo "machine: $(machine_description)"
