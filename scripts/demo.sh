@@ -4,7 +4,8 @@
 # OVS and kovs-agent), attaches 2 pods per node through kovs-cni, prints the
 # connectivity matrix and a throughput figure, and tears everything down.
 #
-#   scripts/demo.sh [--nodes N] [--pods-per-node M] [--keep]
+#   scripts/demo.sh [--provider netns|docker] [--nodes N] [--pods-per-node M] [--keep]
+# (--provider docker: nodes are Docker containers, as kind makes them; see docs/kind.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
