@@ -113,7 +113,10 @@ dockerd_start() {
     for b in dockerd containerd runc docker-init docker nsenter unshare flock; do
         command -v "$b" >/dev/null || die "$b not found: the docker provider needs docker.io (scripts/install-deps.sh installs it)"
     done
-    mkdir -p "$KOVS_DOCKER_RUN/dockerhost.cgroup" "$KOVS_DOCKER_ROOT" /run/containerd "$CLUSTER_DIR"
+    mkdir -p "$KOVS_DOCKER_RUN/dockerhost.cgroup" "$KOVS_DOCKER_ROOT" "$CLUSTER_DIR"
+    # The mount point of the tmpfs that hides a machine's containerd; removed
+    # again by dockerd_stop when it was made here.
+    if [ ! -d /run/containerd ]; then mkdir /run/containerd && : > "$KOVS_DOCKER_RUN/run-containerd.made"; fi
     exec {lock}>"$KOVS_DOCKER_RUN/docker.lock"
     flock "$lock"
     while pid=$(_dockerd_pid); do
@@ -129,7 +132,9 @@ dockerd_start() {
     rm -f "$KOVS_DOCKER_RUN/docker.pid" "$KOVS_DOCKER_SOCK"
     ip netns add "$(dockerhost_ns)"
     in_underlay ip link set lo up
-    # An empty config file: a daemon.json of the machine's own Docker is not ours.
+    # An empty config file: a daemon.json of the machine's own Docker is not
+    # ours. (dockerd 20.10 still writes its identity to /etc/docker/key.json;
+    # no option moves it.)
     echo '{}' > "$KOVS_DOCKER_RUN/daemon.json"
     _log "  starting a private dockerd in network namespace $(dockerhost_ns) (socket $KOVS_DOCKER_SOCK, data root $KOVS_DOCKER_ROOT)"
     # setsid: a Ctrl-C at the terminal is for this script, which then stops
@@ -176,6 +181,10 @@ dockerd_stop() {
         fi
         rm -f "$KOVS_DOCKER_RUN/docker.owner" "$KOVS_DOCKER_RUN/daemon.json"
         rm -rf --one-file-system "$KOVS_DOCKER_RUN/docker-exec"
+        if [ -e "$KOVS_DOCKER_RUN/run-containerd.made" ]; then
+            rmdir /run/containerd 2>/dev/null || true
+            rm -f "$KOVS_DOCKER_RUN/run-containerd.made"
+        fi
     fi
     # containerd and its shims, if dockerd could not stop them.
     if ip netns list | grep -q "^$ns\b"; then
