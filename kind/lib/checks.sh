@@ -1,5 +1,5 @@
-# shellcheck shell=bash
-# Traffic checks over a cluster from netns-cluster.sh: progress output, TCP
+# shellcheck shell=bash disable=SC2034 # matrix_failed is set here for the callers
+# Traffic checks over a cluster from kind/lib (either provider): progress output, TCP
 # echo servers, the connectivity matrix and a short throughput test.
 
 _step_start=0
@@ -36,7 +36,7 @@ tcp_ok() {
 }
 ping_ok() { local dst=$1; shift; "$@" ping -c1 -W2 -q "$dst" >/dev/null 2>&1; }
 
-matrix_failed=0
+matrix_failed=0   # read by the scripts that print the matrix
 mark() { if "$@"; then printf '%-9s' ok; else printf '%-9s' FAIL; matrix_failed=1; fi; }
 
 connectivity_matrix() {
@@ -55,6 +55,8 @@ connectivity_matrix() {
     done; done
     echo
     printf '  %-34s' "pod -> its own node (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_ip "$n")" in_pod "$n" 1; done; echo
+    # A node-local service reached on the pod's gateway address: pod -> br-int -> gw0 -> the node's stack.
+    printf '  %-34s' "pod -> service on gw0 (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_gw_ip "$n")" in_pod "$n" 1; done; echo
     printf '  %-34s' "node -> its pod (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(pod_ip "$n" 1)" in_node "$n"; done; echo
     printf '  %-34s' "node -> pod on the next node (TCP)"; for n in $(seq 1 "$nodes"); do
         m=$(( n % nodes + 1 )); mark tcp_ok "$(pod_ip "$m" 1)" in_node "$n"; done; echo
