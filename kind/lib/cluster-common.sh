@@ -78,7 +78,7 @@ node_files() {
 node_ready() {
     local n=$1 s
     s=$(in_node "$n" "$KOVS_BIN/kovsctl" --config "$(node_dir "$n")/agent.yaml" status --json) || return 1
-    jq -e --argjson peers "$(( CLUSTER_NODES - $(ls "$CLUSTER_DIR"/n*/left 2>/dev/null | wc -l) - 1 ))" \
+    jq -e --argjson peers "$(( CLUSTER_NODES - $(find "$CLUSTER_DIR" -mindepth 2 -maxdepth 2 -path "$CLUSTER_DIR/n*/left" | wc -l) - 1 ))" \
         '.ready and (.peers | length == $peers) and all(.peers[]; .route and .neighbour)' <<<"$s" >/dev/null ||
         { echo "$s" | jq -c '{ready, notReadyReason, peers: [.peers[] | {name, route}]}'; return 1; }
 }
