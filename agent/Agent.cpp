@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "agent/NetworkdDropins.hpp"
+#include "agent/NetworkdInterfaces.hpp"
 #include "tunnel/FilePeerSource.hpp"
 #include "tunnel/KubeConfig.hpp"
 #include "tunnel/KubernetesPeerSource.hpp"
@@ -78,18 +79,6 @@ tunnel::UplinkOptions Agent::uplinkOptions() const {
     o.stateFile = config_.ovs.rundir + "/kovs-uplink.json";
     o.ovsdb = config_.ovsdbRemote();
     return o;
-}
-
-// networkd must leave alone every interface kovs configures, but never the
-// node's uplink (eth0), which the node's own network config may manage.
-std::vector<std::string> Agent::dropinInterfaces() const {
-    std::vector<std::string> names{config_.bridge.gateway};
-    if (config_.uplink.mode != Config::UplinkMode::None) names.push_back(config_.bridge.physical);
-    if (config_.uplink.mode == Config::UplinkMode::Shim) {
-        auto o = uplinkOptions();
-        names.insert(names.end(), {o.shimBridge, o.shimVethBridgeEnd, o.shimVethOvsEnd});
-    }
-    return names;
 }
 
 void Agent::recordRepair(const std::string& kind, const std::string& detail) {
@@ -171,7 +160,7 @@ void Agent::startOffload() {
 }
 
 void Agent::startGateway() {
-    NetworkdDropins(config_.gateway.networkdDropinDir).install(dropinInterfaces());
+    NetworkdDropins(config_.gateway.networkdDropinDir).install(networkdDropinInterfaces(config_));
     gateway_.emplace(loop_, gatewayOptions());
     gateway_->setRestoreHandler([this](std::chrono::nanoseconds took) {
         gatewayRestoreLatency_.observe(took);
@@ -323,7 +312,7 @@ bool Agent::runOnce() {
 }
 
 void Agent::cleanup() {
-    NetworkdDropins(config_.gateway.networkdDropinDir).remove(dropinInterfaces());
+    NetworkdDropins(config_.gateway.networkdDropinDir).remove(networkdDropinInterfaces(config_));
     if (config_.uplink.mode != Config::UplinkMode::None && tunnel::Uplink(uplinkOptions()).cleanup())
         spdlog::info("uplink: original addressing of {} restored", config_.uplink.interface);
     OvsdbClientOptions o;

@@ -71,7 +71,6 @@ private:
     GatewayGuardOptions gatewayOptions() const;
     tunnel::UplinkOptions uplinkOptions() const;
     BridgeOptions bridgeOptions() const;
-    std::vector<std::string> dropinInterfaces() const;
     bool standalone() const { return config_.mode == Config::Mode::Standalone; }
 
     EventLoop& loop_;

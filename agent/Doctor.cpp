@@ -9,6 +9,7 @@
 
 #include "base/IpPrefix.hpp"
 #include "agent/NetworkdDropins.hpp"
+#include "agent/NetworkdInterfaces.hpp"
 #include "agent/StatusServer.hpp"
 #include "base/Netlink.hpp"
 #include "datapath/OvsdbClient.hpp"
@@ -263,8 +264,11 @@ void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
         out.push_back(ok("peers", fmt::format("all {} peers (from {}) have an OVS route and a tunnel neighbour", good, origin)));
 }
 
-// A systemd-networkd process in this network namespace (the one it would
-// reconfigure gw0 in); other namespaces' networkd cannot touch our links.
+// Whether systemd-networkd manages links in this network namespace: a
+// networkd process we can see in it, or (where the node's processes are not
+// visible, as in kind's agent pod without hostPID) networkd's state file under
+// /run/systemd/netif, which the kind manifests mount from the node. Another
+// namespace's networkd cannot touch our links.
 static bool networkdRunsHere() {
     std::error_code ec;
     auto ours = std::filesystem::read_symlink("/proc/self/ns/net", ec);
@@ -273,21 +277,22 @@ static bool networkdRunsHere() {
         std::string name;
         if (!(comm >> name) || name != "systemd-network") continue;  // comm is cut at 15 characters
         std::error_code ec2;
-        if (std::filesystem::read_symlink(e.path() / "ns/net", ec2) == ours && !ec2) return true;
+        auto theirs = std::filesystem::read_symlink(e.path() / "ns/net", ec2);
+        // networkd runs as its own user: without CAP_SYS_PTRACE (a container)
+        // its namespace is unreadable, but it shares our pid namespace, so our node.
+        if (ec2 == std::errc::permission_denied || (!ec2 && theirs == ours)) return true;
     }
-    return false;
+    return std::filesystem::exists("/run/systemd/netif/state", ec);
 }
 
 void Doctor::checkNetworkd(std::vector<DoctorCheck>& out) {
     if (!networkdRunsHere()) {
-        out.push_back(skipped("networkd", "systemd-networkd is not running in this network namespace"));
+        out.push_back(skipped("networkd", "systemd-networkd does not run on this node"));
         return;
     }
     NetworkdDropins dropins(config_.gateway.networkdDropinDir);
     std::vector<std::string> missing;
-    std::vector<std::string> names{config_.bridge.gateway};
-    if (config_.uplink.mode != Config::UplinkMode::None) names.push_back(config_.bridge.physical);
-    for (const auto& n : names) {
+    for (const auto& n : networkdDropinInterfaces(config_)) {
         if (!std::filesystem::exists(dropins.pathFor(n))) missing.push_back(dropins.pathFor(n));
     }
     if (missing.empty()) {

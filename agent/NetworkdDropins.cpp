@@ -20,8 +20,6 @@ void validateName(const std::string& name) {
         if (!(std::isalnum(c) || c == '-' || c == '_' || c == '.'))
             throw Error("networkd drop-in for '" + name + "': invalid character in interface name");
     }
-    // The node's own uplink must stay managed by whoever manages the node.
-    if (name == "eth0") throw Error("networkd drop-in for 'eth0': refusing to unmanage the node's uplink");
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ public:
 
     // Writes one drop-in per interface (atomically: temp file + rename), and
     // creates `dir` if needed. Rejects names networkd or the kernel would not
-    // accept, and the node's uplink names (eth0), before writing anything.
+    // accept before writing anything.
     void install(const std::vector<std::string>& interfaces) const;
     // Removes the drop-ins of these interfaces; missing files are fine.
     void remove(const std::vector<std::string>& interfaces) const;

@@ -39,7 +39,6 @@ $out"
 pass "kovsctl doctor finds TX checksum turned back on in a pod (non-zero exit, names the pod)"
 
 # The agent's periodic sweep repairs it; the repair shows up in its metrics.
-metrics() { in_node 1 python3 -c 'import urllib.request,sys; sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:9474/metrics").read().decode())'; }
 wait_for "the offload guard to turn TX checksum off again in pod 1/1" 60 \
     in_pod 1 1 bash -c "ethtool -k eth0 | grep -q '^tx-checksumming: off'"
 pass "the offload guard repaired the pod"
@@ -73,9 +72,8 @@ pass "the resumed agent repaired both; doctor passes again"
 # Every CNI command on node 1 reached the agent's metrics: 2 pod ADDs, then
 # an ADD for a netns that does not exist, which fails.
 if cni_exec ADD 1 9 >/dev/null 2>&1; then fail "CNI ADD into a missing netns succeeded"; fi
-metrics_has() { metrics | grep -q "$1"; }
-wait_for "the agent to count the failed CNI ADD" 10 metrics_has '^kovs_cni_errors_total{command="ADD"} 1$'
-text=$(metrics)
+wait_for "the agent to count the failed CNI ADD" 10 metrics_has 1 '^kovs_cni_errors_total{command="ADD"} 1$'
+text=$(metrics 1)
 python3 - "$text" <<'PY' || fail "/metrics is not valid Prometheus text"
 # Line syntax, and each family's samples in one block right after its TYPE line.
 import re, sys

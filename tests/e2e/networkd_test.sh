@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# systemd-networkd (real, 252) running in a cluster node with a catch-all
+# .network file, as on node images that manage every interface, restarted and
+# told to reconfigure gw0 while two TCP transfers run: pod n1/p1 -> a service
+# bound on node 1's gw0 address, and pod n2/p1 -> pod n1/p1 across the tunnel.
+#  - with kovs's drop-ins networkd leaves gw0 and the uplink alone (without
+#    the eth0 one, the catch-all takes eth0 out of the shim bridge and the node
+#    is cut off): restart, reconfigure and reload do not touch gw0;
+#  - with the gw0 drop-in gone (a node whose networkd config predates kovs),
+#    networkd flushes gw0 on reload and reconfigure, doctor says so, the
+#    gateway guard restores gw0 each time, and both transfers complete;
+#  - a restarted agent writes the drop-in back and doctor passes again.
+source "$(dirname "$0")/lib.sh"
+# shellcheck source=../../kind/lib/networkd.sh
+source "$root/kind/lib/networkd.sh"
+
+cluster_up 2
+pod_add 1 1; pod_add 2 1
+networkd_up 1
+for l in gw0 br-phy eth0 kovs-shim; do
+    [ "$(networkd_setup_state 1 $l)" = unmanaged ] || fail "networkd manages $l despite kovs's drop-in: $(networkctl_in 1 list --no-pager)"
+done
+# br-int (a tap device of the netdev bridge, no drop-in) shows the catch-all at work.
+[ "$(networkd_setup_state 1 br-int)" != unmanaged ] || fail "the catch-all .network does not reach br-int: $(networkctl_in 1 list --no-pager)"
+kovsctl 1 doctor >/dev/null || fail "doctor fails with networkd and the drop-ins in place: $(kovsctl 1 doctor)"
+[ "$(in_node 1 ip -o link show eth0 | grep -o 'master [^ ]*')" = "master kovs-shim" ] || fail "eth0 left the shim bridge: $(in_node 1 ip -br link)"
+pass "networkd runs in node 1 with a catch-all .network; kovs's drop-ins keep gw0, br-phy and the uplink (eth0 stays in the shim) unmanaged"
+
+gw0_unmanaged() { [ "$(networkd_setup_state 1 gw0)" = unmanaged ]; }
+gw0_managed() { ! gw0_unmanaged; }
+gw0_has_address() { in_node 1 ip -4 -o addr show dev gw0 | grep -q " $gw_ip/24 "; }
+gw_repairs() { metrics 1 | awk '/^kovs_gateway_repairs_total\{kind="address"\}/ { print $2 }'; }
+gw_ip=$(node_gw_ip 1)
+in_node 1 iperf3 -s -B "$gw_ip" -p 5202 -1 -D --logfile "$(node_dir 1)/log/iperf3-gw.log"
+in_pod 1 1 iperf3 -s -1 -D --logfile "$(node_dir 1)/log/iperf3-pod.log"
+wait_for "iperf3 on gw0" 10 port_listening 5202 in_node 1
+wait_for "iperf3 in pod 1/1" 10 port_listening 5201 in_pod 1 1
+seconds=16
+in_pod 1 1 iperf3 -c "$gw_ip" -p 5202 -t "$seconds" -J > "$CLUSTER_DIR/gw.json" 2>&1 &
+gw_client=$!
+in_pod 2 1 iperf3 -c "$(pod_ip 1 1)" -t "$seconds" -J > "$CLUSTER_DIR/pod.json" 2>&1 &
+pod_client=$!
+t0=$(ms_now)
+at() { while (( $(ms_now) < t0 + $1 )); do sleep 0.1; done; }
+
+repairs0=$(gw_repairs)
+at 2000
+networkd_restart 1
+networkctl_in 1 reconfigure gw0 || true   # an unmanaged link: networkd may refuse, must not touch it
+networkctl_in 1 reload
+sleep 1
+[ "$(gw_repairs)" = "$repairs0" ] || fail "gw0 needed repairs although networkd should leave it alone ($repairs0 -> $(gw_repairs))"
+pass "with the drop-ins, networkd restart + reconfigure gw0 + reload mid-transfer leave gw0 untouched"
+
+at 5000
+rm "$(node_dir 1)/networkd/10-kovs-gw0.network"
+networkctl_in 1 reload
+wait_for "networkd to take gw0 over" 10 gw0_managed
+out=$(kovsctl 1 doctor) && fail "doctor passed with networkd managing gw0 without the drop-in:
+$out"
+grep -q "FAIL  networkd" <<<"$out" || fail "doctor did not flag the missing drop-in:
+$out"
+for i in 1 2 3; do
+    at $(( 6000 + i * 1500 ))
+    networkctl_in 1 reconfigure gw0
+done
+networkd_restart 1
+wait_for "the guard to have restored gw0 after networkd's flushes" 10 gw0_has_address
+repairs1=$(gw_repairs)
+(( repairs1 > repairs0 )) || fail "networkd never removed gw0's address (repairs $repairs0 -> $repairs1): the scenario did not happen"
+echo "   networkd took gw0 over: reload, 3 reconfigures, a restart; the guard restored gw0's address $(( repairs1 - repairs0 )) time(s)"
+pass "without the gw0 drop-in networkd flushes gw0; doctor flags it and the guard restores gw0 each time"
+
+transfer_ok() {
+    local name=$1 pid=$2 json=$3 bytes
+    wait "$pid" || fail "the $name transfer failed: $(jq -r '.error // empty' "$json" 2>/dev/null || tail -3 "$json")"
+    bytes=$(jq '.end.sum_received.bytes // 0' "$json" 2>/dev/null || echo 0)
+    (( bytes > 0 )) || fail "the $name transfer received nothing: $(tail -c 600 "$json")"
+    printf '   %-32s %6.1f MiB in %.1f s, %s retransmits\n' "$name" "$(echo "$bytes / 1048576" | bc -l)" \
+        "$(jq '.end.sum_received.seconds' "$json")" "$(jq '.end.sum_sent.retransmits' "$json")"
+}
+transfer_ok "pod n1/p1 -> gw0 service" "$gw_client" "$CLUSTER_DIR/gw.json"
+transfer_ok "pod n2/p1 -> pod n1/p1 (tunnel)" "$pod_client" "$CLUSTER_DIR/pod.json"
+pass "both TCP transfers completed through every networkd restart, reload and reconfigure"
+
+agent_stop 1 TERM
+agent_start 1
+wait_for "the restarted agent on node 1 to be ready" 30 node_ready 1
+networkctl_in 1 reload
+wait_for "networkd to let go of gw0" 10 gw0_unmanaged
+out=$(kovsctl 1 doctor) || fail "doctor still fails after the agent rewrote its drop-ins:
+$out"
+pass "a restarted agent writes the gw0 drop-in back; networkd lets go of gw0 and doctor passes"
+
+echo "$checks passed, 0 failed"
