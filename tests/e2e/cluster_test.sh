@@ -15,6 +15,13 @@ connectivity_matrix 3 2
 [ "$matrix_failed" -eq 0 ] || fail "connectivity matrix has failures"
 pass "connectivity matrix: all pod pairs, pod<->node, host->node over TCP"
 
+# Each packet is delivered once: the node's kernel must not forward pod
+# traffic next to OVS (it did while it answered ARP on the pods' host veths).
+out=$(in_pod 1 1 ping -c4 -i0.2 -W1 "$(pod_ip 2 1)")
+grep -q " 0% packet loss" <<<"$out" && ! grep -q "duplicates" <<<"$out" || fail "cross-node ping lost or duplicated packets:
+$out"
+pass "cross-node ping: every packet delivered exactly once"
+
 for n in 1 2 3; do in_pod "$n" 1 socat UDP-RECVFROM:9090,fork EXEC:cat >/dev/null 2>&1 & done
 for n in 1 2 3; do wait_for "UDP echo in pod $n/1" 10 in_pod "$n" 1 bash -c "ss -Hlun 'sport = :9090' | grep -q ."; done
 for src in 1 2 3; do for dst in 1 2 3; do

@@ -138,6 +138,14 @@ TEST_F(KovsCni, MainModeAddCheckDel) {
         kovs::offload::Netns in(pod.path());
         EXPECT_FALSE(kovs::offload::Ethtool().txChecksum("eth0"));
     }
+    // The host end belongs to OVS: the node's kernel neither answers ARP on it
+    // (the pod would learn the veth's MAC for its gateway, and the kernel
+    // would route its packets next to OVS) nor has IPv6 on it.
+    auto hostLink = json::parse(kovs::runChecked({"ip", "-j", "addr", "show", host})).at(0);
+    auto flags = hostLink.at("flags").dump();
+    EXPECT_NE(flags.find("NOARP"), std::string::npos) << flags;
+    EXPECT_NE(flags.find("UP"), std::string::npos) << flags;
+    EXPECT_TRUE(hostLink.at("addr_info").empty()) << hostLink;
     EXPECT_EQ(ports(), host + "\n");
     auto ids = portIds(host);
     for (const char* kv : {"cni-container-id=c1", "cni-ifname=eth0", "k8s-pod-namespace=default", "k8s-pod-name=web-0",
