@@ -46,6 +46,18 @@ done
 echo "pod MTU: kovs $(in_pod 1 1 cat /sys/class/net/eth0/mtu), reference $(in_pod 3 1 cat /sys/class/net/eth0/mtu);" \
     "pod TX checksum offload: kovs $(in_pod 1 1 ethtool -k eth0 | awk '/^tx-checksumming:/{print $2}')," \
     "reference $(in_pod 3 1 ethtool -k eth0 | awk '/^tx-checksumming:/{print $2}')"
+# Which MAC each kovs pod reaches its gateway at: gw0's, or the host end of
+# its own veth (the node's kernel answered the ARP first; it then forwards
+# every packet the pod sends a second time, through gw0, next to OVS).
+for n in 1 2; do
+    mac=$(in_pod "$n" 1 ip neigh show "$(node_gw_ip "$n")" | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}')
+    case $mac in
+    "$(in_node "$n" cat /sys/class/net/gw0/address)") seen="gw0's MAC" ;;
+    "$(jq -r '.interfaces[0].mac' "$(node_dir "$n")/pod-1.result")") seen="its host veth's MAC (duplicates: the node's kernel forwards its packets too)" ;;
+    *) seen="${mac:-no MAC} (neither gw0's nor its host veth's)" ;;
+    esac
+    echo "kovs pod $n/1 reaches its gateway at $seen"
+done
 echo "iperf3 ${seconds} s per run (after 1 s omitted), $repeats runs per network, alternating"
 echo
 
