@@ -26,8 +26,8 @@ repeats=${KOVS_TUNING_REPEATS:-3}
 [[ $seconds =~ ^[1-9][0-9]*$ ]] || die "KOVS_TUNING_SECONDS: expected a positive integer, got '$seconds'"
 [[ $repeats =~ ^[1-9]$ ]] || die "KOVS_TUNING_REPEATS: expected 1-9, got '$repeats'"
 
-levers_all="hostveth-noarp handlers-2 tx-flush-50 userspace-tso userspace-tso+pod-tx-on
-afxdp-nonpmd-uplink afxdp-nonpmd-pods afxdp-nonpmd-both noarp+afxdp-nonpmd-both afxdp-pmd afxdp-pmd-split-cores
+levers_all="hostveth-arp-on handlers-2 tx-flush-50 userspace-tso userspace-tso+pod-tx-on
+afxdp-nonpmd-uplink afxdp-nonpmd-pods afxdp-nonpmd-both afxdp-pmd afxdp-pmd-split-cores
 mtu-9000 mtu-3400 mtu-3400+afxdp-nonpmd ref:pod-tx-off ref:mtu-9000"
 levers=${KOVS_TUNING_LEVERS:-$levers_all}
 
@@ -66,10 +66,10 @@ iface_type() { local which=$1 type=$2 n=$3 ifc
     case $which in uplink) ifc=kovs-up1 ;; pod) ifc=$(host_veth "$n") ;; esac
     vsctl "$n" set Interface "$ifc" "type=$type"
 }
-# The pod's ARP for its gateway is also answered by the kernel through the
-# host end of the pod veth (an OVS "system" port is still a kernel interface):
-# the pod then sends to that MAC, and the node's kernel forwards every packet
-# through gw0 back into OVS while OVS forwards it too.
+# Before kovs-cni made the host end of the pod veth NOARP (fd2f49f), the
+# node's kernel answered the pod's ARP for its gateway there too (an OVS
+# "system" port is still a kernel interface): a pod that took that MAC had
+# every packet forwarded twice, by OVS and by the kernel through gw0.
 hostveth_arp() { local state=$1 n=$2; in_node "$n" ip link set "$(host_veth "$n")" arp "$state"; in_pod "$n" 1 ip neigh flush all; }
 pod_tx() { local state=$1 n=$2; in_pod "$n" 1 ethtool -K eth0 tx "$state" >/dev/null; }
 
@@ -96,7 +96,7 @@ set_mtu() {
 # Every lever as "apply" and "revert" commands, and the pair of pods it is measured on.
 lever_apply() {
     case $1 in
-    hostveth-noarp) both hostveth_arp off ;;
+    hostveth-arp-on) both hostveth_arp on ;;
     handlers-2) both other_config n-handler-threads 2; both other_config n-revalidator-threads 2 ;;
     tx-flush-50) both other_config tx-flush-interval 50 ;;
     userspace-tso) both other_config userspace-tso-enable true; restart_vswitchd ;;
@@ -104,7 +104,6 @@ lever_apply() {
     afxdp-nonpmd-uplink) both iface_type uplink afxdp-nonpmd ;;
     afxdp-nonpmd-pods) both iface_type pod afxdp-nonpmd ;;
     afxdp-nonpmd-both) both iface_type uplink afxdp-nonpmd; both iface_type pod afxdp-nonpmd ;;
-    noarp+afxdp-nonpmd-both) both hostveth_arp off; both iface_type uplink afxdp-nonpmd; both iface_type pod afxdp-nonpmd ;;
     afxdp-pmd) both iface_type uplink afxdp; both iface_type pod afxdp ;;
     afxdp-pmd-split-cores) other_config pmd-cpu-mask 0x1 1; other_config pmd-cpu-mask 0x2 2
         both iface_type uplink afxdp; both iface_type pod afxdp ;;
@@ -118,7 +117,7 @@ lever_apply() {
 }
 lever_revert() {
     case $1 in
-    hostveth-noarp) both hostveth_arp on ;;
+    hostveth-arp-on) both hostveth_arp off ;;
     handlers-2) both other_config_rm n-handler-threads; both other_config_rm n-revalidator-threads ;;
     tx-flush-50) both other_config_rm tx-flush-interval ;;
     userspace-tso) both other_config_rm userspace-tso-enable; restart_vswitchd ;;
@@ -126,7 +125,6 @@ lever_revert() {
     afxdp-nonpmd-uplink) both iface_type uplink system ;;
     afxdp-nonpmd-pods) both iface_type pod system ;;
     afxdp-nonpmd-both | afxdp-pmd) both iface_type uplink system; both iface_type pod system ;;
-    noarp+afxdp-nonpmd-both) both iface_type uplink system; both iface_type pod system; both hostveth_arp on ;;
     afxdp-pmd-split-cores) both iface_type uplink system; both iface_type pod system; both other_config_rm pmd-cpu-mask ;;
     mtu-9000 | mtu-3400) set_mtu 1500 ;;
     mtu-3400+afxdp-nonpmd) both iface_type uplink system; both iface_type pod system; set_mtu 1500 ;;
