@@ -21,6 +21,11 @@
 
 namespace kovs {
 
+struct FlowPort {
+    std::string mac;
+    int ofport = -1;
+};
+
 struct FlowLocalEndpoint {
     std::string ip;     // IPv4 address, no prefix
     std::string mac;
@@ -34,7 +39,7 @@ struct FlowRemoteSubnet {
 
 struct FlowInputs {
     int tunnelOfport = -1;
-    FlowLocalEndpoint gateway;          // gw0: its MAC and ofport (ip unused)
+    FlowPort gateway;                   // gw0
     std::string localCidr;              // this node's IPv4 pod CIDR
     std::vector<FlowLocalEndpoint> pods;
     std::vector<FlowRemoteSubnet> remotes;

@@ -27,7 +27,7 @@ TEST(FlowTable, InstallsAtomicallyAndOnlyWhenChanged) {
                "options:key=flow", "ofport_request=2"});
     FlowInputs in;
     in.tunnelOfport = 2;
-    in.gateway = {"10.244.1.1", "aa:bb:cc:00:00:01", 65534};
+    in.gateway = {"aa:bb:cc:00:00:01", 65534};
     in.localCidr = "10.244.1.0/24";
     in.remotes = {{"10.244.2.0/24", "172.18.0.3"}};
     FlowTable table("br-int", ovs.dir());
@@ -57,7 +57,7 @@ TEST(FlowTable, ReportsOvsErrorsWithTheBridgeName) {
     OvsSandbox ovs;
     FlowInputs in;
     in.tunnelOfport = 2;
-    in.gateway = {"10.244.1.1", "aa:bb:cc:00:00:01", 1};
+    in.gateway = {"aa:bb:cc:00:00:01", 1};
     in.localCidr = "10.244.1.0/24";
     FlowTable table("br-missing", ovs.dir());
     try {

@@ -11,7 +11,7 @@ namespace {
 FlowInputs twoNodeInputs() {
     FlowInputs in;
     in.tunnelOfport = 2;
-    in.gateway = {"10.244.1.1", "aa:bb:cc:00:00:01", 1};
+    in.gateway = {"aa:bb:cc:00:00:01", 1};
     in.localCidr = "10.244.1.0/24";
     in.pods = {{"10.244.1.5", "0a:58:0a:f4:01:05", 7}};
     in.remotes = {{"10.244.2.0/24", "172.18.0.3"}};
