@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,9 +19,15 @@ namespace {
 
 struct Pipe {
     UniqueFd r, w;
-    Pipe() {
+    // A socket pair for the child's stdin: a child that exits without reading
+    // all of it (an error, an IPAM plugin refusing its input) then makes our
+    // send() fail with EPIPE (MSG_NOSIGNAL) instead of killing us with
+    // SIGPIPE, which a pipe's write() would do in any process that has not
+    // ignored it (kovs-cni, the tests).
+    explicit Pipe(bool socket = false) {
         int fds[2];
-        if (::pipe2(fds, O_CLOEXEC) < 0) throwErrno("pipe2");
+        if (socket ? ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0 : ::pipe2(fds, O_CLOEXEC) < 0)
+            throwErrno(socket ? "socketpair" : "pipe2");
         r.reset(fds[0]);
         w.reset(fds[1]);
     }
@@ -36,7 +43,7 @@ std::string joinArgv(const std::vector<std::string>& argv) {
 
 ProcessResult runProcess(const std::vector<std::string>& argv, const ProcessOptions& opts) {
     if (argv.empty()) throw Error("runProcess: empty argv");
-    Pipe in, out, err;
+    Pipe in(true), out, err;
 
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -83,7 +90,7 @@ ProcessResult runProcess(const std::vector<std::string>& argv, const ProcessOpti
         for (auto& p : pfds) {
             if (!p.revents) continue;
             if (in.w && p.fd == in.w.get()) {
-                ssize_t n = ::write(p.fd, input.data() + written, input.size() - written);
+                ssize_t n = ::send(p.fd, input.data() + written, input.size() - written, MSG_NOSIGNAL);
                 if (n > 0) written += static_cast<size_t>(n);
                 if (n < 0 || written == input.size()) in.w.reset();
                 continue;

@@ -1,0 +1,32 @@
+// runProcess: stdin, stdout and stderr together, and a child that stops
+// reading its input early costs the caller nothing (no SIGPIPE).
+#include <gtest/gtest.h>
+
+#include "base/Error.hpp"
+#include "base/Process.hpp"
+
+using namespace kovs;
+
+TEST(Process, FeedsStdinAndCollectsBothOutputs) {
+    ProcessOptions o;
+    o.stdinData = std::string(1 << 20, 'k');
+    auto r = runProcess({"sh", "-c", "wc -c; echo done >&2"}, o);
+    EXPECT_EQ(r.exitCode, 0);
+    EXPECT_EQ(r.out, "1048576\n");
+    EXPECT_EQ(r.err, "done\n");
+}
+
+TEST(Process, AChildThatIgnoresItsInputDoesNotKillTheCaller) {
+    ProcessOptions o;
+    o.stdinData = std::string(4 << 20, 'k');  // far more than a pipe or socket buffer holds
+    for (int i = 0; i < 20; ++i) {
+        auto r = runProcess({"sh", "-c", "echo refused >&2; exit 3"}, o);
+        EXPECT_EQ(r.exitCode, 3);
+        EXPECT_EQ(r.err, "refused\n");
+    }
+}
+
+TEST(Process, NamesTheProgramThatCannotStart) {
+    EXPECT_THROW(runProcess({"/nonexistent/kovs-no-such-program"}), Error);
+    EXPECT_THROW(runProcess({}), Error);
+}
