@@ -421,7 +421,7 @@ std::string Agent::metrics() const {
                   static_cast<double>(t.vswitchdRestarts));
     }
     if (offload_) {
-        m.counter("kovs_offload_repairs_total", "Devices whose TX checksum offload was turned off again.",
+        m.counter("kovs_offload_repairs_total", "Repairs by the offload guard: TX checksum offload turned off again, or a pod veth's host end taken off the node's IP stack.",
                   static_cast<double>(offload_->stats().repairs));
         m.counter("kovs_offload_checks_total", "TX checksum offload checks.", static_cast<double>(offload_->stats().checks));
     }

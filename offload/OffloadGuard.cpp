@@ -12,6 +12,7 @@
 #include "datapath/OvsdbReplica.hpp"
 #include "datapath/OvsdbTransaction.hpp"
 #include "offload/Ethtool.hpp"
+#include "offload/HostVeth.hpp"
 #include "offload/Netns.hpp"
 
 namespace kovs::offload {
@@ -63,6 +64,7 @@ uint64_t OffloadGuard::sweep() {
             Netns in(pod.netns);
             return Ethtool().ensureTxChecksumOff(pod.ifname);
         });
+        if (!pod.hostIfname.empty()) check(pod.hostIfname, [&] { return isolateHostVeth(pod.hostIfname); });
     }
     return stats_.repairs - before;
 }
@@ -131,7 +133,7 @@ std::vector<PodInterface> podInterfacesFromReplica(const OvsdbReplica& replica, 
         if (!port || !port->contains("external_ids")) continue;
         auto ids = ovsdb::mapValue(port->at("external_ids"));
         if (ids["kovs-owner"] != "kovs-cni" || ids["cni-netns"].empty() || ids["cni-ifname"].empty()) continue;
-        out.push_back({ids["cni-netns"], ids["cni-ifname"]});
+        out.push_back({ids["cni-netns"], ids["cni-ifname"], ovsdb::stringOr(*port, "name")});
     }
     return out;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // Keeps TX checksum offload off where the userspace datapath needs it off:
 // on host devices (gw0, br-phy, the uplink shim's veth end) and on every pod
-// interface. ovs-vswitchd re-creates its tap devices with offload on when it
+// interface; and keeps the host ends of pod veths free of the node's IP stack
+// (isolateHostVeth: pods an older kovs-cni attached). ovs-vswitchd re-creates its tap devices with offload on when it
 // restarts or when userspace-tso-enable is toggled, and pods may have been
 // created while the agent was down, so the guard
 //   - sweeps everything on demand (agent start-up, periodic resync), and
@@ -27,8 +28,9 @@ class OvsdbReplica;
 namespace kovs::offload {
 
 struct PodInterface {
-    std::string netns;   // path of the pod's netns
-    std::string ifname;  // the interface inside it
+    std::string netns;       // path of the pod's netns
+    std::string ifname;      // the interface inside it
+    std::string hostIfname;  // the veth's host end, an OVS port in our netns ("": none to look after)
     auto operator<=>(const PodInterface&) const = default;
 };
 

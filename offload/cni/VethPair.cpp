@@ -4,10 +4,10 @@
 #include <net/if.h>
 
 #include <cstdio>
-#include <fstream>
 
 #include "base/Error.hpp"
 #include "base/Netlink.hpp"
+#include "offload/HostVeth.hpp"
 #include "offload/Netns.hpp"
 
 namespace kovs::cni {
@@ -22,27 +22,13 @@ std::string macOf(nl_sock* sock, const std::string& name) {
     return nl::toString(mac);
 }
 
-void setUp(nl_sock* sock, const std::string& name, unsigned extraFlags = 0) {
+void setUp(nl_sock* sock, const std::string& name) {
     rtnl_link* raw = nullptr;
     nl::check(rtnl_link_get_kernel(sock, 0, name.c_str(), &raw), "link " + name + ": get");
     nl::Link current(raw);
     nl::Link change(rtnl_link_alloc());
-    rtnl_link_set_flags(change.get(), IFF_UP | extraFlags);
+    rtnl_link_set_flags(change.get(), IFF_UP);
     nl::check(rtnl_link_change(sock, current.get(), change.get(), 0), "link " + name + ": set up");
-}
-
-// The host end is an OVS port read through AF_PACKET, and the node's kernel
-// sees every frame on it too. With an IP stack on it, the kernel answered the
-// pod's ARP for its gateway with this veth's MAC (arp_ignore=0 answers for any
-// local address) and then routed the pod's packets itself, next to OVS: every
-// packet crossed the tunnel twice and TCP drowned in duplicate segments. So
-// the kernel gets no ARP (IFF_NOARP) and no IPv6 on it: it is OVS's alone.
-void disableIpv6(const std::string& name) {
-    std::ofstream f("/proc/sys/net/ipv6/conf/" + name + "/disable_ipv6");
-    if (!f) return;  // IPv6 is off on this node altogether
-    f << "1\n";
-    f.close();
-    if (!f) throw Error("link " + name + ": cannot disable IPv6");
 }
 
 }  // namespace
@@ -78,8 +64,8 @@ VethEnds VethPair::create(const std::string& hostName, const std::string& podNet
     VethEnds ends{hostName, "", podIfname, ""};
     try {
         ends.hostMac = macOf(sock.get(), hostName);
-        disableIpv6(hostName);
-        setUp(sock.get(), hostName, IFF_NOARP);
+        offload::isolateHostVeth(hostName);  // no ARP, no IPv6: the end is OVS's alone
+        setUp(sock.get(), hostName);
         offload::Netns in(podNetns);
         auto podSock = nl::connectRoute();
         ends.podMac = macOf(podSock.get(), podIfname);

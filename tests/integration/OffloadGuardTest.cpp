@@ -10,6 +10,7 @@
 #include "offload/Ethtool.hpp"
 #include "offload/Netns.hpp"
 #include "offload/OffloadGuard.hpp"
+#include "offload/cni/VethPair.hpp"
 #include "tests/integration/CniTestSupport.hpp"
 #include "tests/integration/OffloadTestSupport.hpp"
 #include "tests/support/OvsSandbox.hpp"
@@ -106,6 +107,23 @@ TEST(OffloadGuard, PeriodicResyncRepairsPodsAndSurvivesAGoneNetns) {
     EXPECT_EQ(ethtoolFeature(b.ns.name(), "eth0", "tx-checksumming"), "off");
 }
 
+// A pod attached by a kovs-cni from before the host end was isolated: its
+// host veth answers ARP and has IPv6. The sweep takes both away, once.
+TEST(OffloadGuard, IsolatesHostEndsOfPodsAnOlderCniAttached) {
+    Pod a("og-pod-old", "og-old0");
+    runChecked({"ip", "link", "set", a.host, "up"});
+    auto sysctl = [&] { return runChecked({"cat", "/proc/sys/net/ipv6/conf/" + a.host + "/disable_ipv6"}); };
+    auto flags = [&] { return nlohmann::json::parse(runChecked({"ip", "-j", "link", "show", a.host})).at(0).at("flags").dump(); };
+    ASSERT_EQ(flags().find("NOARP"), std::string::npos);
+    ASSERT_EQ(sysctl(), "0\n");
+    OffloadGuard guard({}, [&] { return std::vector<PodInterface>{{a.ns.path(), "eth0", a.host}}; });
+    EXPECT_EQ(guard.sweep(), 2u) << "TX checksum in the pod and the host end: " << guard.stats().lastError;
+    EXPECT_NE(flags().find("NOARP"), std::string::npos) << flags();
+    EXPECT_EQ(sysctl(), "1\n");
+    EXPECT_EQ(guard.sweep(), 0u);
+    EXPECT_EQ(guard.stats().errors, 0u) << guard.stats().lastError;
+}
+
 // Start-up sweep over pods kovs-cni attached while "the agent was down".
 TEST(OffloadGuard, FindsPodsThroughOvsdbAndRepairsThem) {
     OvsSandbox ovs;
@@ -129,7 +147,7 @@ TEST(OffloadGuard, FindsPodsThroughOvsdbAndRepairsThem) {
     OvsdbClient db(loop, opts);
     ASSERT_TRUE(db.waitReady(5s));
     auto pods = offload::podInterfacesFromReplica(db.replica(), "br-int");
-    ASSERT_EQ(pods, (std::vector<PodInterface>{{pod.path(), "eth0"}}));
+    ASSERT_EQ(pods, (std::vector<PodInterface>{{pod.path(), "eth0", cni::VethPair::hostNameFor("og1", "eth0")}}));
     OffloadGuard guard({}, [&] { return offload::podInterfacesFromReplica(db.replica(), "br-int"); });
     EXPECT_EQ(guard.sweep(), 1u);
     EXPECT_EQ(ethtoolFeature(pod.name(), "eth0", "tx-checksumming"), "off");
