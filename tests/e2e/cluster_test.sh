@@ -18,8 +18,10 @@ pass "connectivity matrix: all pod pairs, pod<->node, host->node over TCP"
 # Each packet is delivered once: the node's kernel must not forward pod
 # traffic next to OVS (it did while it answered ARP on the pods' host veths).
 out=$(in_pod 1 1 ping -c4 -i0.2 -W1 "$(pod_ip 2 1)")
-grep -q " 0% packet loss" <<<"$out" && ! grep -q "duplicates" <<<"$out" || fail "cross-node ping lost or duplicated packets:
+if ! grep -q " 0% packet loss" <<<"$out" || grep -q "duplicates" <<<"$out"; then
+    fail "cross-node ping lost or duplicated packets:
 $out"
+fi
 pass "cross-node ping: every packet delivered exactly once"
 
 for n in 1 2 3; do in_pod "$n" 1 socat UDP-RECVFROM:9090,fork EXEC:cat >/dev/null 2>&1 & done
