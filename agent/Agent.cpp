@@ -35,7 +35,7 @@ std::string nowText() {
 
 }  // namespace
 
-Agent::Agent(EventLoop& loop, Config config) : loop_(loop), config_(std::move(config)) {}
+Agent::Agent(EventLoop& loop, Config config) : loop_(loop), config_(std::move(config)) { resolveUplinkMtu(config_); }
 
 Agent::~Agent() {
     if (peerSource_) peerSource_->stop();

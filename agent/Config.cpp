@@ -137,7 +137,25 @@ void checkIfname(const Section& s, const std::string& k, const std::string& v) {
         s.fail(k, "not a valid interface name (at most 15 characters, no '/', ':' or spaces): '" + v + "'");
 }
 
+// gw0 carries pod packets that the tunnel wraps in 50 bytes of VXLAN on the uplink.
+void checkMtus(const Config& c) {
+    if (c.gatewayMtu() < 576)
+        throw Error("gateway.mtu: uplink.mtu - 50 = " + std::to_string(c.gatewayMtu()) + " is below 576; set gateway.mtu");
+    if (c.gateway.mtu > c.uplink.mtu - 50)
+        throw Error("gateway.mtu: " + std::to_string(c.gateway.mtu) + " leaves no room for the 50-byte VXLAN header on a " +
+                    std::to_string(c.uplink.mtu) + "-byte uplink (at most " + std::to_string(c.uplink.mtu - 50) + ")");
+}
+
 }  // namespace
+
+void resolveUplinkMtu(Config& c, const std::string& sysClassNet) {
+    if (c.uplink.mtu == 0) {
+        std::ifstream f(sysClassNet + "/" + c.uplink.interface + "/mtu");
+        int mtu = 0;
+        c.uplink.mtu = (f >> mtu) && mtu >= 626 ? mtu : 1500;
+    }
+    checkMtus(c);
+}
 
 Config parseConfig(const std::string& text) {
     YAML::Node root;
@@ -216,10 +234,7 @@ Config parseConfig(const std::string& text) {
         ::gethostname(host, sizeof host - 1);
         c.node.name = host;
     }
-    if (c.gatewayMtu() < 576) top.fail("gateway.mtu", "uplink.mtu - 50 = " + std::to_string(c.gatewayMtu()) + " is below 576; set gateway.mtu");
-    if (c.gateway.mtu > c.uplink.mtu - 50)
-        top.fail("gateway.mtu", std::to_string(c.gateway.mtu) + " leaves no room for the 50-byte VXLAN header on a " +
-                                    std::to_string(c.uplink.mtu) + "-byte uplink (at most " + std::to_string(c.uplink.mtu - 50) + ")");
+    if (c.uplink.mtu) checkMtus(c);  // else once the uplink's MTU is known (resolveUplinkMtu)
     if (c.mode == Config::Mode::Standalone && c.node.podCIDR.empty() && c.gateway.addresses.empty())
         top.fail("node.podCIDR", "required in standalone mode (or give gateway.addresses)");
     return c;

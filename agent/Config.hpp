@@ -50,7 +50,7 @@ struct Config {
         UplinkMode mode = UplinkMode::Shim;
         std::string interface = "eth0";
         std::string portType = "system";      // system | afxdp | dpdk
-        int mtu = 1500;
+        int mtu = 0;                          // 0: the interface's own MTU (resolveUplinkMtu)
     } uplink;
 
     struct Peers {
@@ -65,6 +65,7 @@ struct Config {
 
     // Derived values.
     std::string ovsdbRemote() const { return ovs.db.empty() ? "unix:" + ovs.rundir + "/db.sock" : ovs.db; }
+    // Needs uplink.mtu resolved (resolveUplinkMtu) when it was not configured.
     int gatewayMtu() const { return gateway.mtu ? gateway.mtu : uplink.mtu - 50; }
 };
 
@@ -72,5 +73,9 @@ struct Config {
 Config parseConfig(const std::string& yaml);
 // Reads and parses a file; errors name the file.
 Config loadConfig(const std::string& path);
+// uplink.mtu 0 (the default) becomes the uplink interface's MTU, so gw0 and
+// the pods follow a jumbo underlay (1500 when the interface has none); then
+// checks gateway.mtu against it. Throws kovs::Error naming the key.
+void resolveUplinkMtu(Config& config, const std::string& sysClassNet = "/sys/class/net");
 
 }  // namespace kovs

@@ -57,6 +57,14 @@ bool hasRouteTo(nl_sock* sock, int ifindex, const std::string& dst) {
 
 }  // namespace
 
+Doctor::Doctor(Config config) : config_(std::move(config)) {
+    try {
+        resolveUplinkMtu(config_);
+    } catch (const Error&) {
+        // A gateway.mtu too large for the uplink: the mtu check reports what the devices have.
+    }
+}
+
 std::vector<DoctorCheck> Doctor::run() {
     std::vector<DoctorCheck> out;
     checkAgent(out);

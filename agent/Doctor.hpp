@@ -24,7 +24,7 @@ struct DoctorCheck {
 
 class Doctor {
 public:
-    explicit Doctor(Config config) : config_(std::move(config)) {}
+    explicit Doctor(Config config);
 
     std::vector<DoctorCheck> run();
 

@@ -138,6 +138,7 @@ json Uplink::snapshot() const {
     s["mode"] = modeName(opts_.mode);
     s["device"] = opts_.device;
     s["mac"] = link.at("address");
+    s["mtu"] = link.value("mtu", 1500);
     s["addresses"] = movableAddresses(link);
     s["routes4"] = movableRoutes(ipJson({"-4", "route", "show", "dev", opts_.device}));
     s["routes6"] = movableRoutes(ipJson({"-6", "route", "show", "dev", opts_.device}));
@@ -228,8 +229,11 @@ Uplink::Outcome Uplink::migrate() {
             step = "create bridge " + shim;
             ip({"link", "add", shim, "type", "bridge"});
             undo.push(step, [shim] { ipQuiet({"link", "del", shim}); });
-            step = "create veth " + up0 + "/" + up1;
-            ip({"link", "add", up0, "type", "veth", "peer", "name", up1});
+            // At the uplink's MTU: a jumbo underlay must not be capped at the
+            // veth default of 1500 on its way into br-phy.
+            const auto mtu = std::to_string(snap.value("mtu", 1500));
+            step = "create veth " + up0 + "/" + up1 + " (MTU " + mtu + ")";
+            ip({"link", "add", up0, "mtu", mtu, "type", "veth", "peer", "name", up1, "mtu", mtu});
             undo.push(step, [up0] { ipQuiet({"link", "del", up0}); });
             // The kernel answers ARP for any local address on any interface
             // (arp_ignore=0), so without NOARP these devices, which see the

@@ -72,5 +72,7 @@ throughput_summary() {
     local bps
     bps=$(in_pod 1 1 iperf3 -c "$(pod_ip 2 1)" -t 3 -J | jq '.end.sum_received.bits_per_second')
     done_step
-    printf 'Throughput n1/p1 -> n2/p1 across the tunnel: %.2f Gbit/s\n' "$(echo "$bps / 1000000000" | bc -l)"
+    printf 'Throughput n1/p1 -> n2/p1 across the tunnel: %.2f Gbit/s (underlay MTU %s, gw0 %s, pods %s)\n' \
+        "$(echo "$bps / 1000000000" | bc -l)" "$UNDERLAY_MTU" "$(in_node 1 cat /sys/class/net/gw0/mtu)" \
+        "$(in_pod 1 1 cat /sys/class/net/eth0/mtu)"
 }

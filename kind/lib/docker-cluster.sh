@@ -373,7 +373,7 @@ underlay_up() {
     docker_prepare
     # As kind makes its network (kind picks a free /16; inside our namespace 172.18/16 is always free).
     dk network create --driver bridge --subnet 172.18.0.0/16 --gateway 172.18.0.1 \
-        --opt com.docker.network.bridge.enable_ip_masquerade=true --opt com.docker.network.driver.mtu=1500 \
+        --opt com.docker.network.bridge.enable_ip_masquerade=true --opt com.docker.network.driver.mtu="$UNDERLAY_MTU" \
         --label "kovs.cluster=$CLUSTER_PREFIX" "$DOCKER_NETWORK" >/dev/null
 }
 

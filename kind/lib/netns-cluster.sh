@@ -39,7 +39,7 @@ underlay_up() {
     install_binaries
     ip netns add "$(uly)"
     in_underlay ip link set lo up
-    in_underlay ip link add kind type bridge
+    in_underlay ip link add kind mtu "$UNDERLAY_MTU" type bridge
     in_underlay ip addr add 172.18.0.1/16 dev kind
     in_underlay ip link set kind up
 }
@@ -69,7 +69,7 @@ node_up() {
     in_node "$n" ip link set lo up
     # As on every kubeadm node (its preflight requires it).
     in_node "$n" sysctl -qw net.ipv4.ip_forward=1
-    in_underlay ip link add "veth-n$n" type veth peer name eth0 netns "$(node_ns "$n")"
+    in_underlay ip link add "veth-n$n" mtu "$UNDERLAY_MTU" type veth peer name eth0 mtu "$UNDERLAY_MTU" netns "$(node_ns "$n")"
     in_underlay ip link set "veth-n$n" master kind up
     in_node "$n" ip addr add "$(node_ip "$n")/16" dev eth0
     in_node "$n" ip link set eth0 up

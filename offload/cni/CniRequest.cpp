@@ -214,9 +214,9 @@ NetConf CniRequestParser::parseConfig(std::string_view stdinData, Command comman
     if (conf.contains("uplinkMTU")) nc.uplinkMtu = intField(conf, "uplinkMTU", 68 + 50, 65535);
     if (conf.contains("mtu")) {
         nc.mtu = intField(conf, "mtu", 68, 65535);
-        if (*nc.mtu > nc.uplinkMtu) {
+        if (nc.uplinkMtu && *nc.mtu > *nc.uplinkMtu) {
             throw CniError(kInvalidConfig, "network config: mtu " + std::to_string(*nc.mtu) + " is larger than uplinkMTU " +
-                                               std::to_string(nc.uplinkMtu));
+                                               std::to_string(*nc.uplinkMtu));
         }
     }
     if (conf.contains("ovsdb")) {

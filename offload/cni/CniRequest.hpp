@@ -30,7 +30,7 @@ struct NetConf {
     std::string name;
     std::string type;
     std::optional<int> mtu;
-    int uplinkMtu = 1500;
+    std::optional<int> uplinkMtu;
     std::string ovsdb = "unix:/var/run/openvswitch/db.sock";
     std::string bridge = "br-int";
     std::optional<Json> ipam;        // main mode: the IPAM plugin's section
@@ -46,8 +46,14 @@ struct NetConf {
     // chained mode only switches offload off on what earlier plugins made.
     bool mainMode() const { return ipam.has_value(); }
     std::string ipamType() const { return ipam ? ipam->at("type").get<std::string>() : ""; }
-    // VXLAN needs 50 bytes of the uplink MTU.
-    int podMtu() const { return mtu.value_or(uplinkMtu - 50); }
+    // `mtu`; else uplinkMTU less the 50 bytes VXLAN needs; else the MTU of the
+    // pod's gateway interface on the node (gw0, which follows the uplink: the
+    // agent's uplink.mtu), given by the caller; else 1500 - 50.
+    int podMtu(std::optional<int> gatewayMtu = std::nullopt) const {
+        if (mtu) return *mtu;
+        if (uplinkMtu) return *uplinkMtu - 50;
+        return gatewayMtu.value_or(1450);
+    }
 };
 
 struct CniRequest {

@@ -3,8 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
+#include "base/Netlink.hpp"
 #include "offload/Ethtool.hpp"
 #include "offload/Netns.hpp"
 #include "offload/cni/CniError.hpp"
@@ -34,6 +36,30 @@ auto internal(const std::string& what, Fn fn) {
 
 std::string hostNameOf(const CniRequest& req) { return VethPair::hostNameFor(req.containerId, req.ifname); }
 
+// The MTU of the node interface holding the pod's IPv4 gateway address (gw0),
+// if one does: pods then follow gw0, which the agent sizes to the uplink.
+std::optional<int> gatewayInterfaceMtu(const CniResult& lease) {
+    std::string gateway;
+    for (const auto& ip : lease.ips) {
+        if (!ip.gateway.empty() && ip.gateway.find(':') == std::string::npos) gateway = ip.gateway;
+    }
+    if (gateway.empty()) return std::nullopt;
+    auto sock = nl::connectRoute();
+    nl_cache* raw = nullptr;
+    nl::check(rtnl_addr_alloc_cache(sock.get(), &raw), "dump addresses");
+    nl::Cache addrs(raw);
+    for (auto* o = nl_cache_get_first(addrs.get()); o; o = nl_cache_get_next(o)) {
+        auto* a = reinterpret_cast<rtnl_addr*>(o);
+        auto local = nl::toString(rtnl_addr_get_local(a));
+        if (local.substr(0, local.find('/')) != gateway) continue;
+        rtnl_link* link = nullptr;
+        nl::check(rtnl_link_get_kernel(sock.get(), rtnl_addr_get_ifindex(a), nullptr, &link), "link of " + gateway);
+        nl::Link owned(link);
+        return static_cast<int>(rtnl_link_get_mtu(link));
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 nlohmann::json MainMode::add() {
@@ -58,7 +84,10 @@ nlohmann::json MainMode::add() {
     auto lease = ipam.add(req_.env, req_.stdinData);
     rollback.add("ipam DEL", [&] { ipam.del(req_.env, req_.stdinData); });
 
-    auto ends = internal("ADD", [&] { return VethPair::create(hostName, req_.netns, req_.ifname, conf.podMtu()); });
+    std::optional<int> gatewayMtu;
+    if (!conf.mtu && !conf.uplinkMtu) gatewayMtu = internal("ADD", [&] { return gatewayInterfaceMtu(lease); });
+    const int mtu = conf.podMtu(gatewayMtu);
+    auto ends = internal("ADD", [&] { return VethPair::create(hostName, req_.netns, req_.ifname, mtu); });
     rollback.add("delete veth " + hostName, [hostName] { VethPair::remove(hostName); });
 
     auto routes = internal("ADD " + req_.netns + ":" + req_.ifname, [&] {
@@ -77,8 +106,7 @@ nlohmann::json MainMode::add() {
     rollback.commit();
 
     CniResult result;
-    result.interfaces = {{ends.hostName, ends.hostMac, "", conf.podMtu()},
-                         {ends.podName, ends.podMac, req_.netns, conf.podMtu()}};
+    result.interfaces = {{ends.hostName, ends.hostMac, "", mtu}, {ends.podName, ends.podMac, req_.netns, mtu}};
     result.ips = lease.ips;
     for (auto& ip : result.ips) ip.interface = 1;
     result.routes = routes;

@@ -124,7 +124,7 @@ TEST_F(KovsCni, MainModeAddCheckDel) {
     ASSERT_TRUE(podLink.ok()) << podLink.err;
     auto podLinkJson = json::parse(podLink.out).at(0);
     EXPECT_EQ(res["interfaces"][1]["mac"], podLinkJson["address"]);
-    EXPECT_EQ(podLinkJson["mtu"], 1450) << "default MTU is uplink 1500 - 50";
+    EXPECT_EQ(podLinkJson["mtu"], 1450) << "no gateway interface on the node and no MTU configured: 1500 - 50";
     EXPECT_EQ(res["ips"][0]["address"], "10.244.0.2/24");
     EXPECT_EQ(res["ips"][0]["gateway"], "10.244.0.1");
     EXPECT_EQ(res["ips"][0]["interface"], 1);
@@ -183,6 +183,31 @@ TEST_F(KovsCni, MainModeAddCheckDel) {
     EXPECT_TRUE(leases(data.path(), "kovs-test").empty());
     check = call(env("CHECK"), checkConf);
     EXPECT_EQ(check.code(), 101) << "CHECK after DEL must fail: " << check.out;
+}
+
+// With neither mtu nor uplinkMTU configured, a pod takes the MTU of the node
+// interface holding its gateway address (gw0, which the agent sizes to a
+// jumbo uplink); uplinkMTU, when given, still wins.
+TEST_F(KovsCni, PodFollowsItsGatewayInterfaceMtu) {
+    kovs::runProcess({"ip", "link", "del", "kcgw0"});
+    kovs::runChecked({"ip", "link", "add", "kcgw0", "mtu", "8950", "type", "veth", "peer", "name", "kcgw0p", "mtu", "8950"});
+    kovs::runChecked({"ip", "addr", "add", "10.244.0.1/24", "dev", "kcgw0"});
+    kovs::runChecked({"ip", "link", "set", "kcgw0", "up"});
+    auto podMtu = [&] { return json::parse(pod.exec({"ip", "-j", "link", "show", "eth0"}).out).at(0).at("mtu").get<int>(); };
+
+    auto add = call(env("ADD"), mainConf("1.1.0"));
+    EXPECT_EQ(add.exitCode, 0) << add.out << add.err;
+    EXPECT_EQ(podMtu(), 8950);
+    EXPECT_EQ(add.json()["interfaces"][1]["mtu"], 8950) << add.out;  // CNI 1.1 results carry it
+    EXPECT_EQ(call(env("DEL"), mainConf("1.1.0")).exitCode, 0);
+
+    auto fixed = mainConf();
+    fixed["uplinkMTU"] = 1500;
+    add = call(env("ADD"), fixed);
+    EXPECT_EQ(add.exitCode, 0) << add.out << add.err;
+    EXPECT_EQ(podMtu(), 1450);
+    EXPECT_EQ(call(env("DEL"), fixed).exitCode, 0);
+    kovs::runProcess({"ip", "link", "del", "kcgw0"});
 }
 
 TEST_F(KovsCni, DelSucceedsWhenTheNetnsIsGone) {

@@ -129,7 +129,7 @@ TEST(CniRequestParser, RejectsBadInputWithSpecCodes) {
         {"wrong type", addEnv(), R"({"cniVersion":"1.0.0","name":"n","type":"bridge","ipam":{"type":"h"}})", kInvalidConfig, "type bridge is not kovs"},
         {"mtu string", addEnv(), mainWith(R"("mtu":"1400")"), kInvalidConfig, "mtu must be an integer"},
         {"mtu too small", addEnv(), mainWith(R"("mtu":67)"), kInvalidConfig, "mtu 67 is out of range"},
-        {"mtu over uplink", addEnv(), mainWith(R"("mtu":1600)"), kInvalidConfig, "larger than uplinkMTU 1500"},
+        {"mtu over uplink", addEnv(), mainWith(R"("mtu":1600,"uplinkMTU":1500)"), kInvalidConfig, "larger than uplinkMTU 1500"},
         {"uplink float", addEnv(), mainWith(R"("uplinkMTU":1500.5)"), kInvalidConfig, "uplinkMTU must be an integer"},
         {"uplink huge", addEnv(), mainWith(R"("uplinkMTU":99999999999)"), kInvalidConfig, "out of range"},
         {"ovsdb tcp", addEnv(), mainWith(R"("ovsdb":"tcp:1.2.3.4:6640")"), kInvalidConfig, "not unix:"},

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "agent/Config.hpp"
 #include "base/Error.hpp"
 
@@ -13,7 +16,7 @@ TEST(Config, DefaultsNeedOnlyThePodCidr) {
     EXPECT_EQ(c.bridge.gateway, "gw0");
     EXPECT_EQ(c.bridge.tunnelDstPort, 4789);
     EXPECT_EQ(c.uplink.mode, Config::UplinkMode::Shim);
-    EXPECT_EQ(c.gatewayMtu(), 1450);
+    EXPECT_EQ(c.uplink.mtu, 0) << "the interface's own, resolved when the agent starts";
     EXPECT_EQ(c.ovsdbRemote(), "unix:/var/run/openvswitch/db.sock");
     EXPECT_EQ(c.gateway.resync, std::chrono::seconds(10));
 }
@@ -83,13 +86,44 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {resync: -1s}\n", "gateway.resync"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {addresses: 10.0.0.1/24}\n", "gateway.addresses: expected a list"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {addresses: [10.0.0.1]}\n", "gateway.addresses[0]: expected an address"},
-        BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {mtu: 1500}\n", "gateway.mtu: 1500 leaves no room for the 50-byte VXLAN header"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {mtu: 1500}\nuplink: {mtu: 1500}\n", "gateway.mtu: 1500 leaves no room for the 50-byte VXLAN header"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\nuplink: {portType: tap}\n", "uplink.portType: expected one of afxdp, dpdk, system"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\nuplink: {mode: bridge}\n", "uplink.mode"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\npeers: {source: etcd}\n", "peers.source"},
         BadConfig{"node: [1, 2]\n", "node: expected a mapping"},
         BadConfig{"node: {podCIDR: [1]}\n", "node.podCIDR: expected a value, got a list"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24\n", "config: invalid YAML at line"}));
+
+// uplink.mtu unset follows the interface, so gw0 (and the pods, which follow
+// gw0) use a jumbo underlay; a gateway.mtu that does not fit is caught then.
+TEST(Config, UplinkMtuFollowsTheInterface) {
+    char dir[] = "/tmp/kovs-sysnet-XXXXXX";
+    ASSERT_TRUE(::mkdtemp(dir));
+    std::filesystem::create_directories(std::string(dir) + "/eth0");
+    std::ofstream(std::string(dir) + "/eth0/mtu") << "9000\n";
+
+    auto c = parseConfig("node: {podCIDR: 10.244.1.0/24}\n");
+    kovs::resolveUplinkMtu(c, dir);
+    EXPECT_EQ(c.uplink.mtu, 9000);
+    EXPECT_EQ(c.gatewayMtu(), 8950);
+
+    auto fixed = parseConfig("node: {podCIDR: 10.244.1.0/24}\nuplink: {mtu: 1500}\n");
+    kovs::resolveUplinkMtu(fixed, dir);
+    EXPECT_EQ(fixed.gatewayMtu(), 1450) << "a configured uplink.mtu wins";
+
+    auto missing = parseConfig("node: {podCIDR: 10.244.1.0/24}\nuplink: {interface: eth9}\n");
+    kovs::resolveUplinkMtu(missing, dir);
+    EXPECT_EQ(missing.uplink.mtu, 1500) << "no such interface: the Ethernet default";
+
+    auto tooBig = parseConfig("node: {podCIDR: 10.244.1.0/24}\ngateway: {mtu: 8960}\n");
+    try {
+        kovs::resolveUplinkMtu(tooBig, dir);
+        FAIL() << "gateway.mtu 8960 accepted on a 9000-byte uplink";
+    } catch (const kovs::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("gateway.mtu: 8960 leaves no room"), std::string::npos) << e.what();
+    }
+    std::filesystem::remove_all(dir);
+}
 
 TEST(Config, MissingFileNamesThePath) {
     try {

@@ -243,8 +243,13 @@ TEST_F(KindFiles, ConflistIsOneKovs_cniAcceptsAndAgreesWithTheAgent) {
     auto agentConf = kovs::parseConfig("node: {podCIDR: 10.244.0.0/24}\n" + agentTemplate());
     EXPECT_EQ(nc.bridge, agentConf.bridge.integration);
     EXPECT_EQ(nc.ovsdb, agentConf.ovsdbRemote());
-    EXPECT_EQ(nc.uplinkMtu, agentConf.uplink.mtu);
-    EXPECT_EQ(nc.podMtu(), agentConf.gatewayMtu()) << "pods and gw0 must share the MTU";
+    // Pods and gw0 share the MTU by following the node: the agent sizes gw0 to
+    // the uplink's MTU less VXLAN, kovs-cni sizes pods to gw0.
+    EXPECT_FALSE(nc.mtu) << "a fixed pod MTU would not follow a jumbo underlay";
+    EXPECT_FALSE(nc.uplinkMtu) << "a fixed uplinkMTU would not follow a jumbo underlay";
+    EXPECT_EQ(agentConf.uplink.mtu, 0) << "uplink.mtu must be left to the interface";
+    EXPECT_EQ(agentConf.gateway.mtu, 0);
+    EXPECT_EQ(nc.podMtu(8950), 8950);
 }
 
 TEST_F(KindFiles, InitScriptFillsInThePodCidrAndInstallsPluginThenConflist) {

@@ -11,6 +11,7 @@
 #
 #   KOVS_BENCH_THROUGHPUT_SECONDS  iperf3 seconds per run (default 5, plus 1 s omitted for slow start)
 #   KOVS_BENCH_THROUGHPUT_REPEATS  runs per network (default 3)
+#   KOVS_UNDERLAY_MTU              underlay MTU for both networks (default 1500; kovs follows it)
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=../../../kind/lib/kernel-vxlan-reference.sh
@@ -29,8 +30,8 @@ echo "machine: $(machine_description)"
 cluster_up 2
 pod_add 1 1
 pod_add 2 1
-ref_node_up 3
-ref_node_up 4
+ref_node_up 3 "$UNDERLAY_MTU"
+ref_node_up 4 "$UNDERLAY_MTU"
 ref_connect 3 4
 ref_pod_add 3 1
 ref_pod_add 4 1

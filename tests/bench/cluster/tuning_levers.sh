@@ -73,9 +73,10 @@ iface_type() { local which=$1 type=$2 n=$3 ifc
 hostveth_arp() { local state=$1 n=$2; in_node "$n" ip link set "$(host_veth "$n")" arp "$state"; in_pod "$n" 1 ip neigh flush all; }
 pod_tx() { local state=$1 n=$2; in_pod "$n" 1 ethtool -K eth0 tx "$state" >/dev/null; }
 
-# Underlay, shim and gw0 MTU to $1, pods re-created with the matching MTU.
-# The agent follows uplink.mtu for gw0 only; the shim veths (kovs-up0/1)
-# keep 1500 unless set by hand, as here.
+# Underlay, shim and gw0 MTU to $1 on a running cluster, pods re-created with
+# the matching MTU. (A cluster started with KOVS_UNDERLAY_MTU needs none of
+# this: the agent sizes the shim veths and gw0 to eth0, kovs-cni pods to gw0.
+# The measurements below predate that and set each by hand, as here.)
 set_mtu() {
     local mtu=$1 n d
     for n in "${kovs_nodes[@]}"; do

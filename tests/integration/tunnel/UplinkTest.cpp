@@ -202,6 +202,19 @@ TEST_F(UplinkTest, ShimMigratesReachesHostAndCleanupRestoresExactly) {
     EXPECT_FALSE(Uplink(opts).cleanup()) << "a second cleanup has nothing to do";
 }
 
+// A jumbo underlay (a kind network made with MTU 9000) stays jumbo through
+// the shim: its veths take eth0's MTU instead of the veth default 1500.
+TEST_F(UplinkTest, ShimCarriesTheUplinksMtu) {
+    runChecked({"ip", "link", "set", "eth0", "mtu", "9000"});
+    runChecked({"ip", "-n", "uphost", "link", "set", "hveth", "mtu", "9000"});
+    ASSERT_EQ(Uplink(opts).migrate(), Uplink::Outcome::Migrated);
+    for (const char* l : {"kovs-up0", "kovs-up1", "kovs-shim"}) EXPECT_EQ(ipJson({"link", "show", "dev", l}).at(0).at("mtu"), 9000) << l;
+    EXPECT_TRUE(pollUntil([] { return ipJson({"link", "show", "dev", "br-phy"}).at(0).at("mtu") == 9000; }, 10s))
+        << "br-phy: " << ipJson({"link", "show", "dev", "br-phy"}).at(0).at("mtu");
+    EXPECT_TRUE(runProcess({"ping", "-c1", "-W2", "-M", "do", "-s", "8900", "172.31.0.1"}).ok()) << "a jumbo frame to the host";
+    ASSERT_TRUE(Uplink(opts).cleanup());
+}
+
 TEST_F(UplinkTest, DirectModeMigratesAndCleanupRestoresExactly) {
     opts.mode = UplinkMode::Direct;
     Uplink uplink(opts);
