@@ -20,8 +20,10 @@ CNI_PLUGIN_DIR=${CNI_PLUGIN_DIR:-/usr/lib/cni}
 # kind's Docker network MTU; 9000 is a jumbo network (`docker network create
 # kind -o com.docker.network.driver.mtu=9000`): gw0 and the pods follow it.
 UNDERLAY_MTU=${KOVS_UNDERLAY_MTU:-1500}
-[[ $UNDERLAY_MTU =~ ^[0-9]+$ ]] && (( UNDERLAY_MTU >= 1280 && UNDERLAY_MTU <= 9000 )) ||
-    { printf 'KOVS_UNDERLAY_MTU: expected 1280-9000, got %s\n' "$UNDERLAY_MTU" >&2; exit 2; }
+if ! [[ $UNDERLAY_MTU =~ ^[0-9]{4}$ ]] || (( UNDERLAY_MTU < 1280 || UNDERLAY_MTU > 9000 )); then
+    printf 'KOVS_UNDERLAY_MTU: expected 1280-9000, got %s\n' "$UNDERLAY_MTU" >&2
+    exit 2
+fi
 CLUSTER_NODES=0
 
 _log() { printf '%s\n' "$*" >&2; }
