@@ -259,8 +259,9 @@ TEST_F(KindFiles, InitScriptFillsInThePodCidrAndInstallsPluginThenConflist) {
     auto rendered = Json::parse(readFile(dir.path() / "net.d/10-kovs.conflist"));
     EXPECT_EQ(rendered["plugins"][0]["ipam"]["ranges"][0][0]["subnet"], "10.244.3.0/24");
     EXPECT_EQ(rendered.dump().find("usePodCidr"), std::string::npos);
-    auto plugin = dir.path() / "opt-cni-bin/kovs-cni";
-    ASSERT_TRUE(fs::exists(plugin));
+    // containerd execs the binary named after the plugin's type.
+    auto plugin = dir.path() / "opt-cni-bin" / rendered["plugins"][0]["type"].get<std::string>();
+    ASSERT_TRUE(fs::exists(plugin)) << plugin;
     EXPECT_NE(fs::status(plugin).permissions() & fs::perms::others_exec, fs::perms::none);
     // No temp files left next to what kubelet reads.
     for (const auto& e : fs::directory_iterator(dir.path() / "net.d")) {
@@ -286,7 +287,7 @@ TEST_F(KindFiles, InitScriptRejectsBadInputAndInstallsNothing) {
         EXPECT_NE(r.exitCode, 0);
         EXPECT_NE(r.err.find(c.message), std::string::npos) << "stderr: " << r.err;
         EXPECT_FALSE(fs::exists(dir.path() / "net.d/10-kovs.conflist"));
-        EXPECT_FALSE(fs::exists(dir.path() / "opt-cni-bin/kovs-cni"));
+        EXPECT_FALSE(fs::exists(dir.path() / "opt-cni-bin/kovs"));
         EXPECT_FALSE(fs::exists(dir.path() / "etc-kovs/agent.yaml"));
     }
 }
@@ -550,7 +551,8 @@ TEST_F(CompanionOverlay, InitScriptChainsKovsIntoAntreasConflistOnce) {
     EXPECT_EQ(patched["plugins"][1], antrea["plugins"][1]);
     EXPECT_EQ(patched["plugins"][2], Json::parse(data.at("chained-plugin.json")));
     EXPECT_FALSE(fs::exists(dir.path() / "net.d/10-kovs.conflist")) << "companion must not install a second network";
-    EXPECT_TRUE(fs::exists(dir.path() / "opt-cni-bin/kovs-cni"));
+    EXPECT_TRUE(fs::exists(dir.path() / "opt-cni-bin" / patched["plugins"][2]["type"].get<std::string>()))
+        << "the chained entry's type names the installed binary";
     auto conf = kovs::parseConfig(readFile(dir.path() / "etc-kovs/agent.yaml"));
     EXPECT_EQ(conf.node.podCIDR, "10.244.1.0/24");
     EXPECT_EQ(conf.mode, Config::Mode::Companion);
