@@ -243,6 +243,7 @@ TEST_F(KindFiles, ConflistIsOneKovs_cniAcceptsAndAgreesWithTheAgent) {
     auto agentConf = kovs::parseConfig("node: {podCIDR: 10.244.0.0/24}\n" + agentTemplate());
     EXPECT_EQ(nc.bridge, agentConf.bridge.integration);
     EXPECT_EQ(nc.ovsdb, agentConf.ovsdbRemote());
+    EXPECT_EQ(nc.agentSocket, agentConf.statusSocket) << "kovs-cni reports its commands where the agent listens";
     // Pods and gw0 share the MTU by following the node: the agent sizes gw0 to
     // the uplink's MTU less VXLAN, kovs-cni sizes pods to gw0.
     EXPECT_FALSE(nc.mtu) << "a fixed pod MTU would not follow a jumbo underlay";
