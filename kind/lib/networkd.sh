@@ -19,7 +19,6 @@
 
 _nd_dir() { echo "$(node_dir "$1")/networkd-run"; }
 _nd_pid() { cat "$(_nd_dir "$1")/$2.pid"; }
-# shellcheck disable=SC2016 # expanded by the node's shell
 _nd_in_ns() { local n=$1; shift; in_node "$n" nsenter --target "$(_nd_pid "$n" holder)" --mount -- "$@"; }
 
 # Runs inside `unshare --mount --propagation private` in the node: only ever
