@@ -1,138 +1,364 @@
 #include "tunnel/KubeHttpClient.hpp"
 
-#include <curl/curl.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 
-#include <mutex>
+#include <csignal>
+#include <cstring>
+#include <memory>
+#include <vector>
 
 #include "base/Error.hpp"
+#include "tunnel/HttpResponseParser.hpp"
 
 namespace kovs::tunnel {
 namespace {
 
-struct EasyDeleter { void operator()(CURL* e) const { curl_easy_cleanup(e); } };
-struct SlistDeleter { void operator()(curl_slist* l) const { curl_slist_free_all(l); } };
-using Easy = std::unique_ptr<CURL, EasyDeleter>;
-using Slist = std::unique_ptr<curl_slist, SlistDeleter>;
+using Clock = std::chrono::steady_clock;
+constexpr auto kConnectTimeout = std::chrono::seconds(10);
 
-void globalInit() {
-    static std::once_flag once;
-    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
+struct Interrupted {};
 
-struct Transfer {
-    CURL* easy;
-    const KubeHttpClient::OnData* onData;
-    bool aborted = false;
+template <auto Free>
+struct Deleter {
+    template <typename T>
+    void operator()(T* p) const { Free(p); }
 };
+using SslCtx = std::unique_ptr<SSL_CTX, Deleter<SSL_CTX_free>>;
+using Ssl = std::unique_ptr<SSL, Deleter<SSL_free>>;
+using Bio = std::unique_ptr<BIO, Deleter<BIO_free>>;
+using X509Ptr = std::unique_ptr<X509, Deleter<X509_free>>;
+using Pkey = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY_free>>;
 
-size_t writeCallback(char* data, size_t size, size_t n, void* user) {
-    auto* t = static_cast<Transfer*>(user);
-    long status = 0;
-    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
-    if (!(*t->onData)(status, std::string_view(data, size * n))) {
-        t->aborted = true;
-        return 0;  // makes curl fail the transfer with CURLE_WRITE_ERROR
+// `what`, then OpenSSL's queued errors.
+[[noreturn]] void throwSsl(const std::string& what) {
+    std::string msg = what;
+    const char* sep = ": ";
+    while (unsigned long e = ERR_get_error()) {
+        char buf[256];
+        ERR_error_string_n(e, buf, sizeof buf);
+        msg += sep;
+        msg += buf;
+        sep = "; ";
     }
-    return size * n;
+    throw Error(msg);
 }
 
-void setBlob(CURL* e, CURLoption opt, const std::string& data) {
-    curl_blob blob{const_cast<char*>(data.data()), data.size(), CURL_BLOB_COPY};
-    curl_easy_setopt(e, opt, &blob);
+Bio memBio(const std::string& pem) {
+    Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+    if (!bio) throwSsl("BIO_new_mem_buf");
+    return bio;
 }
+
+// Every certificate in PEM text, in order; throws when there is none.
+std::vector<X509Ptr> pemCertificates(const std::string& pem, const std::string& what) {
+    std::vector<X509Ptr> certs;
+    Bio bio = memBio(pem);
+    while (X509* x = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) certs.emplace_back(x);
+    if (certs.empty()) throwSsl(what + ": no PEM certificate");
+    ERR_clear_error();  // the read that ended the loop queued "no start line"
+    return certs;
+}
+
+SslCtx tlsContext(const KubeCredentials& c) {
+    SslCtx ctx(SSL_CTX_new(TLS_client_method()));
+    if (!ctx) throwSsl("SSL_CTX_new");
+    SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
+    if (!c.insecureSkipTlsVerify) {
+        SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
+        if (!c.caData.empty()) {
+            for (auto& cert : pemCertificates(c.caData, "certificate-authority-data"))
+                if (X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx.get()), cert.get()) != 1)
+                    throwSsl("certificate-authority-data");
+        }
+        if (!c.caFile.empty() && SSL_CTX_load_verify_locations(ctx.get(), c.caFile.c_str(), nullptr) != 1)
+            throwSsl("CA file " + c.caFile);
+        if (c.caData.empty() && c.caFile.empty() && SSL_CTX_set_default_verify_paths(ctx.get()) != 1)
+            throwSsl("system CA store");
+    }
+    if (!c.clientCertData.empty()) {
+        auto certs = pemCertificates(c.clientCertData, "client-certificate-data");
+        if (SSL_CTX_use_certificate(ctx.get(), certs[0].get()) != 1) throwSsl("client-certificate-data");
+        for (size_t i = 1; i < certs.size(); ++i)
+            if (SSL_CTX_add1_chain_cert(ctx.get(), certs[i].get()) != 1) throwSsl("client-certificate-data chain");
+    }
+    if (!c.clientCertFile.empty() && SSL_CTX_use_certificate_chain_file(ctx.get(), c.clientCertFile.c_str()) != 1)
+        throwSsl("client certificate " + c.clientCertFile);
+    if (!c.clientKeyData.empty()) {
+        Bio bio = memBio(c.clientKeyData);
+        Pkey key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+        if (!key || SSL_CTX_use_PrivateKey(ctx.get(), key.get()) != 1) throwSsl("client-key-data");
+    }
+    if (!c.clientKeyFile.empty() &&
+        SSL_CTX_use_PrivateKey_file(ctx.get(), c.clientKeyFile.c_str(), SSL_FILETYPE_PEM) != 1)
+        throwSsl("client key " + c.clientKeyFile);
+    bool haveCert = !c.clientCertData.empty() || !c.clientCertFile.empty();
+    if (haveCert && SSL_CTX_check_private_key(ctx.get()) != 1) throwSsl("client certificate and key do not match");
+    return ctx;
+}
+
+bool isIpLiteral(const std::string& host) {
+    unsigned char buf[sizeof(in6_addr)];
+    return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+// One TCP connection, TLS or not, on a non-blocking socket. Every wait also
+// watches `wake` (throws Interrupted) and a deadline (throws Error).
+class Connection {
+public:
+    Connection(const KubeHttpClient::Url& url, const KubeCredentials& creds, int wake) : wake_(wake) {
+        auto deadline = Clock::now() + kConnectTimeout;
+        connectTcp(url, deadline);
+        if (!url.tls) return;
+        ctx_ = tlsContext(creds);
+        ssl_.reset(SSL_new(ctx_.get()));
+        if (!ssl_ || SSL_set_fd(ssl_.get(), fd_.get()) != 1) throwSsl("SSL_new");
+        if (isIpLiteral(url.host)) {
+            if (!creds.insecureSkipTlsVerify &&
+                X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_.get()), url.host.c_str()) != 1)
+                throwSsl("TLS: verify IP " + url.host);
+        } else {
+            SSL_set_tlsext_host_name(ssl_.get(), url.host.c_str());
+            if (!creds.insecureSkipTlsVerify && SSL_set1_host(ssl_.get(), url.host.c_str()) != 1)
+                throwSsl("TLS: verify host " + url.host);
+        }
+        while (true) {
+            int r = SSL_connect(ssl_.get());
+            if (r == 1) break;
+            int err = SSL_get_error(ssl_.get(), r);
+            if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) {
+                long verify = SSL_get_verify_result(ssl_.get());
+                if (verify != X509_V_OK)
+                    throw Error(std::string("TLS: server certificate: ") + X509_verify_cert_error_string(verify));
+                throwSsl("TLS handshake");
+            }
+            wait(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, "TLS handshake");
+        }
+    }
+
+    void writeAll(std::string_view data) {
+        auto deadline = Clock::now() + kConnectTimeout;
+        while (!data.empty()) {
+            if (ssl_) {
+                size_t n = 0;
+                int r = SSL_write_ex(ssl_.get(), data.data(), data.size(), &n);
+                if (r == 1) {
+                    data.remove_prefix(n);
+                    continue;
+                }
+                int err = SSL_get_error(ssl_.get(), r);
+                if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) throwSsl("TLS write");
+                wait(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, "sending the request");
+            } else {
+                ssize_t n = ::send(fd_.get(), data.data(), data.size(), MSG_NOSIGNAL);
+                if (n >= 0) {
+                    data.remove_prefix(static_cast<size_t>(n));
+                } else if (errno == EAGAIN) {
+                    wait(POLLOUT, deadline, "sending the request");
+                } else if (errno != EINTR) {
+                    throwErrno("send");
+                }
+            }
+        }
+    }
+
+    // Bytes read, 0 when the server closed the connection cleanly.
+    size_t read(char* buf, size_t size, std::chrono::seconds idle) {
+        auto deadline = Clock::now() + idle;
+        const std::string what = "waiting for the API server (no data for " + std::to_string(idle.count()) + " s)";
+        while (true) {
+            if (ssl_) {
+                size_t n = 0;
+                int r = SSL_read_ex(ssl_.get(), buf, size, &n);
+                if (r == 1) return n;
+                int err = SSL_get_error(ssl_.get(), r);
+                // A server that closes without close_notify ends the stream just
+                // as well; whether the body was complete is the parser's call.
+                if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) ||
+                    (err == SSL_ERROR_SSL && ERR_GET_REASON(ERR_peek_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING)) {
+                    ERR_clear_error();
+                    return 0;
+                }
+                if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE)
+                    throwSsl("connection lost (TLS read)");
+                wait(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, what);
+            } else {
+                ssize_t n = ::recv(fd_.get(), buf, size, 0);
+                if (n >= 0) return static_cast<size_t>(n);
+                if (errno == EAGAIN) {
+                    wait(POLLIN, deadline, what);
+                } else if (errno != EINTR) {
+                    throwErrno("connection lost (recv)");
+                }
+            }
+        }
+    }
+
+private:
+    void connectTcp(const KubeHttpClient::Url& url, Clock::time_point deadline) {
+        addrinfo hints{};
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        addrinfo* res = nullptr;
+        if (int rc = getaddrinfo(url.host.c_str(), url.port.c_str(), &hints, &res); rc != 0)
+            throw Error("resolve " + url.host + ": " + gai_strerror(rc));
+        std::unique_ptr<addrinfo, Deleter<freeaddrinfo>> guard(res);
+        std::string lastError;
+        for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+            fd_.reset(::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol));
+            if (!fd_) throwErrno("socket");
+            int err = 0;
+            if (::connect(fd_.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
+                if (errno != EINPROGRESS) {
+                    lastError = std::strerror(errno);
+                    continue;
+                }
+                wait(POLLOUT, deadline, "connect to " + url.host + ":" + url.port);
+                socklen_t len = sizeof err;
+                getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+            }
+            if (err != 0) {
+                lastError = std::strerror(err);
+                continue;
+            }
+            int one = 1, idle = 30, interval = 10, count = 3;
+            setsockopt(fd_.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            setsockopt(fd_.get(), SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+            setsockopt(fd_.get(), IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+            setsockopt(fd_.get(), IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+            setsockopt(fd_.get(), IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+            return;
+        }
+        throw Error("connect to " + url.host + ":" + url.port + ": " + lastError);
+    }
+
+    void wait(short events, Clock::time_point deadline, const std::string& what) {
+        while (true) {
+            auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+            if (left <= 0) throw Error(what + ": timed out");
+            pollfd fds[2] = {{fd_.get(), events, 0}, {wake_, POLLIN, 0}};
+            int n = ::poll(fds, 2, static_cast<int>(std::min<long long>(left, 60'000)));
+            if (n < 0 && errno != EINTR) throwErrno("poll");
+            if (fds[1].revents) throw Interrupted{};
+            if (n > 0 && fds[0].revents) return;  // POLLERR/POLLHUP too: the next call reports it
+        }
+    }
+
+    int wake_;
+    UniqueFd fd_;
+    SslCtx ctx_;
+    Ssl ssl_;
+};
 
 }  // namespace
 
-struct KubeHttpClient::Multi {
-    CURLM* m = curl_multi_init();
-    ~Multi() { curl_multi_cleanup(m); }
-};
-
-KubeHttpClient::KubeHttpClient(KubeCredentials creds) : creds_(std::move(creds)) {
-    globalInit();
-    multi_ = std::make_unique<Multi>();
-    if (!multi_->m) throw Error("curl_multi_init: failed");
+KubeHttpClient::Url KubeHttpClient::parseUrl(const std::string& server) {
+    Url u;
+    std::string rest;
+    if (server.rfind("https://", 0) == 0) {
+        rest = server.substr(8);
+    } else if (server.rfind("http://", 0) == 0) {
+        u.tls = false;
+        rest = server.substr(7);
+    } else {
+        throw Error("API server '" + server + "': expected https://host[:port]");
+    }
+    size_t slash = rest.find('/');
+    std::string authority = rest.substr(0, slash);
+    if (slash != std::string::npos) u.basePath = rest.substr(slash);
+    while (!u.basePath.empty() && u.basePath.back() == '/') u.basePath.pop_back();
+    if (!authority.empty() && authority.front() == '[') {
+        size_t close = authority.find(']');
+        if (close == std::string::npos) throw Error("API server '" + server + "': unterminated IPv6 address");
+        u.host = authority.substr(1, close - 1);
+        if (close + 1 < authority.size()) {
+            if (authority[close + 1] != ':') throw Error("API server '" + server + "': junk after the IPv6 address");
+            u.port = authority.substr(close + 2);
+        }
+    } else {
+        size_t colon = authority.find(':');
+        u.host = authority.substr(0, colon);
+        if (colon != std::string::npos) u.port = authority.substr(colon + 1);
+    }
+    if (u.host.empty() || u.host.find_first_of("@?# ") != std::string::npos)
+        throw Error("API server '" + server + "': no host");
+    if (u.port.empty()) u.port = u.tls ? "443" : "80";
+    if (u.port.find_first_not_of("0123456789") != std::string::npos || u.port.size() > 5 || std::stoi(u.port) == 0 ||
+        std::stoi(u.port) > 65535)
+        throw Error("API server '" + server + "': bad port '" + u.port + "'");
+    return u;
 }
 
-KubeHttpClient::~KubeHttpClient() = default;
+KubeHttpClient::KubeHttpClient(KubeCredentials creds)
+    : creds_(std::move(creds)), url_(parseUrl(creds_.server)), wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    if (!wake_) throwErrno("eventfd");
+}
 
 void KubeHttpClient::interrupt() {
     interrupted_ = true;
-    curl_multi_wakeup(multi_->m);
+    uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(wake_.get(), &one, sizeof one);  // stays readable: nobody reads it
 }
 
 KubeHttpClient::Result KubeHttpClient::get(const std::string& path, const OnData& onData,
                                            std::chrono::seconds idleTimeout) {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+
     Result r;
     if (interrupted_) {
         r.interrupted = true;
         return r;
     }
-    Easy easy(curl_easy_init());
-    if (!easy) throw Error("curl_easy_init: failed");
-    CURL* e = easy.get();
-    std::string url = creds_.server + path;
-    curl_easy_setopt(e, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(idleTimeout.count()));
-    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https,http");
-    Slist headers(curl_slist_append(nullptr, "Accept: application/json"));
+    std::string request = "GET " + url_.basePath + path + " HTTP/1.1\r\nHost: " +
+                          (url_.host.find(':') != std::string::npos ? "[" + url_.host + "]" : url_.host) + ":" +
+                          url_.port + "\r\nAccept: application/json\r\nUser-Agent: kovs-agent\r\n";
     std::string token = creds_.bearerToken();
-    if (!token.empty()) {
-        std::string auth = "Authorization: Bearer " + token;
-        headers.reset(curl_slist_append(headers.release(), auth.c_str()));
-    }
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers.get());
-    if (!creds_.caData.empty()) setBlob(e, CURLOPT_CAINFO_BLOB, creds_.caData);
-    if (!creds_.caFile.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, creds_.caFile.c_str());
-    if (!creds_.clientCertData.empty()) setBlob(e, CURLOPT_SSLCERT_BLOB, creds_.clientCertData);
-    if (!creds_.clientCertFile.empty()) curl_easy_setopt(e, CURLOPT_SSLCERT, creds_.clientCertFile.c_str());
-    if (!creds_.clientKeyData.empty()) setBlob(e, CURLOPT_SSLKEY_BLOB, creds_.clientKeyData);
-    if (!creds_.clientKeyFile.empty()) curl_easy_setopt(e, CURLOPT_SSLKEY, creds_.clientKeyFile.c_str());
-    if (creds_.insecureSkipTlsVerify) {
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    Transfer t{e, &onData};
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, writeCallback);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
-    char errbuf[CURL_ERROR_SIZE] = "";
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+    if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
+    request += "Connection: close\r\n\r\n";
 
-    CURLM* m = multi_->m;
-    curl_multi_add_handle(m, e);
-    CURLcode code = CURLE_OK;
-    bool done = false;
-    while (!done) {
-        int running = 0;
-        CURLMcode mc = curl_multi_perform(m, &running);
-        if (mc != CURLM_OK) {
-            curl_multi_remove_handle(m, e);
-            throw Error("GET " + url + ": curl_multi_perform: " + curl_multi_strerror(mc));
-        }
-        int queued = 0;
-        while (CURLMsg* msg = curl_multi_info_read(m, &queued)) {
-            if (msg->msg == CURLMSG_DONE) {
-                code = msg->data.result;
-                done = true;
+    HttpResponseParser parser;
+    bool aborted = false;
+    try {
+        Connection conn(url_, creds_, wake_.get());
+        conn.writeAll(request);
+        char buf[16384];
+        while (!parser.done()) {
+            size_t n = conn.read(buf, sizeof buf, idleTimeout);
+            if (n == 0) {
+                if (!parser.closeEndsBody())
+                    r.error = parser.headComplete() ? "connection closed before the end of the body"
+                                                    : "connection closed before a response";
+                break;
+            }
+            bool more = parser.feed({buf, n}, [&](std::string_view d) { return onData(parser.status(), d); });
+            if (!more) {
+                aborted = true;
+                r.error = "aborted by the client";
+                break;
             }
         }
-        if (done) break;
-        if (interrupted_) {
-            r.interrupted = true;
-            break;
-        }
-        curl_multi_poll(m, nullptr, 0, 1000, nullptr);
+    } catch (const Interrupted&) {
+        r.interrupted = true;
+    } catch (const Error& e) {
+        r.error = e.what();
     }
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r.status);
-    curl_multi_remove_handle(m, e);
-    r.complete = done && code == CURLE_OK;
-    if (!r.complete && !r.interrupted) {
-        r.error = t.aborted ? "aborted by the client" : (errbuf[0] ? errbuf : curl_easy_strerror(code));
-    }
+    ERR_clear_error();
+    r.status = parser.headComplete() ? parser.status() : 0;
+    r.complete = parser.done() && !aborted && !r.interrupted;
+    if (!r.complete && r.error.empty() && !r.interrupted) r.error = "incomplete response";
     return r;
 }
 
