@@ -1,7 +1,13 @@
 #include "agent/HealthServer.hpp"
 
-#include <httplib.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 
+#include <cstring>
 #include <future>
 #include <optional>
 
@@ -9,6 +15,8 @@
 
 namespace kovs {
 namespace {
+
+constexpr size_t kMaxRequestHead = 8192;
 
 // Runs fn on the loop and waits for it; nullopt when the loop did not answer in time.
 template <typename T>
@@ -26,52 +34,134 @@ std::optional<T> onLoop(EventLoop& loop, std::function<T()> fn) {
     return future.get();
 }
 
+struct Reply {
+    int status;
+    std::string body;
+    std::string type = "text/plain";
+};
+
+const char* reason(int status) {
+    switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    default: return "Service Unavailable";
+    }
+}
+
+void sendAll(int fd, std::string_view data) {
+    while (!data.empty()) {
+        ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;  // the client went away or stalled past SO_SNDTIMEO
+        data.remove_prefix(static_cast<size_t>(n));
+    }
+}
+
 }  // namespace
 
 HealthServer::HealthServer(EventLoop& loop, const std::string& address, HealthHandlers handlers)
-    : loop_(loop), handlers_(std::move(handlers)), server_(std::make_unique<httplib::Server>()) {
+    : loop_(loop), handlers_(std::move(handlers)), stop_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    if (!stop_) throwErrno("eventfd");
     auto colon = address.rfind(':');
-    int port = -1;
-    if (colon != std::string::npos) {
-        try {
-            port = std::stoi(address.substr(colon + 1));
-        } catch (const std::exception&) {
+    std::string host = colon == std::string::npos ? "" : address.substr(0, colon);
+    std::string port = colon == std::string::npos ? "" : address.substr(colon + 1);
+    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    if (colon == std::string::npos || port.empty() || port.size() > 5 ||
+        port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) > 65535)
+        throw Error("metrics address '" + address + "': expected host:port");
+
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* res = nullptr;
+    if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res); rc != 0)
+        throw Error("metrics address '" + address + "': " + gai_strerror(rc));
+    std::string why = "no address";
+    for (addrinfo* ai = res; ai && !listen_; ai = ai->ai_next) {
+        UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+        int one = 1;
+        if (fd) setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (fd && ::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd.get(), 16) == 0) {
+            listen_ = std::move(fd);
+        } else {
+            why = std::strerror(errno);
         }
     }
-    if (colon == std::string::npos || port < 0 || port > 65535)
-        throw Error("metrics address '" + address + "': expected host:port");
-    std::string host = address.substr(0, colon);
-    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-
-    server_->Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
-        auto alive = onLoop<bool>(loop_, [] { return true; });
-        res.status = alive ? 200 : 503;
-        res.set_content(alive ? "ok\n" : "event loop not responding\n", "text/plain");
-    });
-    server_->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-        auto why = onLoop<std::string>(loop_, handlers_.ready);
-        bool ok = why && why->empty();
-        res.status = ok ? 200 : 503;
-        res.set_content(ok ? "ready\n" : (why ? *why : "event loop not responding") + "\n", "text/plain");
-    });
-    server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-        auto text = onLoop<std::string>(loop_, handlers_.metrics);
-        res.status = text ? 200 : 503;
-        res.set_content(text ? *text : "event loop not responding\n", "text/plain; version=0.0.4");
-    });
-    if (port == 0) {
-        port_ = server_->bind_to_any_port(host);
-        if (port_ <= 0) throw Error("metrics address '" + address + "': cannot bind");
-    } else {
-        if (!server_->bind_to_port(host, port)) throw Error("metrics address '" + address + "': cannot bind (in use?)");
-        port_ = port;
-    }
-    thread_ = std::thread([this] { server_->listen_after_bind(); });
+    freeaddrinfo(res);
+    if (!listen_) throw Error("metrics address '" + address + "': cannot listen: " + why);
+    sockaddr_storage bound{};
+    socklen_t len = sizeof bound;
+    getsockname(listen_.get(), reinterpret_cast<sockaddr*>(&bound), &len);
+    port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                              : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    thread_ = std::thread([this] { serve(); });
 }
 
 HealthServer::~HealthServer() {
-    server_->stop();
+    uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(stop_.get(), &one, sizeof one);
     if (thread_.joinable()) thread_.join();
+}
+
+void HealthServer::serve() {
+    while (true) {
+        pollfd fds[2] = {{listen_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
+        if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+        if (fds[1].revents) return;
+        if (!fds[0].revents) continue;
+        UniqueFd conn(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        if (conn) answer(conn.get());
+    }
+}
+
+void HealthServer::answer(int conn) {
+    // A client that stalls holds the server for at most these timeouts.
+    timeval timeout{2, 0};
+    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    std::string head;
+    char buf[2048];
+    while (head.find("\r\n\r\n") == std::string::npos && head.size() <= kMaxRequestHead) {
+        ssize_t n = ::recv(conn, buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        head.append(buf, static_cast<size_t>(n));
+    }
+
+    // "GET /metrics?x HTTP/1.1"
+    std::string_view line = std::string_view(head).substr(0, head.find("\r\n"));
+    size_t sp1 = line.find(' ');
+    size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+    Reply reply{400, "bad request\n"};
+    if (size_t end = head.find("\r\n\r\n"); end == std::string::npos || end > kMaxRequestHead) {
+        reply.body = "request headers too long\n";
+    } else if (sp2 != std::string_view::npos && line.substr(sp2 + 1).rfind("HTTP/1.", 0) == 0) {
+        std::string_view method = line.substr(0, sp1);
+        std::string_view path = line.substr(sp1 + 1, sp2 - sp1 - 1);
+        path = path.substr(0, path.find('?'));
+        if (method != "GET") {
+            reply = {405, "only GET is served here\n"};
+        } else if (path == "/healthz") {
+            bool alive = onLoop<bool>(loop_, [] { return true; }).has_value();
+            reply = {alive ? 200 : 503, alive ? "ok\n" : "event loop not responding\n"};
+        } else if (path == "/readyz") {
+            auto why = onLoop<std::string>(loop_, handlers_.ready);
+            bool ok = why && why->empty();
+            reply = {ok ? 200 : 503, ok ? "ready\n" : (why ? *why : "event loop not responding") + "\n"};
+        } else if (path == "/metrics") {
+            auto text = onLoop<std::string>(loop_, handlers_.metrics);
+            reply = {text ? 200 : 503, text ? *text : "event loop not responding\n", "text/plain; version=0.0.4"};
+        } else {
+            reply = {404, "not found: /healthz, /readyz and /metrics are served here\n"};
+        }
+    }
+    std::string out = "HTTP/1.1 " + std::to_string(reply.status) + " " + reason(reply.status) +
+                      "\r\nContent-Type: " + reply.type + "\r\nContent-Length: " + std::to_string(reply.body.size()) +
+                      "\r\nConnection: close\r\n\r\n" + reply.body;
+    sendAll(conn, out);
 }
 
 }  // namespace kovs

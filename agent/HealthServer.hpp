@@ -1,18 +1,17 @@
 #pragma once
-// /healthz, /readyz and /metrics over HTTP (cpp-httplib on its own thread).
+// /healthz, /readyz and /metrics over plain HTTP/1.1, on a thread of its own.
 // Every answer is computed on the agent's event loop (the request is posted
 // there), so a wedged loop makes /healthz fail — which is what liveness
-// probes are for.
+// probes are for. One request per connection, one connection at a time:
+// the clients are the kubelet's probes and a Prometheus scraper. Hand-written
+// instead of cpp-httplib, whose shared library initialises OpenSSL when it is
+// loaded — a fifth of the agent's memory target (docs/benchmarks.md).
 #include <functional>
-#include <memory>
 #include <string>
 #include <thread>
 
 #include "base/EventLoop.hpp"
-
-namespace httplib {
-class Server;
-}
+#include "base/UniqueFd.hpp"
 
 namespace kovs {
 
@@ -23,7 +22,7 @@ struct HealthHandlers {
 
 class HealthServer {
 public:
-    // address: "host:port". Throws kovs::Error when it cannot bind.
+    // address: "host:port" (port 0: any free port). Throws kovs::Error when it cannot bind.
     HealthServer(EventLoop& loop, const std::string& address, HealthHandlers handlers);
     ~HealthServer();
     HealthServer(const HealthServer&) = delete;
@@ -32,9 +31,13 @@ public:
     int port() const { return port_; }
 
 private:
+    void serve();
+    void answer(int conn);
+
     EventLoop& loop_;
     HealthHandlers handlers_;
-    std::unique_ptr<httplib::Server> server_;
+    UniqueFd listen_;
+    UniqueFd stop_;  // eventfd
     std::thread thread_;
     int port_ = 0;
 };

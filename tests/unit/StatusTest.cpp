@@ -2,6 +2,8 @@
 // Prometheus text they serve, over real sockets on this machine.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -198,4 +200,56 @@ TEST(HealthServer, RejectsABadAddress) {
     EventLoop loop;
     EXPECT_THROW(HealthServer(loop, "localhost", {}), Error);
     EXPECT_THROW(HealthServer(loop, "127.0.0.1:99999", {}), Error);
+    EXPECT_THROW(HealthServer(loop, "no-such-host.invalid:9474", {}), Error);
+    HealthServer taken(loop, "127.0.0.1:0", {});
+    try {
+        HealthServer(loop, "127.0.0.1:" + std::to_string(taken.port()), {});
+        FAIL() << "bound a port already in use";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("Address already in use"), std::string::npos) << e.what();
+    }
+}
+
+// The raw answer to one raw request, over a fresh connection.
+std::string exchange(int port, const std::string& request) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+    ::shutdown(fd, SHUT_WR);
+    std::string out;
+    char buf[4096];
+    while (true) {
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        out.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    return out.substr(0, out.find("\r\n"));
+}
+
+TEST(HealthServer, AnswersBadRequestsWithTheRightStatus) {
+    LoopThread lt;
+    HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
+    lt.start();
+    EXPECT_EQ(exchange(server.port(), "GET /readyz?verbose HTTP/1.1\r\nHost: x\r\n\r\n"), "HTTP/1.1 200 OK");
+    EXPECT_EQ(exchange(server.port(), "GET /nope HTTP/1.1\r\n\r\n"), "HTTP/1.1 404 Not Found");
+    EXPECT_EQ(exchange(server.port(), "POST /metrics HTTP/1.1\r\n\r\n"), "HTTP/1.1 405 Method Not Allowed");
+    EXPECT_EQ(exchange(server.port(), "hello\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+    EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\n"), "");  // closed before the head ended
+    EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\nX: " + std::string(9000, 'a') + "\r\n\r\n"),
+              "HTTP/1.1 400 Bad Request");
+    // A client that connects and says nothing holds the server for its 2 s read timeout, no longer.
+    int idle = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(server.port()));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(idle, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK");
+    ::close(idle);
+    lt.join();
 }
