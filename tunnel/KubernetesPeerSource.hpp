@@ -2,9 +2,9 @@
 // Peers from the Kubernetes API: list /api/v1/nodes, then watch from the
 // list's resourceVersion with bookmarks.
 //
-// Threading: libcurl runs blocking on one worker thread owned by this class
-// (simpler to reason about than driving curl multi from the EventLoop, and a
-// slow API server can never stall the agent's loop). The worker keeps the
+// Threading: KubeHttpClient runs blocking on one worker thread owned by this
+// class (simpler to reason about than a non-blocking client on the EventLoop,
+// and a slow API server can never stall the agent's loop). The worker keeps the
 // peer map; each time it changes, a copy is post()ed to the EventLoop, so the
 // callback runs on the loop thread like every other reconciler input.
 //
