@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <fstream>
 #include <functional>
 #include <net/if.h>
 #include <set>
@@ -11,6 +12,7 @@
 
 #include "agent/NetworkdDropins.hpp"
 #include "agent/NetworkdInterfaces.hpp"
+#include "datapath/PacketSocketBuffers.hpp"
 #include "tunnel/FilePeerSource.hpp"
 #include "tunnel/KubeConfig.hpp"
 #include "tunnel/KubernetesPeerSource.hpp"
@@ -119,7 +121,10 @@ void Agent::convergeBridges() {
     bridges_->start();
     if (!bridges_->reconcileOnce(std::chrono::seconds(30)))
         throw Error("bridges did not converge within 30 s: " + bridges_->lastError());
-    ovsdb_->addChangeHandler([this] { reconcileFlows(false); });
+    ovsdb_->addChangeHandler([this] {
+        reconcileFlows(false);
+        sizeSocketBuffers();
+    });
 }
 
 // OVSDB holding a bridge does not mean ovs-vswitchd has made its device yet.
@@ -270,9 +275,33 @@ void Agent::reconcileFlows(bool force) {
     }
 }
 
+// vswitchd opens a socket at the kernel's default size for every port it
+// adds and after a restart; already-sized sockets are left alone.
+void Agent::sizeSocketBuffers() {
+    if (config_.ovs.socketBufferKiB == 0) return;
+    std::string pidfile = config_.ovs.rundir + "/ovs-vswitchd.pid";
+    pid_t pid = 0;
+    std::ifstream(pidfile) >> pid;
+    try {
+        if (pid <= 0) throw Error(pidfile + ": no pid");
+        auto r = sizePacketSocketBuffers(pid, config_.ovs.socketBufferKiB * 1024);
+        if (r.resized > 0)
+            spdlog::info("ovs-vswitchd (pid {}): {} of {} packet socket(s) given {} KiB buffers", pid, r.resized,
+                         r.sockets, config_.ovs.socketBufferKiB);
+        socketBufferResizes_ += static_cast<uint64_t>(r.resized);
+        socketBufferError_.clear();
+    } catch (const Error& e) {
+        // Throughput suffers, nothing breaks: say so once, not every resync.
+        if (socketBufferError_ != e.what())
+            spdlog::warn("ovs-vswitchd socket buffers left at the kernel default: {}", e.what());
+        socketBufferError_ = e.what();
+    }
+}
+
 void Agent::resync() {
     if (bridges_) bridges_->trigger();
     reconcileFlows(true);
+    sizeSocketBuffers();
     loop_.after(config_.resync, [this] { resync(); });
 }
 
@@ -286,6 +315,7 @@ void Agent::start() {
     if (standalone()) flows_ = std::make_unique<FlowTable>(config_.bridge.integration, config_.ovs.rundir);
     startPeers();
     reconcileFlows(true);
+    sizeSocketBuffers();
     statusServer_ = std::make_unique<StatusServer>(loop_, config_.statusSocket, [this](const nlohmann::json& req) {
         auto cmd = req.value("command", "");
         if (cmd == "status") return status();
@@ -382,6 +412,8 @@ nlohmann::json Agent::status() const {
     }
     s["peers"] = peers;
     if (flows_) s["flows"] = {{"installs", flowInstalls_}, {"error", flowError_}};
+    if (config_.ovs.socketBufferKiB)
+        s["socketBuffers"] = {{"kib", config_.ovs.socketBufferKiB}, {"resized", socketBufferResizes_}, {"error", socketBufferError_}};
     json recent = json::array();
     for (const auto& r : recentRepairs_) recent.push_back({{"time", r.time}, {"kind", r.kind}, {"detail", r.detail}});
     s["recentRepairs"] = recent;
@@ -427,6 +459,8 @@ std::string Agent::metrics() const {
     }
     cniStats_.write(m);
     if (flows_) m.counter("kovs_flow_installs_total", "Flow table installs (replace-flows bundles).", static_cast<double>(flowInstalls_));
+    m.counter("kovs_vswitchd_socket_resizes_total", "ovs-vswitchd AF_PACKET sockets given larger buffers (ovs.socketBufferKiB).",
+              static_cast<double>(socketBufferResizes_));
     return m.str();
 }
 

@@ -66,6 +66,7 @@ private:
     void startPeers();
     void onPeers(const tunnel::PeerSet& peers);
     void reconcileFlows(bool force);
+    void sizeSocketBuffers();
     void resync();
     void recordRepair(const std::string& kind, const std::string& detail);
     GatewayGuardOptions gatewayOptions() const;
@@ -94,6 +95,8 @@ private:
     bool peersKnown_ = false;
     std::string flowError_;
     uint64_t flowInstalls_ = 0;
+    uint64_t socketBufferResizes_ = 0;
+    std::string socketBufferError_;
     LatencyHistogram gatewayRestoreLatency_;
     CniStats cniStats_;
     std::map<std::string, uint64_t> repairs_;

@@ -181,6 +181,12 @@ Config parseConfig(const std::string& text) {
     ovs.str("db", c.ovs.db);
     ovs.str("dbPath", c.ovs.dbPath);
     ovs.str("schema", c.ovs.schema);
+    if (ovs.has("socketBufferKiB")) {
+        c.ovs.socketBufferKiB = static_cast<int>(ovs.integer("socketBufferKiB", 0, 262144));
+        if (c.ovs.socketBufferKiB != 0 && c.ovs.socketBufferKiB < 256)
+            ovs.fail("socketBufferKiB", "expected 0 (OVS's default) or 256-262144, got '" +
+                                            std::to_string(c.ovs.socketBufferKiB) + "'");
+    }
     if (!c.ovs.db.empty() && c.ovs.db.rfind("unix:", 0) != 0 && c.ovs.db.rfind("tcp:", 0) != 0)
         ovs.fail("db", "expected unix:/path or tcp:host:port, got '" + c.ovs.db + "'");
     ovs.rejectUnknown();

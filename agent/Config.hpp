@@ -25,6 +25,7 @@ struct Config {
         std::string db;          // default: unix:<rundir>/db.sock
         std::string dbPath = "/etc/openvswitch/conf.db";
         std::string schema = "/usr/share/openvswitch/vswitch.ovsschema";
+        int socketBufferKiB = 4096;  // vswitchd's AF_PACKET buffers (PacketSocketBuffers.hpp); 0: OVS's default
     } ovs;
 
     struct Bridge {

@@ -20,7 +20,7 @@
 # for the first one's to stop.
 #
 # Nodes get exactly the capabilities the agent needs (NET_ADMIN, SYS_ADMIN,
-# NET_RAW, IPC_LOCK, SYS_NICE: docs/kind.md) and /dev/net/tun; --privileged
+# NET_RAW, IPC_LOCK, SYS_NICE, SYS_PTRACE: docs/kind.md) and /dev/net/tun; --privileged
 # is refused on the machines this runs on. The kovs binaries are bind-mounted
 # read-only, so a rebuild needs no new image; CLUSTER_DIR is bind-mounted at
 # the same path, so configs, logs, leases and the peer list are shared.
@@ -392,6 +392,7 @@ node_up() {
         --label "kovs.cluster=$CLUSTER_PREFIX" --label "kovs.node=$n" \
         --network "$DOCKER_NETWORK" --ip "$(node_ip "$n")" \
         --cap-add NET_ADMIN --cap-add SYS_ADMIN --cap-add NET_RAW --cap-add IPC_LOCK --cap-add SYS_NICE \
+        --cap-add SYS_PTRACE \
         --device /dev/net/tun --sysctl net.ipv4.ip_forward=1 --init "${security[@]}" \
         --tmpfs /run --tmpfs /tmp \
         -v "$CLUSTER_DIR:$CLUSTER_DIR" \

@@ -33,6 +33,22 @@ for src in 1 2 3; do for dst in 1 2 3; do
 done; done
 pass "UDP between pods on all node pairs"
 
+# ovs-vswitchd's AF_PACKET sockets (2 pod ports + the uplink, and its send
+# socket) carry the agent's 4 MiB buffers, not the kernel's 208 KiB.
+for n in 1 2 3; do
+    pid=$(in_node "$n" cat "$(node_dir "$n")/run/ovs-vswitchd.pid")
+    sizes=$(in_node "$n" ss -0 -a -m -p | awk -v pid="pid=$pid," '
+        index($0, pid) { want = 1 }
+        want && match($0, /rb[0-9]+/) { print substr($0, RSTART + 2, RLENGTH - 2); want = 0 }')
+    [ "$(wc -w <<<"$sizes")" -ge 3 ] || fail "node $n: expected at least 3 AF_PACKET sockets of ovs-vswitchd, got: $sizes
+$(node_status "$n" | jq -c .socketBuffers)"
+    for s in $sizes; do
+        [ "$s" -ge 4194304 ] || fail "node $n: an ovs-vswitchd packet socket has a ${s}-byte receive buffer
+$(node_status "$n" | jq -c .socketBuffers)"
+    done
+done
+pass "ovs-vswitchd's packet sockets have 4 MiB receive buffers on every node"
+
 for n in 1 2 3; do
     out=$(kovsctl "$n" doctor) || fail "doctor on node $n failed on a healthy cluster:
 $out"

@@ -19,6 +19,9 @@ TEST(Config, DefaultsNeedOnlyThePodCidr) {
     EXPECT_EQ(c.uplink.mtu, 0) << "the interface's own, resolved when the agent starts";
     EXPECT_EQ(c.ovsdbRemote(), "unix:/var/run/openvswitch/db.sock");
     EXPECT_EQ(c.gateway.resync, std::chrono::seconds(10));
+    EXPECT_EQ(c.ovs.socketBufferKiB, 4096);
+    EXPECT_EQ(parseConfig("node: {podCIDR: 10.0.0.0/24}\novs: {socketBufferKiB: 0}\n").ovs.socketBufferKiB, 0)
+        << "0 leaves OVS's default";
 }
 
 TEST(Config, FullFileIsRead) {
@@ -82,6 +85,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\nmode: hybrid\n", "mode: expected one of companion, standalone, got 'hybrid'"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\novs: {manage: maybe}\n", "ovs.manage: expected true or false"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\novs: {db: /var/run/db.sock}\n", "ovs.db: expected unix:/path or tcp:host:port"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\novs: {socketBufferKiB: 100}\n", "ovs.socketBufferKiB: expected 0 (OVS's default) or 256-262144, got '100'"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\novs: {socketBufferKiB: 4MiB}\n", "ovs.socketBufferKiB: expected an integer"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {resync: soon}\n", "gateway.resync: expected a duration"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {resync: -1s}\n", "gateway.resync"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {addresses: 10.0.0.1/24}\n", "gateway.addresses: expected a list"},

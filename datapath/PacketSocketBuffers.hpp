@@ -1,0 +1,45 @@
+#pragma once
+// Sizes ovs-vswitchd's AF_PACKET socket buffers from outside the process.
+//
+// The userspace datapath reads every `system` port (pod veths, the uplink)
+// through an AF_PACKET socket that OVS 3.1 leaves at the kernel default of
+// 208 KiB. A TCP burst overflows it, and the drops came back as 30,000-60,000
+// retransmits per 5 s of iperf3 across nodes. OVS has no setting for it and
+// net.core.rmem_default is host-wide, so the agent resizes vswitchd's own
+// sockets: pidfd_getfd(2) duplicates each one into the agent (the same socket
+// object), and SO_RCVBUFFORCE / SO_SNDBUFFORCE on the duplicate changes it
+// for OVS. Measured: retransmits to ~0 and 1.5x pod-to-pod throughput at MTU
+// 1500, 2.2x at 9000 (docs/benchmarks.md).
+//
+// Needs CAP_NET_ADMIN, and ptrace access to vswitchd (root with
+// CAP_SYS_PTRACE, or vswitchd's parent without Yama restrictions). OVS opens
+// a new socket, at the default size, for every port it adds and after every
+// restart: apply() is idempotent and cheap, call it on port changes and on
+// every resync.
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace kovs {
+
+struct PacketSocketResult {
+    int sockets = 0;  // AF_PACKET sockets vswitchd holds
+    int resized = 0;  // of which this call enlarged
+};
+
+// `bytes`: the size getsockopt() should report for both buffers (the kernel
+// doubles what is set, so half of it is requested). Throws kovs::Error when
+// the sockets cannot be reached (no such process, EPERM from pidfd_getfd...).
+PacketSocketResult sizePacketSocketBuffers(pid_t vswitchd, int bytes);
+
+// The buffer sizes getsockopt() reports for each AF_PACKET socket of `pid`,
+// by interface name ("" for unbound sockets): for tests and kovsctl doctor.
+struct PacketSocketInfo {
+    std::string ifname;
+    int rcvbuf = 0;
+    int sndbuf = 0;
+};
+std::vector<PacketSocketInfo> packetSockets(pid_t pid);
+
+}  // namespace kovs
