@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# kovs-agent footprint at idle with 100 peers in the peers file (issue 6):
-# VmRSS and CPU (utime+stime over an idle window) of every agent, next to the
-# targets (<= 10 MiB RSS, <= 0.5 % of a core), with ovs-vswitchd and
-# ovsdb-server as context.
+# kovs-agent footprint at idle with 100 peers (issue 6): VmRSS and CPU
+# (utime+stime over an idle window) of every agent, next to the targets
+# (<= 10 MiB RSS, <= 0.5 % of a core), with ovs-vswitchd and ovsdb-server as
+# context. Measured twice in one run, once per peer source:
 #
-# The peers file lists 3 real nodes and 97 fake ones. The fakes are addresses
+#  file        peers from the peers file, the setting the issue states the
+#              target for.
+#  kubernetes  the same agents restarted with peers from the Kubernetes API,
+#              as in a kind cluster: kube_api_mock.py in the underlay
+#              namespace serves a NodeList of the same peers over HTTPS
+#              (self-signed certificate, bearer token), then a chunked watch
+#              carrying a bookmark every few seconds. The agent then loads
+#              and initialises OpenSSL and parses the list, which the file
+#              source never does; these rows are context for kind users.
+#
+# The peer list holds 3 real nodes and 97 fake ones. The fakes are addresses
 # on one namespace plugged into the underlay bridge, so they answer ARP: each
 # agent resolves all 99 peers, programs their OVS routes and tunnel
 # neighbours, and settles into the idle state a real 100-node cluster has
@@ -13,8 +23,10 @@
 # reconciler in its retry back-off instead, which is not idle.
 #
 #   KOVS_BENCH_FOOTPRINT_NODES    real nodes (default 3)
-#   KOVS_BENCH_FOOTPRINT_PEERS    entries in the peers file (default 100, at most 250)
+#   KOVS_BENCH_FOOTPRINT_PEERS    peers in the list (default 100, at most 250)
 #   KOVS_BENCH_FOOTPRINT_SECONDS  idle window (default 30: one full 30 s resync falls inside)
+#   KOVS_BENCH_FOOTPRINT_SOURCES  peer sources to measure: "file", "kubernetes" or both
+#                                 (default "file kubernetes"; always run in that order)
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -27,6 +39,23 @@ if ! [[ $peers =~ ^[0-9]+$ ]] || (( peers < nodes || peers > 250 )); then
 fi
 if ! [[ $window =~ ^[0-9]+$ ]] || (( window < 5 )); then
     die "KOVS_BENCH_FOOTPRINT_SECONDS: expected at least 5, got '$window'"
+fi
+sources=${KOVS_BENCH_FOOTPRINT_SOURCES:-file kubernetes}
+declare -A measure=()
+read -ra words <<<"$sources"
+for s in "${words[@]}"; do
+    [[ $s == file || $s == kubernetes ]] ||
+        die "KOVS_BENCH_FOOTPRINT_SOURCES: '$s' is not a peer source (expected 'file', 'kubernetes' or both, got '$sources')"
+    [ -z "${measure[$s]:-}" ] || die "KOVS_BENCH_FOOTPRINT_SOURCES: '$s' given twice in '$sources'"
+    measure[$s]=1
+done
+phases=()
+for s in file kubernetes; do [ -z "${measure[$s]:-}" ] || phases+=("$s"); done
+if [ -n "${measure[kubernetes]:-}" ]; then
+    for tool in python3 openssl; do
+        command -v "$tool" >/dev/null ||
+            die "$tool not found: the kubernetes phase needs it for the mock API server (KOVS_BENCH_FOOTPRINT_SOURCES=file skips that phase)"
+    done
 fi
 
 # The fake nodes node$((nodes+1))..node$peers: their node IPs on one namespace
@@ -74,8 +103,66 @@ activity() {
              END {if (NR) printf "%d %d %d %d\n", c, t, r, f}' || true
 }
 
+# The mock API server, where kind's is: on the Docker network's host side,
+# which every node reaches on the underlay.
+api_addr=172.18.0.1
+api_port=6443
+api_dir() { echo "$CLUSTER_DIR/kube-api"; }
+# Started in the underlay namespace, so cluster_down's sweep of the cluster's
+# namespaces kills it on every exit path; --parent covers a benchmark killed
+# too hard to run its trap.
+kube_api_up() {
+    local d; d=$(api_dir)
+    mkdir -p "$d"
+    # RSA 2048, as kubeadm's serving certificate: the handshake is part of what is measured.
+    openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=kube-apiserver \
+        -addext "subjectAltName=IP:$api_addr" -keyout "$d/apiserver.key" -out "$d/apiserver.crt" 2>"$d/openssl.log" ||
+        { cat "$d/openssl.log" >&2; die "openssl: cannot make the mock API server's certificate"; }
+    openssl rand -hex 16 > "$d/token"
+    ip netns exec "$(uly)" python3 "$(dirname "$0")/kube_api_mock.py" --listen "$api_addr" --port "$api_port" \
+        --cert "$d/apiserver.crt" --key "$d/apiserver.key" --token-file "$d/token" --peers "$CLUSTER_DIR/peers.yaml" \
+        --ready-file "$d/ready" --parent $$ --log "$d/requests.log" >"$d/mock.log" 2>&1 &
+    disown   # its kill -9 by cluster_down is expected, not worth a "Killed" line from bash
+    wait_for "the mock API server to listen" 15 test -s "$d/ready" ||
+        { tail -5 "$d/mock.log" "$d/requests.log" >&2 2>/dev/null; die "the mock API server did not start"; }
+}
+# What the agent of node N reads its peers from in the kubernetes phase: a
+# kubeconfig like kind's, with a bearer token instead of a client certificate.
+kubeconfig() {
+    local d; d=$(api_dir)
+    cat <<YAML
+apiVersion: v1
+kind: Config
+clusters:
+- name: kind-kovs
+  cluster:
+    server: https://$api_addr:$api_port
+    certificate-authority-data: $(base64 -w0 < "$d/apiserver.crt")
+contexts:
+- name: kovs-agent@kind-kovs
+  context: {cluster: kind-kovs, user: kovs-agent}
+current-context: kovs-agent@kind-kovs
+users:
+- name: kovs-agent
+  user: {token: $(cat "$d/token")}
+YAML
+}
+# Node N's agent config with the peers line switched to the Kubernetes API.
+use_kubernetes_source() {
+    local n=$1 d line; d=$(node_dir "$1")
+    kubeconfig > "$d/kubeconfig"
+    line="peers: {source: kubernetes, kubeconfig: $d/kubeconfig}"
+    agent_config "$n" | sed "s|^peers: .*|$line|" > "$d/agent.yaml.tmp"
+    grep -qxF "$line" "$d/agent.yaml.tmp" || die "node $n: could not switch the agent config's peers line to: $line"
+    mv "$d/agent.yaml.tmp" "$d/agent.yaml"
+}
+# Requests node N's agent made to the mock API server so far.
+api_requests() { grep -cF " $(node_ip "$1") \"GET " "$(api_dir)/requests.log" || true; }
+# Node N's agent listed the nodes successfully: its peers came from the API.
+api_listed() { grep -qF " $(node_ip "$1") \"GET /api/v1/nodes HTTP/1.1\" 200 " "$(api_dir)/requests.log"; }
+
 need_netns_provider "the fake peers' namespace on the underlay bridge"
-echo "kovs-agent footprint at idle: $peers peers in the peers file ($nodes real nodes + $(( peers - nodes )) fakes answering ARP)"
+echo "kovs-agent footprint at idle: $peers peers ($nodes real nodes + $(( peers - nodes )) fakes answering ARP), peers from: ${phases[*]}"
 echo "build: $(build_description)"
 echo "machine: $(machine_description)"
 
@@ -91,47 +178,86 @@ done
 printf 'all %d agents ready, %d peers each with OVS route and tunnel neighbour, %.1f s after the peers file changed\n' \
     "$real_nodes" $(( peers - 1 )) "$(( ($(date +%s%N) - t0) / 1000000 ))e-3"
 
-# Let the burst of programming finish (replies, the first status polls), then measure.
-sleep 2
 procs=(kovs-agent ovs-vswitchd ovsdb-server)
-declare -A before act_before
-for n in $(seq 1 "$real_nodes"); do
-    for p in "${procs[@]}"; do before[$p/$n]=$(cpu_ticks "$(pid_of "$p" "$n")"); done
-    act_before[$n]=$(activity "$n")
-done
-w0=$(date +%s%N)
-echo "idle window: ${window} s"
-sleep "$window"
-w1=$(date +%s%N)
 hz=$(getconf CLK_TCK)
+rows=() work=()
+# One idle window with the agents' current peer source; appends a heading
+# and the table rows to rows, the agents' own counters of work to work.
+measure_idle() {
+    local source=$1 heading=$2 n p pid self0 child0 self1 child1 self child rss target a0 a1 c0 x0 r0 f0 c1 x1 r1 f1 api
+    local -A before act_before api_before
+    # Let the burst of programming finish (replies, the first status polls), then measure.
+    sleep 2
+    for n in $(seq 1 "$real_nodes"); do
+        for p in "${procs[@]}"; do before[$p/$n]=$(cpu_ticks "$(pid_of "$p" "$n")"); done
+        act_before[$n]=$(activity "$n")
+        if [ "$source" = kubernetes ]; then api_before[$n]=$(api_requests "$n"); fi
+    done
+    w0=$(date +%s%N)
+    echo "idle window ($source source): ${window} s"
+    sleep "$window"
+    w1=$(date +%s%N)
+
+    rows+=("-- $heading")
+    for p in "${procs[@]}"; do
+        for n in $(seq 1 "$real_nodes"); do
+            pid=$(pid_of "$p" "$n")
+            read -r self0 child0 <<<"${before[$p/$n]}"
+            read -r self1 child1 <<<"$(cpu_ticks "$pid")"
+            self=$(percent $(( self1 - self0 ))) child=$(percent $(( child1 - child0 )))
+            rss=$(status_kib "$pid" VmRSS)
+            target="(context)"
+            if [ "$p" = kovs-agent ]; then
+                target="RSS <= 10 MiB: $(verdict "$rss <= 10 * 1024"), CPU <= 0.5 %: $(verdict "$self + $child <= 0.5")"
+                if [ "$source" = kubernetes ]; then target+=" (kubernetes source, context)"; fi
+            fi
+            rows+=("$(printf '%-13s %-6s %7.1f %6.1f %6.1f %7.1f %8.3f %9.3f   %s' "$p" "node$n" "$(mib "$rss")" \
+                "$(mib "$(status_kib "$pid" RssAnon)")" "$(mib "$(status_kib "$pid" RssFile)")" \
+                "$(mib "$(status_kib "$pid" VmHWM)")" "$self" "$child" "$target")")
+        done
+    done
+
+    work+=("-- $heading")
+    for n in $(seq 1 "$real_nodes"); do
+        a0=${act_before[$n]} a1=$(activity "$n")
+        api=""
+        if [ "$source" = kubernetes ]; then api=", $(( $(api_requests "$n") - api_before[$n] )) API requests"; fi
+        if [ -z "$a0" ] || [ -z "$a1" ]; then work+=("  node$n: metrics not reachable$api"); continue; fi
+        read -r c0 x0 r0 f0 <<<"$a0"; read -r c1 x1 r1 f1 <<<"$a1"
+        work+=("  node$n: $(( c1 - c0 )) / $(( x1 - x0 )) / $(( r1 - r0 )) / $(( f1 - f0 ))$api")
+    done
+}
+
+if [ -n "${measure[file]:-}" ]; then
+    measure_idle file "peers from the file ($peers peers): the issue's target"
+fi
+
+if [ -n "${measure[kubernetes]:-}" ]; then
+    kube_api_up
+    list_kib=$(( $(cat "$(api_dir)/ready") / 1024 ))
+    echo "mock API server: https://$api_addr:$api_port in the underlay namespace, NodeList of $peers nodes shaped like kind's: $list_kib KiB"
+    t0=$(date +%s%N)
+    for n in $(seq 1 "$real_nodes"); do
+        agent_stop "$n" TERM
+        use_kubernetes_source "$n"
+        agent_start "$n"
+    done
+    for n in $(seq 1 "$real_nodes"); do
+        wait_for "node $n to program $(( peers - 1 )) peers from the API" 90 node_ready "$n" || { node_debug "$n"; exit 1; }
+        api_listed "$n" || { tail -20 "$(api_dir)/requests.log" >&2; die "node $n is ready but never listed the nodes from the mock API server"; }
+    done
+    printf 'all %d agents restarted with peers from the API and ready, %d peers each, %.1f s after the restart\n' \
+        "$real_nodes" $(( peers - 1 )) "$(( ($(date +%s%N) - t0) / 1000000 ))e-3"
+    measure_idle kubernetes "peers from the Kubernetes API ($peers nodes, HTTPS, $list_kib KiB NodeList, then a watch): context for kind"
+fi
 
 echo
 echo "RSS = anon (the process's own memory) + file (mapped binaries and shared libraries, shared with"
 echo "other processes using them). CPU in % of one core over the window: self (all threads) and the"
 echo "children it ran (ovs-ofctl); 1 clock tick = $(printf '%.3f' "$(echo "100 / $hz / $window" | bc -l)") % over ${window} s."
 printf '%-13s %-6s %7s %6s %6s %7s %8s %9s   %s\n' process node "RSS MiB" anon file "peak" "CPU self" "children" target
-for p in "${procs[@]}"; do
-    for n in $(seq 1 "$real_nodes"); do
-        pid=$(pid_of "$p" "$n")
-        read -r self0 child0 <<<"${before[$p/$n]}"
-        read -r self1 child1 <<<"$(cpu_ticks "$pid")"
-        self=$(percent $(( self1 - self0 ))) child=$(percent $(( child1 - child0 )))
-        rss=$(status_kib "$pid" VmRSS)
-        target="(context)"
-        if [ "$p" = kovs-agent ]; then
-            target="RSS <= 10 MiB: $(verdict "$rss <= 10 * 1024"), CPU <= 0.5 %: $(verdict "$self + $child <= 0.5")"
-        fi
-        printf '%-13s %-6s %7.1f %6.1f %6.1f %7.1f %8.3f %9.3f   %s\n' "$p" "node$n" "$(mib "$rss")" \
-            "$(mib "$(status_kib "$pid" RssAnon)")" "$(mib "$(status_kib "$pid" RssFile)")" \
-            "$(mib "$(status_kib "$pid" VmHWM)")" "$self" "$child" "$target"
-    done
-done
+printf '%s\n' "${rows[@]}"
 
 echo
 echo "agent work during the idle window (unixctl commands / OVSDB transactions / reconciles / flow installs):"
-for n in $(seq 1 "$real_nodes"); do
-    a0=${act_before[$n]} a1=$(activity "$n")
-    if [ -z "$a0" ] || [ -z "$a1" ]; then echo "  node$n: metrics not reachable"; continue; fi
-    read -r c0 x0 r0 f0 <<<"$a0"; read -r c1 x1 r1 f1 <<<"$a1"
-    echo "  node$n: $(( c1 - c0 )) / $(( x1 - x0 )) / $(( r1 - r0 )) / $(( f1 - f0 ))"
-done
+printf '%s\n' "${work[@]}"
