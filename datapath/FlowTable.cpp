@@ -61,7 +61,7 @@ std::string FlowTable::render(const FlowInputs& in) {
         // Answer the node kernel's ARP for any address of a peer's pod CIDR
         // with the gateway MAC: swap sender/target and reply out the same port.
         flows.push_back(fmt::format(
-            "priority=200,arp,arp_op=1,arp_tpa={} actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],mod_dl_src:{},"
+            "priority=200,arp,arp_op=1,arp_tpa={} actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:{}->eth_src,"
             "load:0x2->NXM_OF_ARP_OP[],move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],load:{}->NXM_NX_ARP_SHA[],"
             "move:NXM_OF_ARP_TPA[]->NXM_NX_REG0[],move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],"
             "move:NXM_NX_REG0[]->NXM_OF_ARP_SPA[],IN_PORT",
@@ -71,10 +71,10 @@ std::string FlowTable::render(const FlowInputs& in) {
     }
     for (const auto& p : in.pods) {
         checkEndpoint(p, "pod");
-        flows.push_back(fmt::format("priority=100,in_port={},ip,nw_dst={} actions=mod_dl_src:{},mod_dl_dst:{},output:{}",
+        flows.push_back(fmt::format("priority=100,in_port={},ip,nw_dst={} actions=set_field:{}->eth_src,set_field:{}->eth_dst,output:{}",
                                     in.tunnelOfport, p.ip, gw.mac, p.mac, p.ofport));
     }
-    flows.push_back(fmt::format("priority=95,in_port={},ip,nw_dst={} actions=mod_dl_dst:{},output:{}", in.tunnelOfport,
+    flows.push_back(fmt::format("priority=95,in_port={},ip,nw_dst={} actions=set_field:{}->eth_dst,output:{}", in.tunnelOfport,
                                 in.localCidr, gw.mac, gw.ofport));
     flows.push_back(fmt::format("priority=90,in_port={} actions=drop", in.tunnelOfport));
     flows.push_back("priority=10 actions=NORMAL");

@@ -1,6 +1,10 @@
 // The standalone flow table installed into a real userspace OVS bridge.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <sstream>
+#include <thread>
+
 #include "base/Error.hpp"
 #include "base/Process.hpp"
 #include "datapath/FlowTable.hpp"
@@ -51,6 +55,35 @@ TEST(FlowTable, InstallsAtomicallyAndOnlyWhenChanged) {
     ovs.ofctl({"del-flows", "br-int"});
     EXPECT_TRUE(table.install(in, /*force=*/true));
     EXPECT_EQ(countFlows(ovs.ofctl({"dump-flows", "br-int"})), 5);
+}
+
+// The agent force-installs on every resync. An unchanged table must come
+// through untouched: a modified flow loses its counters, and OVS revalidates
+// its datapath flows. OVS tells by the flow's age (duration), which a modify
+// resets.
+TEST(FlowTable, AForcedReinstallOfTheSameTableModifiesNoFlow) {
+    OvsSandbox ovs;
+    ovs.vsctl({"add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev", "fail_mode=secure", "--",
+               "add-port", "br-int", "tun0", "--", "set", "interface", "tun0", "type=vxlan", "options:remote_ip=flow",
+               "options:key=flow", "ofport_request=2"});
+    FlowInputs in;
+    in.tunnelOfport = 2;
+    in.gateway = {"aa:bb:cc:00:00:01", 65534};
+    in.localCidr = "10.244.1.0/24";
+    in.remotes = {{"10.244.2.0/24", "172.18.0.3"}};
+    in.pods = {{"10.244.1.5", "aa:bb:cc:00:00:05", 7}};
+    FlowTable table("br-int", ovs.dir());
+    ASSERT_TRUE(table.install(in));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    ASSERT_TRUE(table.install(in, /*force=*/true));
+    auto dump = ovs.ofctl({"dump-flows", "br-int"});
+    EXPECT_EQ(countFlows(dump), 6) << dump;
+    std::istringstream lines(dump);
+    for (std::string line; std::getline(lines, line);) {
+        auto at = line.find("duration=");
+        if (at == std::string::npos) continue;
+        EXPECT_GE(std::stod(line.substr(at + 9)), 1.0) << "modified by the reinstall: " << line;
+    }
 }
 
 TEST(FlowTable, ReportsOvsErrorsWithTheBridgeName) {

@@ -25,9 +25,9 @@ bool hasLine(const std::string& text, const std::string& line) { return text.fin
 TEST(FlowTable, RendersTheStandaloneTable) {
     auto t = FlowTable::render(twoNodeInputs());
     EXPECT_TRUE(hasLine(t, "priority=100,ip,nw_dst=10.244.2.0/24 actions=set_field:172.18.0.3->tun_dst,output:2")) << t;
-    EXPECT_TRUE(hasLine(t, "priority=100,in_port=2,ip,nw_dst=10.244.1.5 actions=mod_dl_src:aa:bb:cc:00:00:01,"
-                           "mod_dl_dst:0a:58:0a:f4:01:05,output:7")) << t;
-    EXPECT_TRUE(hasLine(t, "priority=95,in_port=2,ip,nw_dst=10.244.1.0/24 actions=mod_dl_dst:aa:bb:cc:00:00:01,output:1")) << t;
+    EXPECT_TRUE(hasLine(t, "priority=100,in_port=2,ip,nw_dst=10.244.1.5 actions=set_field:aa:bb:cc:00:00:01->eth_src,"
+                           "set_field:0a:58:0a:f4:01:05->eth_dst,output:7")) << t;
+    EXPECT_TRUE(hasLine(t, "priority=95,in_port=2,ip,nw_dst=10.244.1.0/24 actions=set_field:aa:bb:cc:00:00:01->eth_dst,output:1")) << t;
     EXPECT_TRUE(hasLine(t, "priority=90,in_port=2 actions=drop")) << t;
     EXPECT_TRUE(hasLine(t, "priority=10 actions=NORMAL")) << t;
     EXPECT_NE(t.find("priority=200,arp,arp_op=1,arp_tpa=10.244.2.0/24"), std::string::npos) << t;
