@@ -1,5 +1,7 @@
 #include "tunnel/KubernetesPeerSource.hpp"
 
+#include <malloc.h>
+
 #include <algorithm>
 
 #include "base/Error.hpp"
@@ -72,7 +74,12 @@ void KubernetesPeerSource::run() {
         }
         try {
             if (needList) {
-                if (!list()) {
+                bool listed = list();
+                // A NodeList of kind-shaped Nodes is ~5 KiB per node, several
+                // times that once parsed; this thread's malloc arena would keep
+                // the freed megabytes for good (measured: 3.6 MiB at 100 nodes).
+                malloc_trim(0);
+                if (!listed) {
                     if (!failed("list nodes failed")) return;
                     continue;
                 }
