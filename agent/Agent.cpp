@@ -67,6 +67,8 @@ GatewayGuardOptions Agent::gatewayOptions() const {
         for (const auto& a : config_.gateway.addresses) o.addresses.push_back(IpPrefix::parse(a));
     }
     for (const auto& r : config_.gateway.extraRoutes) o.routes.push_back({IpPrefix::parse(r).network(), std::nullopt});
+    // Peer pod-CIDR routes join once the peers are known (onPeers).
+    o.routesComplete = !standalone() || config_.peers.source == Config::PeerSourceKind::None || peersKnown_;
     o.resyncInterval = config_.gateway.resync;
     return o;
 }

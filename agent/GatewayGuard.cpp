@@ -132,6 +132,7 @@ void GatewayGuard::setRoutes(std::vector<GatewayRoute> routes) {
     next.routes = std::move(routes);
     validateRoutes(next);  // a bad route changes nothing
     opt_.routes = std::move(next.routes);
+    opt_.routesComplete = true;
     if (opt_.enabled) scheduleReconcile();
 }
 
@@ -314,7 +315,8 @@ void GatewayGuard::reconcileRoutes(int ifindex, Repairs& r) {
                 found[k] = matched = true;
             }
         }
-        if (onGateway && !matched && rtnl_route_get_protocol(rt) == kKovsRouteProtocol) stale.push_back(rt);
+        if (onGateway && !matched && rtnl_route_get_protocol(rt) == kKovsRouteProtocol && opt_.routesComplete)
+            stale.push_back(rt);
     }
     for (auto* rt : stale) {
         int rc = rtnl_route_delete(sock_.get(), rt, 0);

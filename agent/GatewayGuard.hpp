@@ -47,6 +47,11 @@ struct GatewayGuardOptions {
     int mtu = 1450;
     std::vector<IpPrefix> addresses;  // e.g. gatewayAddressFor(podCidr), IPv4 and/or IPv6
     std::vector<GatewayRoute> routes;
+    // false until the full route set is known (the agent's peers have not
+    // arrived yet): kovs routes on gw0 missing from `routes` are kept, not
+    // removed, until the first setRoutes(). An agent restart must not cut the
+    // node off from remote pods while the API server is slow or away.
+    bool routesComplete = true;
     std::chrono::milliseconds resyncInterval{10'000};
     // Events arriving within this delay share one reconcile.
     std::chrono::milliseconds coalesceDelay{1};

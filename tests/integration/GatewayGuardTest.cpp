@@ -216,6 +216,32 @@ TEST_F(GatewayGuardTest, StaleKovsRouteIsRemoved) {
     EXPECT_TRUE(consistent(last)) << last.describe();
 }
 
+// A restarted agent does not know its peers yet: the routes to their pod
+// CIDRs that the previous agent left on gw0 stay until the peers arrive.
+TEST_F(GatewayGuardTest, KovsRoutesStayUntilTheRouteSetIsComplete) {
+    runChecked({"ip", "link", "set", dev_, "up"});
+    runChecked({"ip", "route", "add", "10.244.7.0/24", "dev", dev_, "proto", "107"});
+    runChecked({"ip", "route", "add", "10.244.8.0/24", "dev", dev_, "proto", "107"});
+    opt_.routesComplete = false;
+    startGuard();
+    expectConsistentWithin("start-up", 2s);
+    guard_->onLoop([](GatewayGuard& g) { g.reconcileNow(); });
+    LinkView v = LinkView::read(dev_);
+    ASSERT_NE(v.route("10.244.7.0/24"), nullptr) << "removed before the peers were known: " << v.describe();
+    ASSERT_NE(v.route("10.244.8.0/24"), nullptr) << v.describe();
+
+    auto peer = IpPrefix::parse("10.244.7.0/24");
+    guard_->onLoop([&](GatewayGuard& g) {
+        auto routes = opt_.routes;
+        routes.push_back({peer, std::nullopt});
+        g.setRoutes(routes);
+    });
+    LinkView last;
+    EXPECT_TRUE(pollUntil([&] { return !(last = LinkView::read(dev_)).route("10.244.8.0/24"); }, 2s, 1ms))
+        << "the peer that is gone keeps its route: " << last.describe();
+    EXPECT_NE(last.route("10.244.7.0/24"), nullptr) << last.describe();
+}
+
 TEST_F(GatewayGuardTest, WaitsForAMissingLinkAndConfiguresItWhenItAppears) {
     runChecked({"ip", "link", "del", dev_});
     guard_ = std::make_unique<GuardThread>(opt_);
