@@ -13,6 +13,7 @@
 #include "agent/StatusServer.hpp"
 #include "base/Netlink.hpp"
 #include "datapath/OvsdbClient.hpp"
+#include "datapath/PacketSocketBuffers.hpp"
 #include "datapath/UnixctlClient.hpp"
 #include "offload/Ethtool.hpp"
 #include "offload/Netns.hpp"
@@ -129,8 +130,38 @@ void Doctor::checkOvs(std::vector<DoctorCheck>& out) {
         UnixctlClient ctl(config_.ovs.rundir);
         ctl.call("version");
         out.push_back(ok("vswitchd", fmt::format("ovs-vswitchd answers (pid {})", ctl.pid())));
+        checkSocketBuffers(ctl.pid(), out);
     } catch (const std::exception& e) {
         out.push_back(fail("vswitchd", e.what(), "start ovs-vswitchd, or set ovs.manage: true so the agent runs it"));
+    }
+}
+
+void Doctor::checkSocketBuffers(pid_t vswitchd, std::vector<DoctorCheck>& out) {
+    if (config_.ovs.socketBufferKiB == 0) {
+        out.push_back(skipped("socket-buffers", "ovs.socketBufferKiB is 0: vswitchd's packet sockets keep the kernel default"));
+        return;
+    }
+    std::vector<PacketSocketInfo> sockets;
+    try {
+        sockets = packetSockets(vswitchd);
+    } catch (const std::exception& e) {
+        out.push_back(skipped("socket-buffers", std::string("cannot inspect vswitchd's packet sockets: ") + e.what()));
+        return;
+    }
+    std::string small;
+    for (const auto& s : sockets) {
+        if (s.rcvbuf < config_.ovs.socketBufferKiB * 1024)
+            small += fmt::format("{}{} ({} KiB)", small.empty() ? "" : ", ", s.ifname.empty() ? "send socket" : s.ifname,
+                                 s.rcvbuf / 1024);
+    }
+    if (small.empty()) {
+        out.push_back(ok("socket-buffers", fmt::format("all {} of vswitchd's packet sockets have {} KiB buffers",
+                                                      sockets.size(), config_.ovs.socketBufferKiB)));
+    } else {
+        out.push_back(fail("socket-buffers", "vswitchd packet sockets below " + std::to_string(config_.ovs.socketBufferKiB) +
+                                                 " KiB, which TCP bursts overflow: " + small,
+                           "kovs-agent sizes them on every port change and resync; `kovsctl status` shows why it "
+                           "could not under socketBuffers (EPERM: grant SYS_PTRACE, docs/kind.md)"));
     }
 }
 

@@ -89,10 +89,19 @@ in_node 1 ip addr flush dev gw0
 doctor_finds "gw0 flushed" "FAIL  gateway .*address 10.244.1.1/24 missing"
 pass "kovsctl doctor finds gw0 flushed with the gateway guard paused (agent stopped)"
 
+# A port added while the agent cannot run gets vswitchd's default 208 KiB socket.
+in_node 1 ip link add kvtest0 type veth peer name kvtest0p
+in_node 1 ip link set kvtest0 up
+in_node 1 ovs-vsctl add-port br-int kvtest0
+doctor_finds "a packet socket at the kernel default" "FAIL  socket-buffers .*kvtest0 (208 KiB)"
+pass "kovsctl doctor finds a vswitchd packet socket left at the kernel default (agent stopped)"
+
 agent_signal 1 CONT
-wait_for "the resumed agent to repair gw0 and the tunnel neighbours (doctor clean)" 60 kovsctl 1 doctor
+wait_for "the resumed agent to repair gw0, the tunnel neighbours and the socket (doctor clean)" 60 kovsctl 1 doctor
 [ "$(in_node 1 ip -4 -o addr show dev gw0 | wc -l)" -eq "$gw_address_count" ] || fail "gw0 addresses not restored"
-pass "the resumed agent repaired both; doctor passes again"
+in_node 1 ovs-vsctl del-port br-int kvtest0
+in_node 1 ip link del kvtest0
+pass "the resumed agent repaired all three; doctor passes again"
 
 # Every CNI command on node 1 reached the agent's metrics: 2 pod ADDs, then
 # an ADD for a netns that does not exist, which fails.
