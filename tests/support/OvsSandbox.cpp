@@ -42,7 +42,18 @@ OvsSandbox::OvsSandbox(bool startVswitchd) {
     char tmpl[] = "/tmp/kovs-ovs-XXXXXX";
     if (!::mkdtemp(tmpl)) throwErrno("mkdtemp");
     dir_ = tmpl;
+    // Watchdog for a test binary that dies before its destructors run (a
+    // crash, a sanitizer abort, a timeout's SIGKILL): the daemons are detached
+    // and would outlive it. Once this process is gone and the directory still
+    // exists, it kills every daemon with a pidfile there and removes it; the
+    // destructor removing the directory ends it. Backgrounded with its stdio
+    // on /dev/null, so runChecked returns at once and init adopts it.
+    std::string watchdog = "(while kill -0 " + std::to_string(::getpid()) + " 2>/dev/null && [ -d '" + dir_ +
+                           "' ]; do sleep 1; done; [ -d '" + dir_ + "' ] || exit 0; for f in '" + dir_ +
+                           "'/*.pid; do kill -9 \"$(cat \"$f\")\" 2>/dev/null; done; rm -rf '" + dir_ +
+                           "') </dev/null >/dev/null 2>&1 &";
     try {
+        runChecked({"sh", "-c", watchdog});
         runChecked({"ovsdb-tool", "create", dir_ + "/conf.db", schemaPath()});
         startOvsdb();
         vsctl({"--no-wait", "init"});
