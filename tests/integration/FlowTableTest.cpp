@@ -22,18 +22,29 @@ int countFlows(const std::string& dump) {
     return n;
 }
 
+// br-int with the tunnel port at ofport 2, as the agent makes it.
+class FlowTableTest : public ::testing::Test {
+protected:
+    FlowTableTest() {
+        ovs.vsctl({"add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev", "fail_mode=secure",
+                   "--", "add-port", "br-int", "tun0", "--", "set", "interface", "tun0", "type=vxlan",
+                   "options:remote_ip=flow", "options:key=flow", "ofport_request=2"});
+    }
+    static FlowInputs baseInputs() {
+        FlowInputs in;
+        in.tunnelOfport = 2;
+        in.gateway = {"aa:bb:cc:00:00:01", 65534};
+        in.localCidr = "10.244.1.0/24";
+        in.remotes = {{"10.244.2.0/24", "172.18.0.3"}};
+        return in;
+    }
+    OvsSandbox ovs;
+};
+
 }  // namespace
 
-TEST(FlowTable, InstallsAtomicallyAndOnlyWhenChanged) {
-    OvsSandbox ovs;
-    ovs.vsctl({"add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev", "fail_mode=secure", "--",
-               "add-port", "br-int", "tun0", "--", "set", "interface", "tun0", "type=vxlan", "options:remote_ip=flow",
-               "options:key=flow", "ofport_request=2"});
-    FlowInputs in;
-    in.tunnelOfport = 2;
-    in.gateway = {"aa:bb:cc:00:00:01", 65534};
-    in.localCidr = "10.244.1.0/24";
-    in.remotes = {{"10.244.2.0/24", "172.18.0.3"}};
+TEST_F(FlowTableTest, InstallsAtomicallyAndOnlyWhenChanged) {
+    FlowInputs in = baseInputs();
     FlowTable table("br-int", ovs.dir());
 
     EXPECT_TRUE(table.install(in));
@@ -61,16 +72,8 @@ TEST(FlowTable, InstallsAtomicallyAndOnlyWhenChanged) {
 // through untouched: a modified flow loses its counters, and OVS revalidates
 // its datapath flows. OVS tells by the flow's age (duration), which a modify
 // resets.
-TEST(FlowTable, AForcedReinstallOfTheSameTableModifiesNoFlow) {
-    OvsSandbox ovs;
-    ovs.vsctl({"add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev", "fail_mode=secure", "--",
-               "add-port", "br-int", "tun0", "--", "set", "interface", "tun0", "type=vxlan", "options:remote_ip=flow",
-               "options:key=flow", "ofport_request=2"});
-    FlowInputs in;
-    in.tunnelOfport = 2;
-    in.gateway = {"aa:bb:cc:00:00:01", 65534};
-    in.localCidr = "10.244.1.0/24";
-    in.remotes = {{"10.244.2.0/24", "172.18.0.3"}};
+TEST_F(FlowTableTest, AForcedReinstallOfTheSameTableModifiesNoFlow) {
+    FlowInputs in = baseInputs();
     in.pods = {{"10.244.1.5", "aa:bb:cc:00:00:05", 7}};
     FlowTable table("br-int", ovs.dir());
     ASSERT_TRUE(table.install(in));
