@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <ctime>
-#include <fstream>
 #include <functional>
 #include <net/if.h>
 #include <set>
@@ -281,11 +280,8 @@ void Agent::reconcileFlows(bool force) {
 // adds and after a restart; already-sized sockets are left alone.
 void Agent::sizeSocketBuffers() {
     if (config_.ovs.socketBufferKiB == 0) return;
-    std::string pidfile = config_.ovs.rundir + "/ovs-vswitchd.pid";
-    pid_t pid = 0;
-    std::ifstream(pidfile) >> pid;
     try {
-        if (pid <= 0) throw Error(pidfile + ": no pid");
+        pid_t pid = vswitchdPid(config_.ovs.rundir);
         auto r = sizePacketSocketBuffers(pid, config_.ovs.socketBufferKiB * 1024);
         if (r.resized > 0)
             spdlog::info("ovs-vswitchd (pid {}): {} of {} packet socket(s) given {} KiB buffers", pid, r.resized,

@@ -130,20 +130,20 @@ void Doctor::checkOvs(std::vector<DoctorCheck>& out) {
         UnixctlClient ctl(config_.ovs.rundir);
         ctl.call("version");
         out.push_back(ok("vswitchd", fmt::format("ovs-vswitchd answers (pid {})", ctl.pid())));
-        checkSocketBuffers(ctl.pid(), out);
+        checkSocketBuffers(out);
     } catch (const std::exception& e) {
         out.push_back(fail("vswitchd", e.what(), "start ovs-vswitchd, or set ovs.manage: true so the agent runs it"));
     }
 }
 
-void Doctor::checkSocketBuffers(pid_t vswitchd, std::vector<DoctorCheck>& out) {
+void Doctor::checkSocketBuffers(std::vector<DoctorCheck>& out) {
     if (config_.ovs.socketBufferKiB == 0) {
         out.push_back(skipped("socket-buffers", "ovs.socketBufferKiB is 0: vswitchd's packet sockets keep the kernel default"));
         return;
     }
     std::vector<PacketSocketInfo> sockets;
     try {
-        sockets = packetSockets(vswitchd);
+        sockets = packetSockets(vswitchdPid(config_.ovs.rundir));
     } catch (const std::exception& e) {
         out.push_back(skipped("socket-buffers", std::string("cannot inspect vswitchd's packet sockets: ") + e.what()));
         return;

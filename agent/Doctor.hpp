@@ -5,8 +5,6 @@
 // explains every check.
 #include <nlohmann/json.hpp>
 
-#include <sys/types.h>
-
 #include <optional>
 #include <string>
 #include <utility>
@@ -37,7 +35,7 @@ private:
     void checkGateway(std::vector<DoctorCheck>& out);
     void checkPeers(std::vector<DoctorCheck>& out);
     void checkNetworkd(std::vector<DoctorCheck>& out);
-    void checkSocketBuffers(pid_t vswitchd, std::vector<DoctorCheck>& out);
+    void checkSocketBuffers(std::vector<DoctorCheck>& out);
     std::optional<std::vector<std::pair<std::string, std::string>>> knownPeers(std::string& origin) const;
 
     Config config_;

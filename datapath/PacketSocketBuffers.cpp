@@ -74,6 +74,19 @@ int forEachPacketSocket(pid_t pid, Fn fn) {
 
 }  // namespace
 
+pid_t vswitchdPid(const std::string& rundir) {
+    std::string pidfile = rundir + "/ovs-vswitchd.pid";
+    pid_t pid = 0;
+    if (!(std::ifstream(pidfile) >> pid) || pid <= 0) throw Error(pidfile + ": no pid in it");
+    std::string comm;
+    std::ifstream("/proc/" + std::to_string(pid) + "/comm") >> comm;
+    if (comm != "ovs-vswitchd")
+        throw Error(pidfile + ": pid " + std::to_string(pid) + " is " +
+                    (comm.empty() ? "not running" : "'" + comm + "'") +
+                    " here, not ovs-vswitchd (does vswitchd run in another pid namespace?)");
+    return pid;
+}
+
 PacketSocketResult sizePacketSocketBuffers(pid_t vswitchd, int bytes) {
     PacketSocketResult r;
     r.sockets = forEachPacketSocket(vswitchd, [&](int fd, int) {

@@ -28,6 +28,11 @@ struct PacketSocketResult {
     int resized = 0;  // of which this call enlarged
 };
 
+// The pid in <rundir>/ovs-vswitchd.pid, checked to be an ovs-vswitchd in
+// this pid namespace (next to Antrea, vswitchd runs in another container and
+// its pidfile names a pid of that container's namespace). Throws kovs::Error.
+pid_t vswitchdPid(const std::string& rundir);
+
 // `bytes`: the size getsockopt() should report for both buffers (the kernel
 // doubles what is set, so half of it is requested). Throws kovs::Error when
 // the sockets cannot be reached (no such process, EPERM from pidfd_getfd...).

@@ -6,7 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include "base/Error.hpp"
 #include "base/Process.hpp"
@@ -33,7 +37,8 @@ TEST(PacketSocketBuffers, ResizesVswitchdsSocketsAndTheNewOneOfAReaddedPort) {
     runChecked({"ip", "link", "set", "kvsock0", "up"});
     runChecked({"ip", "link", "set", "kvsock0p", "up"});
     ovs.vsctl({"add-port", "br-sock", "kvsock0"});
-    pid_t pid = ovs.vswitchdPid();
+    pid_t pid = vswitchdPid(ovs.dir());
+    ASSERT_EQ(pid, ovs.vswitchdPid());
     ASSERT_TRUE(test::pollUntil([&] { return socketOf(packetSockets(pid), "kvsock0") != nullptr; },
                                 std::chrono::seconds(10)))
         << "vswitchd opened no AF_PACKET socket for its system port";
@@ -63,6 +68,26 @@ TEST(PacketSocketBuffers, ResizesVswitchdsSocketsAndTheNewOneOfAReaddedPort) {
     EXPECT_EQ(sizePacketSocketBuffers(pid, kBytes).resized, 1);
     EXPECT_EQ(socketOf(packetSockets(pid), "kvsock0")->rcvbuf, kBytes);
     runChecked({"ip", "link", "del", "kvsock0"});
+}
+
+TEST(PacketSocketBuffers, APidfileNamingAnotherProcessIsAClearError) {
+    char tmpl[] = "/tmp/kovs-pidfile-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    std::string dir = tmpl;
+    auto error = [&] {
+        try {
+            vswitchdPid(dir);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("accepted");
+    };
+    EXPECT_NE(error().find("ovs-vswitchd.pid: no pid in it"), std::string::npos) << error();
+    // Next to Antrea the pidfile holds a pid of another pid namespace: here, ours.
+    std::ofstream(dir + "/ovs-vswitchd.pid") << ::getpid() << "\n";
+    EXPECT_NE(error().find("is 'integration_da"), std::string::npos) << error();
+    EXPECT_NE(error().find("not ovs-vswitchd"), std::string::npos) << error();
+    std::filesystem::remove_all(dir);
 }
 
 TEST(PacketSocketBuffers, AProcessThatIsGoneIsAClearError) {
