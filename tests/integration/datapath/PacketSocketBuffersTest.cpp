@@ -42,8 +42,8 @@ TEST(PacketSocketBuffers, ResizesVswitchdsSocketsAndTheNewOneOfAReaddedPort) {
     ASSERT_TRUE(test::pollUntil([&] { return socketOf(packetSockets(pid), "kvsock0") != nullptr; },
                                 std::chrono::seconds(10)))
         << "vswitchd opened no AF_PACKET socket for its system port";
-    const auto* port = socketOf(packetSockets(pid), "kvsock0");
-    ASSERT_LT(port->rcvbuf, kBytes) << "the kernel default is expected to be smaller";
+    auto before = packetSockets(pid);
+    ASSERT_LT(socketOf(before, "kvsock0")->rcvbuf, kBytes) << "the kernel default is expected to be smaller";
 
     auto first = sizePacketSocketBuffers(pid, kBytes);
     EXPECT_GE(first.sockets, 1);
@@ -61,7 +61,8 @@ TEST(PacketSocketBuffers, ResizesVswitchdsSocketsAndTheNewOneOfAReaddedPort) {
     ovs.vsctl({"add-port", "br-sock", "kvsock0"});
     ASSERT_TRUE(test::pollUntil(
         [&] {
-            const auto* p = socketOf(packetSockets(pid), "kvsock0");
+            auto now = packetSockets(pid);
+            const auto* p = socketOf(now, "kvsock0");
             return p && p->rcvbuf < kBytes;
         },
         std::chrono::seconds(10)));
