@@ -51,9 +51,10 @@ int forEachPacketSocket(pid_t pid, Fn fn) {
     int n = 0;
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
-        auto target = std::filesystem::read_symlink(entry.path(), ec).string();
+        std::error_code gone;  // the fd was closed since the listing
+        auto target = std::filesystem::read_symlink(entry.path(), gone).string();
         unsigned long inode = 0;
-        if (ec || std::sscanf(target.c_str(), "socket:[%lu]", &inode) != 1 || !inodes.count(inode)) continue;
+        if (gone || std::sscanf(target.c_str(), "socket:[%lu]", &inode) != 1 || !inodes.count(inode)) continue;
         int remote = std::stoi(entry.path().filename().string());
         UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(), remote, 0)));
         if (!fd) {

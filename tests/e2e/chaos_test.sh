@@ -52,11 +52,13 @@ pass "TCP transfer completed across agent and vswitchd crashes"
 # Node 3 leaves the cluster.
 touch "$(node_dir 3)/left"
 write_peers
+# Each output is read whole before grep: `! cmd | grep -q` would count a
+# writer killed by SIGPIPE (grep -q quits at the first match) as "gone".
 gone_from() {
     local n=$1 ip; ip=$(node_ip 3)
-    ! in_node "$n" ovs-appctl ovs/route/show | grep -q "$ip/32" &&
-        ! in_node "$n" ovs-appctl tnl/neigh/show | grep -q "^$ip " &&
-        ! in_node "$n" ovs-ofctl dump-flows "unix:$(node_dir "$n")/run/br-int.mgmt" | grep -q "10.244.3.0/24"
+    ! grep -q "$ip/32" <<<"$(in_node "$n" ovs-appctl ovs/route/show)" &&
+        ! grep -q "^$ip " <<<"$(in_node "$n" ovs-appctl tnl/neigh/show)" &&
+        ! grep -q "10.244.3.0/24" <<<"$(in_node "$n" ovs-ofctl dump-flows "unix:$(node_dir "$n")/run/br-int.mgmt")"
 }
 for n in 1 2; do wait_for "node 3's entries to disappear on node $n" 15 gone_from "$n"; done
 pass "node leave: route, neighbour and flows for node 3 removed on nodes 1 and 2"

@@ -41,4 +41,6 @@ metrics() {
     in_node "$1" bash -c 'exec 3<>/dev/tcp/127.0.0.1/9474 && printf "GET /metrics HTTP/1.0\r\n\r\n" >&3 && cat <&3' |
         sed '1,/^\r$/d'
 }
-metrics_has() { metrics "$1" | grep -q "$2"; }
+# Not `metrics | grep -q`: grep -q exits at the first match, and under
+# pipefail the writer's SIGPIPE then fails the check (seen with docker exec).
+metrics_has() { grep -q "$2" <<<"$(metrics "$1")"; }
