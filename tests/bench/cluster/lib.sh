@@ -7,6 +7,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 : "${KOVS_BUILD:?set KOVS_BUILD to a meson build directory of kovs (meson passes it)}"
+# What runs in the nodes: the build meson passes, unless KOVS_BENCH_BUILD names
+# another. scripts/test.sh points it at a build without sanitizers: the suite's
+# own ASan+UBSan build inflates the agent's RSS and CPU several times over.
+KOVS_BUILD=${KOVS_BENCH_BUILD:-$KOVS_BUILD}
 [ "$(id -u)" -eq 0 ] || { echo "cluster benchmarks need root (network namespaces); skipped"; exit 77; }
 export CLUSTER_PREFIX=${CLUSTER_PREFIX:-kovsb$$}
 # The node provider KOVS_PROVIDER names (kind/lib/cluster.sh), or the netns
