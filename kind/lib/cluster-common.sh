@@ -80,6 +80,14 @@ node_files() {
     cni_conflist "$n" > "$d/10-kovs.conflist"
 }
 
+# The body of node N's agent /metrics (bash's /dev/tcp: nodes need no HTTP
+# client); fails when the agent does not answer within 5 s.
+# shellcheck disable=SC2016
+agent_metrics() {
+    in_node "$1" timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/9474 && printf "GET /metrics HTTP/1.0\r\n\r\n" >&3 && cat <&3' |
+        sed '1,/^\r$/d'
+}
+
 # Ready when the agent says so (bridges converged, gw0 up, peers received,
 # flows installed) and every peer has its OVS route and tunnel neighbour.
 node_ready() {

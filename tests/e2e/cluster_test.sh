@@ -107,7 +107,7 @@ pass "the resumed agent repaired all three; doctor passes again"
 # an ADD for a netns that does not exist, which fails.
 if cni_exec ADD 1 9 >/dev/null 2>&1; then fail "CNI ADD into a missing netns succeeded"; fi
 wait_for "the agent to count the failed CNI ADD" 10 metrics_has 1 '^kovs_cni_errors_total{command="ADD"} 1$'
-text=$(metrics 1)
+text=$(agent_metrics 1)
 python3 - "$text" <<'PY' || fail "/metrics is not valid Prometheus text"
 # Line syntax, and each family's samples in one block right after its TYPE line.
 import re, sys

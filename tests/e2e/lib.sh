@@ -35,12 +35,6 @@ pass() { checks=$((checks + 1)); echo "ok $checks - $*"; }
 ms_now() { echo $(( $(date +%s%N) / 1000000 )); }
 kovsctl() { local n=$1; shift; in_node "$n" "$KOVS_BIN/kovsctl" --config "$(node_dir "$n")/agent.yaml" "$@"; }
 node_status() { kovsctl "$1" status --json; }
-# The agent's /metrics on node N (bash's /dev/tcp: nodes need no HTTP client).
-# shellcheck disable=SC2016
-metrics() {
-    in_node "$1" bash -c 'exec 3<>/dev/tcp/127.0.0.1/9474 && printf "GET /metrics HTTP/1.0\r\n\r\n" >&3 && cat <&3' |
-        sed '1,/^\r$/d'
-}
-# Not `metrics | grep -q`: grep -q exits at the first match, and under
+# Not `agent_metrics | grep -q`: grep -q exits at the first match, and under
 # pipefail the writer's SIGPIPE then fails the check (seen with docker exec).
-metrics_has() { grep -q "$2" <<<"$(metrics "$1")"; }
+metrics_has() { grep -q "$2" <<<"$(agent_metrics "$1")"; }

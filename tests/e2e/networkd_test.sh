@@ -29,7 +29,7 @@ pass "networkd runs in node 1 with a catch-all .network; kovs's drop-ins keep gw
 gw0_unmanaged() { [ "$(networkd_setup_state 1 gw0)" = unmanaged ]; }
 gw0_managed() { ! gw0_unmanaged; }
 gw0_has_address() { in_node 1 ip -4 -o addr show dev gw0 | grep -q " $gw_ip/24 "; }
-gw_repairs() { metrics 1 | awk '/^kovs_gateway_repairs_total\{kind="address"\}/ { print $2 }'; }
+gw_repairs() { agent_metrics 1 | awk '/^kovs_gateway_repairs_total\{kind="address"\}/ { print $2 }'; }
 gw_ip=$(node_gw_ip 1)
 in_node 1 iperf3 -s -B "$gw_ip" -p 5202 -1 -D --logfile "$(node_dir 1)/log/iperf3-gw.log"
 in_pod 1 1 iperf3 -s -1 -D --logfile "$(node_dir 1)/log/iperf3-pod.log"

@@ -93,11 +93,10 @@ pid_of() {
     *) cat "$(node_dir "$2")/run/$1.pid" ;;
     esac
 }
-# The agent's own counters of work it did, from /metrics (bash's /dev/tcp:
-# nodes need no HTTP client); empty when the agent does not answer.
+# The agent's own counters of work it did, from /metrics; empty when the
+# agent does not answer.
 activity() {
-    # shellcheck disable=SC2016
-    in_node "$1" timeout 2 bash -c 'exec 3<>/dev/tcp/127.0.0.1/9474 && printf "GET /metrics HTTP/1.0\r\n\r\n" >&3 && cat <&3' 2>/dev/null |
+    agent_metrics "$1" 2>/dev/null |
         awk '/^kovs_tunnel_commands_total /{c=$2} /^kovs_ovsdb_transactions_total /{t=$2}
              /^kovs_reconciles_total/{r+=$2} /^kovs_flow_installs_total /{f=$2}
              END {if (NR) printf "%d %d %d %d\n", c, t, r, f}' || true
