@@ -54,13 +54,14 @@ connectivity_matrix() {
         done; done; echo
     done; done
     echo
-    printf '  %-34s' "pod -> its own node (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_ip "$n")" in_pod "$n" 1; done; echo
+    printf '  %-36s' "on node"; for n in $(seq 1 "$nodes"); do printf '%-9s' "n$n"; done; echo
+    printf '  %-36s' "pod -> its own node (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_ip "$n")" in_pod "$n" 1; done; echo
     # A node-local service reached on the pod's gateway address: pod -> br-int -> gw0 -> the node's stack.
-    printf '  %-34s' "pod -> service on gw0 (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_gw_ip "$n")" in_pod "$n" 1; done; echo
-    printf '  %-34s' "node -> its pod (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(pod_ip "$n" 1)" in_node "$n"; done; echo
-    printf '  %-34s' "node -> pod on the next node (TCP)"; for n in $(seq 1 "$nodes"); do
+    printf '  %-36s' "pod -> service on gw0 (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_gw_ip "$n")" in_pod "$n" 1; done; echo
+    printf '  %-36s' "node -> its pod (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(pod_ip "$n" 1)" in_node "$n"; done; echo
+    printf '  %-36s' "node -> pod on the next node (TCP)"; for n in $(seq 1 "$nodes"); do
         m=$(( n % nodes + 1 )); mark tcp_ok "$(pod_ip "$m" 1)" in_node "$n"; done; echo
-    printf '  %-34s' "docker host -> node (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_ip "$n")" in_underlay; done; echo
+    printf '  %-36s' "docker host -> node (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_ip "$n")" in_underlay; done; echo
 }
 
 throughput_summary() {
