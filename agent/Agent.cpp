@@ -400,7 +400,8 @@ nlohmann::json Agent::status() const {
     }
     if (offload_) {
         const auto& o = offload_->stats();
-        s["offload"] = {{"checked", o.checks}, {"repaired", o.repairs}, {"errors", o.errors}, {"lastError", o.lastError}};
+        s["offload"] = {{"checked", o.checks}, {"repaired", o.repairs}, {"hostVethsIsolated", o.hostVethRepairs},
+                        {"errors", o.errors}, {"lastError", o.lastError}};
     }
     json peers = json::array();
     for (const auto& [name, p] : peers_) {
@@ -451,9 +452,11 @@ std::string Agent::metrics() const {
                   static_cast<double>(t.vswitchdRestarts));
     }
     if (offload_) {
-        m.counter("kovs_offload_repairs_total", "Repairs by the offload guard: TX checksum offload turned off again, or a pod veth's host end taken off the node's IP stack.",
-                  static_cast<double>(offload_->stats().repairs));
-        m.counter("kovs_offload_checks_total", "TX checksum offload checks.", static_cast<double>(offload_->stats().checks));
+        const auto& o = offload_->stats();
+        const char* help = "Repairs by the offload guard, by kind: TX checksum offload turned off again, a pod veth's host end taken off the node's IP stack.";
+        m.counter("kovs_offload_repairs_total", help, static_cast<double>(o.repairs - o.hostVethRepairs), {{"kind", "tx_checksum"}});
+        m.counter("kovs_offload_repairs_total", help, static_cast<double>(o.hostVethRepairs), {{"kind", "host_veth"}});
+        m.counter("kovs_offload_checks_total", "Offload guard checks (TX checksum and pod veth host ends).", static_cast<double>(o.checks));
     }
     cniStats_.write(m);
     if (flows_) m.counter("kovs_flow_installs_total", "Flow table installs (replace-flows bundles).", static_cast<double>(flowInstalls_));

@@ -37,7 +37,8 @@ void printStatus(const nlohmann::json& s) {
     }
     if (s.contains("offload")) {
         const auto& o = s["offload"];
-        std::cout << fmt::format("offload    devices checked {}  repaired {}\n", o.value("checked", 0), o.value("repaired", 0));
+        std::cout << fmt::format("offload    devices checked {}  repaired {} (pod veth host ends isolated {})\n", o.value("checked", 0),
+                                 o.value("repaired", 0), o.value("hostVethsIsolated", 0));
     }
     auto peers = s.value("peers", nlohmann::json::array());
     std::cout << fmt::format("peers      {}\n", peers.size());

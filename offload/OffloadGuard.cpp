@@ -26,12 +26,16 @@ OffloadGuard::~OffloadGuard() {
     if (linkEvents_) loop_->unwatch(linkEvents_.get());
 }
 
-bool OffloadGuard::check(const std::string& where, const std::function<bool()>& repair) {
+bool OffloadGuard::check(const std::string& where, Repair kind, const std::function<bool()>& repair) {
     ++stats_.checks;
     try {
         if (!repair()) return false;
         ++stats_.repairs;
-        spdlog::info("offload guard: {}: tx-checksumming was on, turned it off (repair #{})", where, stats_.repairs);
+        if (kind == Repair::HostVeth) ++stats_.hostVethRepairs;
+        spdlog::info("offload guard: {}: {} (repair #{})", where,
+                     kind == Repair::HostVeth ? "host end of a pod veth was on the node's IP stack, isolated it"
+                                              : "tx-checksumming was on, turned it off",
+                     stats_.repairs);
         return true;
     } catch (const Error& e) {
         ++stats_.errors;
@@ -42,7 +46,7 @@ bool OffloadGuard::check(const std::string& where, const std::function<bool()>& 
 }
 
 bool OffloadGuard::checkHostDevice(const std::string& name) {
-    return check(name, [&] { return Ethtool().ensureTxChecksumOff(name); });
+    return check(name, Repair::TxChecksum, [&] { return Ethtool().ensureTxChecksumOff(name); });
 }
 
 uint64_t OffloadGuard::sweep() {
@@ -60,11 +64,11 @@ uint64_t OffloadGuard::sweep() {
         }
     }
     for (const auto& pod : pods) {
-        check(pod.netns + ":" + pod.ifname, [&] {
+        check(pod.netns + ":" + pod.ifname, Repair::TxChecksum, [&] {
             Netns in(pod.netns);
             return Ethtool().ensureTxChecksumOff(pod.ifname);
         });
-        if (!pod.hostIfname.empty()) check(pod.hostIfname, [&] { return isolateHostVeth(pod.hostIfname); });
+        if (!pod.hostIfname.empty()) check(pod.hostIfname, Repair::HostVeth, [&] { return isolateHostVeth(pod.hostIfname); });
     }
     return stats_.repairs - before;
 }

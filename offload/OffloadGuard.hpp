@@ -37,7 +37,8 @@ struct PodInterface {
 struct OffloadGuardStats {
     uint64_t sweeps = 0;
     uint64_t checks = 0;
-    uint64_t repairs = 0;
+    uint64_t repairs = 0;          // all of them: TX checksum ones are repairs - hostVethRepairs
+    uint64_t hostVethRepairs = 0;  // pod veth host ends taken off the node's IP stack
     uint64_t errors = 0;       // a device or netns that could not be checked
     std::string lastError;
 };
@@ -68,7 +69,9 @@ public:
     const std::set<std::string>& hostDevices() const { return hostDevices_; }
 
 private:
-    bool check(const std::string& where, const std::function<bool()>& repair);
+    enum class Repair { TxChecksum, HostVeth };
+    // `repair` returns true when it changed something.
+    bool check(const std::string& where, Repair kind, const std::function<bool()>& repair);
     void onLinkEvents();
     void scheduleResync();
 

@@ -131,7 +131,7 @@ for line in sys.argv[1].splitlines():
     if name != family:
         print("sample outside its family's block:", line); sys.exit(1)
 PY
-grep -q '^kovs_offload_repairs_total [1-9]' <<<"$text" || fail "offload repair not counted:
+grep -q '^kovs_offload_repairs_total{kind="tx_checksum"} [1-9]' <<<"$text" || fail "offload repair not counted:
 $(grep offload <<<"$text")"
 grep -q '^kovs_repairs_total{kind="gateway"} [1-9]' <<<"$text" || fail "gateway start-up repair not counted"
 grep -q '^kovs_gateway_restore_seconds_count [1-9]' <<<"$text" || fail "restore latency histogram empty"

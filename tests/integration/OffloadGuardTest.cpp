@@ -118,6 +118,7 @@ TEST(OffloadGuard, IsolatesHostEndsOfPodsAnOlderCniAttached) {
     ASSERT_EQ(sysctl(), "0\n");
     OffloadGuard guard({}, [&] { return std::vector<PodInterface>{{a.ns.path(), "eth0", a.host}}; });
     EXPECT_EQ(guard.sweep(), 2u) << "TX checksum in the pod and the host end: " << guard.stats().lastError;
+    EXPECT_EQ(guard.stats().hostVethRepairs, 1u);
     EXPECT_NE(flags().find("NOARP"), std::string::npos) << flags();
     EXPECT_EQ(sysctl(), "1\n");
     EXPECT_EQ(guard.sweep(), 0u);
