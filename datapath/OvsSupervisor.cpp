@@ -117,12 +117,10 @@ void OvsSupervisor::cleanStale(const Proc& p) {
             if (!alive(old)) fs::remove(e.path(), ec);
         }
     }
-    if (p.which == Daemon::OvsdbServer) {
-        fs::remove(r + "/db.sock", ec);
-        // ovsdb-server's lock file sits next to the database: ".conf.db.~lock~".
-        auto db = fs::path(opts_.dbPath);
-        fs::remove(db.parent_path() / ("." + db.filename().string() + ".~lock~"), ec);
-    }
+    // Left alone on purpose: db.sock (ovsdb-server replaces it once it holds
+    // the database) and the database's ".conf.db.~lock~". That lock is an
+    // fcntl lock, gone with a dead holder; while the file stays, a server we
+    // did not see start (no pidfile yet) keeps ours from opening conf.db too.
 }
 
 void OvsSupervisor::spawn(Proc& p) {

@@ -1,7 +1,7 @@
 #pragma once
 // Runs ovsdb-server and ovs-vswitchd (userspace datapath) for the agent when
 // ovs.manage is on: creates the database from the schema if missing, clears
-// stale pid/ctl/lock files left by a crash, restarts a daemon that dies (with
+// stale pid/ctl files left by a crash, restarts a daemon that dies (with
 // backoff) and tells the caller, who re-applies the state that lived only in
 // the dead process (bridges are in the db; ovs/route and tnl/neigh are not).
 //

@@ -142,3 +142,34 @@ TEST(OvsSupervisor, AdoptsRunningDaemonsInsteadOfStartingTwice) {
     EXPECT_NE(::kill(vs, 0), 0);
     EXPECT_NE(::kill(db, 0), 0);
 }
+
+// An ovsdb-server the supervisor has no pidfile for (started by hand, or by
+// an agent killed before the daemon wrote its pidfile) holds the database.
+// The supervisor's own server must fail on the database lock, not take it
+// away: two servers writing one conf.db corrupt it.
+TEST(OvsSupervisor, LeavesADatabaseAnotherServerHoldsAlone) {
+    TempDir tmp;
+    auto o = optionsIn(tmp.path);
+    std::filesystem::create_directories(tmp.path + "/db");
+    kovs::runChecked({"ovsdb-tool", "create", o.dbPath, o.schemaPath});
+    std::string foreignSock = tmp.path + "/foreign.sock", foreignPid = tmp.path + "/foreign.pid";
+    kovs::runChecked({"ovsdb-server", o.dbPath, "--remote=punix:" + foreignSock, "--pidfile=" + foreignPid,
+                      "--unixctl=" + tmp.path + "/foreign.ctl", "--log-file=" + tmp.path + "/foreign.log", "--detach"});
+    pid_t foreign = -1;
+    std::ifstream(foreignPid) >> foreign;
+    ASSERT_GT(foreign, 0);
+
+    EventLoop loop;
+    OvsSupervisor sup(loop, o);
+    sup.start();
+    bool refused = loop.runUntil([&] { return sup.restarts(Daemon::OvsdbServer) >= 1; }, std::chrono::seconds(10));
+    std::string log;
+    std::getline(std::ifstream(o.rundir + "/ovsdb-server.console"), log, '\0');
+    sup.stop();
+    EXPECT_TRUE(refused) << "the supervisor's ovsdb-server kept running next to the one holding the db";
+    EXPECT_NE(log.find("failed to lock lockfile"), std::string::npos) << log;
+    EXPECT_TRUE(kovs::runProcess({"ovsdb-client", "list-dbs", "unix:" + foreignSock}).ok())
+        << "the server holding the db must still answer";
+    ::kill(foreign, SIGTERM);
+    EXPECT_TRUE(pollUntil([&] { return ::kill(foreign, 0) != 0; }, std::chrono::seconds(5)));
+}
