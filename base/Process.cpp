@@ -2,7 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <spawn.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,6 +41,17 @@ std::string joinArgv(const std::vector<std::string>& argv) {
 
 }  // namespace
 
+void initSpawnAttrs(posix_spawnattr_t& attr) {
+    posix_spawnattr_init(&attr);
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    for (int s : {SIGPIPE, SIGTERM, SIGINT}) sigaddset(&defaults, s);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+}
+
 ProcessResult runProcess(const std::vector<std::string>& argv, const ProcessOptions& opts) {
     if (argv.empty()) throw Error("runProcess: empty argv");
     Pipe in(true), out, err;
@@ -65,9 +76,12 @@ ProcessResult runProcess(const std::vector<std::string>& argv, const ProcessOpti
         envArg = envp.data();
     }
 
+    posix_spawnattr_t attr;
+    initSpawnAttrs(attr);
     pid_t pid;
-    int rc = ::posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), envArg);
+    int rc = ::posix_spawnp(&pid, args[0], &fa, &attr, args.data(), envArg);
     posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
     if (rc != 0) throw SystemError("exec " + argv[0], rc);
     in.r.reset();
     out.w.reset();

@@ -1,6 +1,8 @@
 #pragma once
 // Runs a program from an argv vector (never through a shell) and collects
 // its output. Used for ovs-ofctl, IPAM plugins and by tests.
+#include <spawn.h>
+
 #include <map>
 #include <optional>
 #include <string>
@@ -26,5 +28,11 @@ ProcessResult runProcess(const std::vector<std::string>& argv, const ProcessOpti
 
 // Like runProcess, but throws an Error naming argv[0] and its stderr on a non-zero exit.
 std::string runChecked(const std::vector<std::string>& argv, const ProcessOptions& opts = {});
+
+// Initialises `attr` so that the child starts with no signal blocked and
+// SIGPIPE, SIGTERM and SIGINT at their defaults. The agent blocks SIGTERM and
+// SIGINT (it reads them through a signalfd) and ignores SIGPIPE; without this
+// a daemon it starts inherits all three and `kill <pid>` does nothing to it.
+void initSpawnAttrs(posix_spawnattr_t& attr);
 
 }  // namespace kovs

@@ -148,9 +148,11 @@ void OvsSupervisor::spawn(Proc& p) {
     posix_spawn_file_actions_addopen(&fa, 1, console.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
+    initSpawnAttrs(attr);
     // Own process group: a Ctrl-C aimed at the agent does not hit the datapath.
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    short flags = 0;
+    posix_spawnattr_getflags(&attr, &flags);
+    posix_spawnattr_setflags(&attr, static_cast<short>(flags | POSIX_SPAWN_SETPGROUP));
     posix_spawnattr_setpgroup(&attr, 0);
     pid_t pid = -1;
     int rc = ::posix_spawnp(&pid, cargs[0], &fa, &attr, cargs.data(), cenv.data());

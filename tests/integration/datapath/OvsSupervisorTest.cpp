@@ -114,6 +114,35 @@ TEST(OvsSupervisor, CreatesDbRestartsKilledDaemonsAndBridgesComeBack) {
     EXPECT_NE(::kill(db, 0), 0);
 }
 
+// The agent's main() blocks SIGTERM and SIGINT (a signalfd reads them) and
+// ignores SIGPIPE. The daemons it starts must not inherit that, or `kill`
+// and the supervisor's own stop() (SIGTERM, then SIGKILL after 10 s) cannot
+// shut OVS down cleanly.
+TEST(OvsSupervisor, DaemonsStartWithTheAgentsSignalMaskUndone) {
+    TempDir tmp;
+    sigset_t sigs, old;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    ASSERT_EQ(sigprocmask(SIG_BLOCK, &sigs, &old), 0);
+    auto oldPipe = signal(SIGPIPE, SIG_IGN);
+    EventLoop loop;
+    OvsSupervisor sup(loop, optionsIn(tmp.path));
+    sup.start();
+    signal(SIGPIPE, oldPipe);
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    for (auto d : {Daemon::OvsdbServer, Daemon::Vswitchd}) {
+        auto status = kovs::runChecked({"grep", "^SigBlk", "/proc/" + std::to_string(sup.pid(d)) + "/status"});
+        EXPECT_EQ(status, "SigBlk:\t0000000000000000\n") << toString(d);
+    }
+    // SIGTERM by hand ends vswitchd; the supervisor restarts it.
+    pid_t vs = sup.pid(Daemon::Vswitchd);
+    ::kill(vs, SIGTERM);
+    EXPECT_TRUE(loop.runUntil([&] { return sup.restarts(Daemon::Vswitchd) == 1; }, std::chrono::seconds(5)))
+        << "ovs-vswitchd ignored SIGTERM";
+    sup.stop();
+}
+
 TEST(OvsSupervisor, AdoptsRunningDaemonsInsteadOfStartingTwice) {
     TempDir tmp;
     auto o = optionsIn(tmp.path);
