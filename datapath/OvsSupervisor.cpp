@@ -162,7 +162,13 @@ void OvsSupervisor::spawn(Proc& p) {
     p.pid = pid;
     p.child = true;
     p.startedAt = std::chrono::steady_clock::now();
-    watch(p);
+    try {
+        watch(p);
+    } catch (const Error&) {
+        // Unwatched, its exit would go unnoticed: better not to have it.
+        terminate(p);
+        throw;
+    }
     spdlog::info("ovs supervisor: started {} (pid {})", p.name, pid);
 }
 
@@ -191,6 +197,10 @@ void OvsSupervisor::onExit(Proc& p) {
     if (!running_) return;
     if (std::chrono::steady_clock::now() - p.startedAt > opts_.stableAfter) p.backoff = opts_.backoffMin;
     spdlog::warn("ovs supervisor: {} {}; restarting in {} ms", p.name, how, p.backoff.count());
+    scheduleRestart(p);
+}
+
+void OvsSupervisor::scheduleRestart(Proc& p) {
     auto token = alive_;
     Daemon which = p.which;
     p.restartTimer = loop_.after(p.backoff, [this, token, which] {
@@ -201,7 +211,9 @@ void OvsSupervisor::onExit(Proc& p) {
             cleanStale(q);
             spawn(q);
         } catch (const Error& e) {
-            spdlog::error("{}", e.what());
+            // Out of pids or memory, say: try again later rather than never.
+            spdlog::error("{}; retrying in {} ms", e.what(), q.backoff.count());
+            scheduleRestart(q);
             return;
         }
         ++q.restarts;

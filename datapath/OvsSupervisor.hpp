@@ -78,6 +78,7 @@ private:
     void spawn(Proc& p);
     void watch(Proc& p);
     void onExit(Proc& p);
+    void scheduleRestart(Proc& p);
     void terminate(Proc& p);
     Proc& proc(Daemon d);
 

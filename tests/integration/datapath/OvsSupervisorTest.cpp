@@ -143,6 +143,39 @@ TEST(OvsSupervisor, DaemonsStartWithTheAgentsSignalMaskUndone) {
     sup.stop();
 }
 
+// A restart that cannot start the daemon (here: the binary is gone for a
+// while; in life, out of pids or memory) is retried with backoff until it
+// works, instead of leaving the datapath down until the agent restarts.
+TEST(OvsSupervisor, RetriesARestartThatFailed) {
+    TempDir tmp;
+    std::string bin = tmp.path + "/bin";
+    std::filesystem::create_directories(bin);
+    std::string vswitchd;
+    for (const char* b : {"ovsdb-tool", "ovsdb-server", "ovs-vswitchd"}) {
+        auto where = kovs::runChecked({"sh", "-c", std::string("command -v ") + b});
+        vswitchd = where.substr(0, where.find('\n'));
+        std::filesystem::create_symlink(vswitchd, bin + "/" + b);
+    }
+    std::string path = ::getenv("PATH");
+    ::setenv("PATH", bin.c_str(), 1);  // posix_spawnp looks only here now
+    EventLoop loop;
+    auto o = optionsIn(tmp.path);
+    OvsSupervisor sup(loop, o);
+    sup.start();
+    std::filesystem::remove(bin + "/ovs-vswitchd");
+    ::kill(sup.pid(Daemon::Vswitchd), SIGKILL);
+    // Several attempts fail (backoff 50, 100, 200 ms...).
+    loop.runUntil([] { return false; }, std::chrono::milliseconds(800));
+    EXPECT_EQ(sup.pid(Daemon::Vswitchd), -1);
+    EXPECT_EQ(sup.restarts(Daemon::Vswitchd), 0u);
+    std::filesystem::create_symlink(vswitchd, bin + "/ovs-vswitchd");
+    bool restarted = loop.runUntil([&] { return sup.restarts(Daemon::Vswitchd) == 1; }, std::chrono::seconds(10));
+    ::setenv("PATH", path.c_str(), 1);
+    EXPECT_TRUE(restarted) << "the failed restart was never tried again";
+    EXPECT_GT(sup.pid(Daemon::Vswitchd), 0);
+    sup.stop();
+}
+
 TEST(OvsSupervisor, AdoptsRunningDaemonsInsteadOfStartingTwice) {
     TempDir tmp;
     auto o = optionsIn(tmp.path);
