@@ -267,12 +267,17 @@ void Agent::reconcileFlows(bool force) {
                          config_.bridge.integration);
         }
         flowError_.clear();
+        flowRetry_.succeeded();
+        if (flows_->skipped() != flowSkippedLogged_) {
+            for (const auto& why : flows_->skipped()) spdlog::warn("flows: a pod left out of the table: {}", why);
+            flowSkippedLogged_ = flows_->skipped();
+        }
     } catch (const std::exception& e) {
         // Typically ports without an ofport yet right after a vswitchd
-        // restart: the next monitor update or the resync retries.
+        // restart: the next monitor update, the resync or the retry fixes it.
         if (flowError_ != e.what()) spdlog::warn("flows: {}", e.what());
         flowError_ = e.what();
-        if (force) loop_.after(std::chrono::milliseconds(200), [this] { reconcileFlows(true); });
+        if (force) flowRetry_.schedule();
     }
 }
 
@@ -410,7 +415,7 @@ nlohmann::json Agent::status() const {
                          {"neighbour", tunnel_ && tunnel_->hasNeighbour(p.nodeIP)}});
     }
     s["peers"] = peers;
-    if (flows_) s["flows"] = {{"installs", flowInstalls_}, {"error", flowError_}};
+    if (flows_) s["flows"] = {{"installs", flowInstalls_}, {"error", flowError_}, {"podsLeftOut", flows_->skipped()}};
     if (config_.ovs.socketBufferKiB)
         s["socketBuffers"] = {{"kib", config_.ovs.socketBufferKiB}, {"resized", socketBufferResizes_}, {"error", socketBufferError_}};
     json recent = json::array();

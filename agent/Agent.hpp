@@ -21,6 +21,7 @@
 #include "agent/Metrics.hpp"
 #include "agent/StatusServer.hpp"
 #include "base/EventLoop.hpp"
+#include "base/RetryTimer.hpp"
 #include "datapath/BridgeReconciler.hpp"
 #include "datapath/FlowTable.hpp"
 #include "datapath/OvsSupervisor.hpp"
@@ -94,7 +95,11 @@ private:
     tunnel::PeerSet peers_;
     bool peersKnown_ = false;
     std::string flowError_;
+    std::vector<std::string> flowSkippedLogged_;
     uint64_t flowInstalls_ = 0;
+    // A forced install that failed (vswitchd restarted, ports without an
+    // ofport yet) is retried: 200 ms, doubling to 10 s while it keeps failing.
+    RetryTimer flowRetry_{loop_, std::chrono::milliseconds(200), std::chrono::seconds(10), [this] { reconcileFlows(true); }};
     uint64_t socketBufferResizes_ = 0;
     std::string socketBufferError_;
     LatencyHistogram gatewayRestoreLatency_;

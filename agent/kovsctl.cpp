@@ -40,6 +40,12 @@ void printStatus(const nlohmann::json& s) {
         std::cout << fmt::format("offload    devices checked {}  repaired {} (pod veth host ends isolated {})\n", o.value("checked", 0),
                                  o.value("repaired", 0), o.value("hostVethsIsolated", 0));
     }
+    if (s.contains("flows")) {
+        const auto& f = s["flows"];
+        std::string err = f.value("error", "");
+        std::cout << fmt::format("flows      installs {}{}\n", f.value("installs", 0), err.empty() ? "" : "  error: " + err);
+        for (const auto& why : f.value("podsLeftOut", nlohmann::json::array())) std::cout << "  left out: " << why.get<std::string>() << "\n";
+    }
     auto peers = s.value("peers", nlohmann::json::array());
     std::cout << fmt::format("peers      {}\n", peers.size());
     for (const auto& p : peers) {

@@ -48,7 +48,7 @@ std::string macHex(const std::string& mac) {
 FlowTable::FlowTable(std::string bridge, std::string rundir)
     : bridge_(std::move(bridge)), target_("unix:" + rundir + "/" + bridge_ + ".mgmt") {}
 
-std::string FlowTable::render(const FlowInputs& in) {
+std::string FlowTable::render(const FlowInputs& in, std::vector<std::string>* skipped) {
     if (in.tunnelOfport <= 0) throw Error("flow table: tunnel port has no OpenFlow port yet");
     checkMac(in.gateway.mac, "gateway");
     if (in.gateway.ofport <= 0) throw Error("flow table: gateway: no OpenFlow port yet");
@@ -70,7 +70,12 @@ std::string FlowTable::render(const FlowInputs& in) {
                                     in.tunnelOfport));
     }
     for (const auto& p : in.pods) {
-        checkEndpoint(p, "pod");
+        try {
+            checkEndpoint(p, "pod");
+        } catch (const Error& e) {
+            if (skipped) skipped->push_back(e.what());
+            continue;
+        }
         flows.push_back(fmt::format("priority=100,in_port={},ip,nw_dst={} actions=set_field:{}->eth_src,set_field:{}->eth_dst,output:{}",
                                     in.tunnelOfport, p.ip, gw.mac, p.mac, p.ofport));
     }
@@ -86,7 +91,9 @@ std::string FlowTable::render(const FlowInputs& in) {
 }
 
 bool FlowTable::install(const FlowInputs& in, bool force) {
-    auto text = render(in);
+    std::vector<std::string> skipped;
+    auto text = render(in, &skipped);
+    skipped_ = std::move(skipped);
     if (!force && text == installed_) return false;
     ProcessOptions o;
     o.stdinData = text;

@@ -51,20 +51,26 @@ public:
     FlowTable(std::string bridge, std::string rundir);
 
     // The flows, one per line, sorted: same inputs, same text. Throws
-    // kovs::Error when an input is unusable (no ofport yet, bad MAC or IP).
-    static std::string render(const FlowInputs& in);
+    // kovs::Error when an input the whole table needs is unusable (tunnel or
+    // gateway without an ofport, a bad MAC, IP or CIDR). A pod that is
+    // unusable (no ofport yet, a bad address in its OVSDB row) only loses its
+    // own flow: it is left out and named in `skipped`.
+    static std::string render(const FlowInputs& in, std::vector<std::string>* skipped = nullptr);
     // Installs the table unless it equals the last one installed; force=true
     // after ovs-vswitchd restarted (it lost every flow). Returns true when
     // ovs-ofctl ran. Throws kovs::Error with ovs-ofctl's message.
     bool install(const FlowInputs& in, bool force = false);
 
     const std::string& installed() const { return installed_; }
+    // The pods the last render left out, and why.
+    const std::vector<std::string>& skipped() const { return skipped_; }
     uint64_t installs() const { return installs_; }
 
 private:
     std::string bridge_;
     std::string target_;
     std::string installed_;
+    std::vector<std::string> skipped_;
     uint64_t installs_ = 0;
 };
 

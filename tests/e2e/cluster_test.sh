@@ -2,8 +2,9 @@
 # 3 nodes x 2 pods: every pod pair over TCP and UDP, pod <-> node, host -> node,
 # kovsctl doctor clean on every node and finding each injected fault (TX
 # offload on in a pod; tunnel neighbours flushed and gw0 flushed while the
-# agent is stopped), and /metrics parsing as Prometheus text with the repairs
-# and the CNI commands counted.
+# agent is stopped), /metrics parsing as Prometheus text with the repairs
+# and the CNI commands counted, and a bad pod row in OVSDB costing only its
+# own flow.
 source "$(dirname "$0")/lib.sh"
 
 cluster_up 3
@@ -142,5 +143,26 @@ grep -q '^kovs_cni_errors_total{command="ADD"} 1$' <<<"$text" || fail "the faile
 $(grep kovs_cni <<<"$text")"
 grep -q '^kovs_cni_add_seconds_count 2$' <<<"$text" || fail "CNI ADD latency histogram does not hold the 2 ADDs"
 pass "/metrics parses as Prometheus text and counts the repairs (offload, gateway) and CNI ADDs and errors"
+
+# A pod row in OVSDB with an unusable address (anyone with the database can
+# write one) loses only its own flow: the agent still installs the table,
+# stays ready, and a pod added afterwards gets its flows.
+in_node 1 ip link add kvbad0 type veth peer name kvbad0p
+in_node 1 ip link set kvbad0 up
+in_node 1 ovs-vsctl add-port br-int kvbad0 -- set Interface kvbad0 \
+    external_ids:attached-mac='"0a:58:bad"' external_ids:ip-address='"10.244.1.200/24"'
+bad_row_left_out() { grep -q "not a MAC address" <<<"$(node_status 1 | jq -r '.flows.podsLeftOut[]')"; }
+wait_for "the agent to leave the bad row out of its flow table" 15 bad_row_left_out || fail "the bad row was never reported"
+status=$(node_status 1)
+[ "$(jq -r '.flows.error' <<<"$status")" = "" ] || fail "one bad pod row failed the whole flow table: $(jq -c .flows <<<"$status")"
+out=$(kovsctl 1 status)
+grep -q "left out: flow table: pod: not a MAC address: '0a:58:bad'" <<<"$out" || fail "kovsctl status does not show the pod left out:
+$out"
+pod_add 1 3
+out=$(in_pod 2 1 ping -c2 -W2 -q "$(pod_ip 1 3)") || fail "a pod added next to the bad row is not reachable from node 2:
+$out"
+in_node 1 ovs-vsctl del-port br-int kvbad0
+in_node 1 ip link del kvbad0
+pass "a pod row with a bad address loses only its own flow; the node stays ready and new pods get flows"
 
 echo "$checks passed, 0 failed"

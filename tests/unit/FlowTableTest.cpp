@@ -47,7 +47,7 @@ TEST(FlowTable, RejectsUnusableInputs) {
     noTunnel.tunnelOfport = -1;
     EXPECT_THROW(FlowTable::render(noTunnel), kovs::Error);
     auto badMac = twoNodeInputs();
-    badMac.pods[0].mac = "0a:58:0a:f4:01";
+    badMac.gateway.mac = "0a:58:0a:f4:01";
     EXPECT_THROW(FlowTable::render(badMac), kovs::Error);
     auto badCidr = twoNodeInputs();
     badCidr.remotes[0].cidr = "10.244.2.0/40";
@@ -58,12 +58,19 @@ TEST(FlowTable, RejectsUnusableInputs) {
     auto noLocal = twoNodeInputs();
     noLocal.localCidr.clear();
     EXPECT_THROW(FlowTable::render(noLocal), kovs::Error);
-    auto noPort = twoNodeInputs();
-    noPort.pods[0].ofport = -1;
-    try {
-        FlowTable::render(noPort);
-        FAIL();
-    } catch (const kovs::Error& e) {
-        EXPECT_STREQ(e.what(), "flow table: pod 10.244.1.5: no OpenFlow port yet");
-    }
+}
+
+// One pod's row in OVSDB (written by kovs-cni, or by anyone with access to
+// the database) must not take every other pod's and peer's flows down.
+TEST(FlowTable, LeavesOutOnlyThePodThatIsUnusable) {
+    auto in = twoNodeInputs();
+    in.pods.push_back({"10.244.1.6", "0a:58:0a:f4:01:06", -1});                // no ofport yet
+    in.pods.push_back({"10.244.1.7", "0a:58:0a:f4:01", 9});                    // bad MAC
+    in.pods.push_back({"10.244.1.8,actions=drop", "0a:58:0a:f4:01:08", 10});   // injected
+    std::vector<std::string> skipped;
+    auto t = FlowTable::render(in, &skipped);
+    EXPECT_EQ(t, FlowTable::render(twoNodeInputs())) << "the good pod and the peers keep their flows";
+    EXPECT_EQ(skipped, (std::vector<std::string>{"flow table: pod 10.244.1.6: no OpenFlow port yet",
+                                                 "flow table: pod: not a MAC address: '0a:58:0a:f4:01'",
+                                                 "flow table: pod: not an IPv4 address: '10.244.1.8,actions=drop'"}));
 }
