@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstring>
 #include <future>
 #include <optional>
@@ -16,7 +17,11 @@
 namespace kovs {
 namespace {
 
+using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxRequestHead = 8192;
+// Reading a request, and writing its answer, each get this long in all: a
+// client trickling bytes must not hold the (only) serving thread for longer.
+constexpr auto kIoBudget = std::chrono::seconds(2);
 
 // Runs fn on the loop and waits for it; nullopt when the loop did not answer in time.
 template <typename T>
@@ -34,32 +39,41 @@ std::optional<T> onLoop(EventLoop& loop, std::function<T()> fn) {
     return future.get();
 }
 
-struct Reply {
-    int status;
-    std::string body;
-    std::string type = "text/plain";
-};
-
 const char* reason(int status) {
     switch (status) {
     case 200: return "OK";
     case 400: return "Bad Request";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 500: return "Internal Server Error";
     default: return "Service Unavailable";
     }
 }
 
-void sendAll(int fd, std::string_view data) {
-    while (!data.empty()) {
-        ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+}  // namespace
+
+bool HealthServer::waitFor(int conn, short events, Clock::time_point deadline) const {
+    while (true) {
+        auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (left <= 0) return false;
+        pollfd fds[2] = {{conn, events, 0}, {stop_.get(), POLLIN, 0}};
+        int n = ::poll(fds, 2, static_cast<int>(left));
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return;  // the client went away or stalled past SO_SNDTIMEO
-        data.remove_prefix(static_cast<size_t>(n));
+        if (n < 0 || fds[1].revents) return false;  // error, or the server is stopping
+        if (fds[0].revents) return true;
     }
 }
 
-}  // namespace
+void HealthServer::sendAll(int conn, std::string_view data) const {
+    auto deadline = Clock::now() + kIoBudget;
+    while (!data.empty()) {
+        ssize_t n = ::send(conn, data.data(), data.size(), MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN && waitFor(conn, POLLOUT, deadline)) continue;
+        if (n <= 0) return;  // the client went away, or stalled past the budget
+        data.remove_prefix(static_cast<size_t>(n));
+    }
+}
 
 HealthServer::HealthServer(EventLoop& loop, const std::string& address, HealthHandlers handlers)
     : loop_(loop), handlers_(std::move(handlers)), stop_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
@@ -112,56 +126,68 @@ void HealthServer::serve() {
         if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
         if (fds[1].revents) return;
         if (!fds[0].revents) continue;
-        UniqueFd conn(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-        if (conn) answer(conn.get());
+        UniqueFd conn(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+        if (conn) {
+            answer(conn.get());
+        } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            // The connection stays queued and the socket readable: pause
+            // instead of spinning until descriptors or memory free up.
+            pollfd stop = {stop_.get(), POLLIN, 0};
+            ::poll(&stop, 1, 100);
+        }
     }
 }
 
 void HealthServer::answer(int conn) {
-    // A client that stalls holds the server for at most these timeouts.
-    timeval timeout{2, 0};
-    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    auto deadline = Clock::now() + kIoBudget;
     std::string head;
     char buf[2048];
     while (head.find("\r\n\r\n") == std::string::npos && head.size() <= kMaxRequestHead) {
         ssize_t n = ::recv(conn, buf, sizeof buf, 0);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return;
+        if (n < 0 && errno == EAGAIN && waitFor(conn, POLLIN, deadline)) continue;
+        if (n <= 0) return;  // closed, failed, out of time, or the server is stopping
         head.append(buf, static_cast<size_t>(n));
     }
 
-    // "GET /metrics?x HTTP/1.1"
-    std::string_view line = std::string_view(head).substr(0, head.find("\r\n"));
-    size_t sp1 = line.find(' ');
-    size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-    Reply reply{400, "bad request\n"};
-    if (size_t end = head.find("\r\n\r\n"); end == std::string::npos || end > kMaxRequestHead) {
-        reply.body = "request headers too long\n";
-    } else if (sp2 != std::string_view::npos && line.substr(sp2 + 1).rfind("HTTP/1.", 0) == 0) {
-        std::string_view method = line.substr(0, sp1);
-        std::string_view path = line.substr(sp1 + 1, sp2 - sp1 - 1);
-        path = path.substr(0, path.find('?'));
-        if (method != "GET") {
-            reply = {405, "only GET is served here\n"};
-        } else if (path == "/healthz") {
-            bool alive = onLoop<bool>(loop_, [] { return true; }).has_value();
-            reply = {alive ? 200 : 503, alive ? "ok\n" : "event loop not responding\n"};
-        } else if (path == "/readyz") {
-            auto why = onLoop<std::string>(loop_, handlers_.ready);
-            bool ok = why && why->empty();
-            reply = {ok ? 200 : 503, ok ? "ready\n" : (why ? *why : "event loop not responding") + "\n"};
-        } else if (path == "/metrics") {
-            auto text = onLoop<std::string>(loop_, handlers_.metrics);
-            reply = {text ? 200 : 503, text ? *text : "event loop not responding\n", "text/plain; version=0.0.4"};
-        } else {
-            reply = {404, "not found: /healthz, /readyz and /metrics are served here\n"};
-        }
-    }
+    Reply reply = route(head);
     std::string out = "HTTP/1.1 " + std::to_string(reply.status) + " " + reason(reply.status) +
                       "\r\nContent-Type: " + reply.type + "\r\nContent-Length: " + std::to_string(reply.body.size()) +
                       "\r\nConnection: close\r\n\r\n" + reply.body;
     sendAll(conn, out);
+}
+
+HealthServer::Reply HealthServer::route(const std::string& head) {
+    size_t end = head.find("\r\n\r\n");
+    if (end == std::string::npos || end > kMaxRequestHead) return {400, "request headers too long\n"};
+    // "GET /metrics?x HTTP/1.1"
+    std::string_view line = std::string_view(head).substr(0, head.find("\r\n"));
+    size_t sp1 = line.find(' ');
+    size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+    if (sp2 == std::string_view::npos || line.substr(sp2 + 1).rfind("HTTP/1.", 0) != 0) return {400, "bad request\n"};
+    std::string_view method = line.substr(0, sp1);
+    std::string_view path = line.substr(sp1 + 1, sp2 - sp1 - 1);
+    path = path.substr(0, path.find('?'));
+    if (method != "GET") return {405, "only GET is served here\n"};
+    try {
+        if (path == "/healthz") {
+            bool alive = onLoop<bool>(loop_, [] { return true; }).has_value();
+            return {alive ? 200 : 503, alive ? "ok\n" : "event loop not responding\n"};
+        }
+        if (path == "/readyz") {
+            auto why = onLoop<std::string>(loop_, handlers_.ready);
+            bool ok = why && why->empty();
+            return {ok ? 200 : 503, ok ? "ready\n" : (why ? *why : "event loop not responding") + "\n"};
+        }
+        if (path == "/metrics") {
+            auto text = onLoop<std::string>(loop_, handlers_.metrics);
+            return {text ? 200 : 503, text ? *text : "event loop not responding\n", "text/plain; version=0.0.4"};
+        }
+    } catch (const std::exception& e) {
+        // A handler that threw (out of memory, say) costs this answer, not the agent.
+        return {500, std::string("internal error: ") + e.what() + "\n"};
+    }
+    return {404, "not found: /healthz, /readyz and /metrics are served here\n"};
 }
 
 }  // namespace kovs

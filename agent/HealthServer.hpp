@@ -3,11 +3,15 @@
 // Every answer is computed on the agent's event loop (the request is posted
 // there), so a wedged loop makes /healthz fail — which is what liveness
 // probes are for. One request per connection, one connection at a time:
-// the clients are the kubelet's probes and a Prometheus scraper. Hand-written
+// the clients are the kubelet's probes and a Prometheus scraper. A client
+// gets 2 s in all to send its request and 2 s to take the answer, so a slow
+// or silent one cannot hold the probes off for long, nor the agent's exit. Hand-written
 // instead of cpp-httplib, whose shared library initialises OpenSSL when it is
 // loaded — a fifth of the agent's memory target (docs/benchmarks.md).
+#include <chrono>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "base/EventLoop.hpp"
@@ -31,8 +35,18 @@ public:
     int port() const { return port_; }
 
 private:
+    struct Reply {
+        int status;
+        std::string body;
+        std::string type = "text/plain";
+    };
+
     void serve();
     void answer(int conn);
+    Reply route(const std::string& head);
+    // Waits until conn is ready for `events`; false at the deadline or when the server stops.
+    bool waitFor(int conn, short events, std::chrono::steady_clock::time_point deadline) const;
+    void sendAll(int conn, std::string_view data) const;
 
     EventLoop& loop_;
     HealthHandlers handlers_;

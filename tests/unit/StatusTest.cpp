@@ -253,3 +253,76 @@ TEST(HealthServer, AnswersBadRequestsWithTheRightStatus) {
     ::close(idle);
     lt.join();
 }
+
+namespace {
+int connectTo(int port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    return fd;
+}
+
+// Sends one byte of a request every 200 ms, up to 40 bytes (8 s); returns
+// how many went out before the server closed the connection.
+int trickle(int fd) {
+    std::string request = "GET /healthz HTTP/1.1\r\nX-Slow: " + std::string(20, 'a');
+    for (int i = 0; i < 40; ++i) {
+        char ignored;
+        if (::recv(fd, &ignored, 1, MSG_DONTWAIT) == 0) return i;  // closed by the server
+        if (::send(fd, &request[static_cast<size_t>(i)], 1, MSG_NOSIGNAL) != 1) return i;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return 40;
+}
+}  // namespace
+
+// A client trickling its request byte by byte gets 2 s in all, not 2 s per
+// byte: otherwise it holds the only serving thread, and the kubelet's
+// liveness probes behind it, for as long as it likes.
+TEST(HealthServer, ATricklingClientIsCutOffAndProbesGoOn) {
+    LoopThread lt;
+    HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
+    lt.start();
+    int fd = connectTo(server.port());
+    int sent = trickle(fd);
+    ::close(fd);
+    EXPECT_LT(sent, 40) << "the server kept a trickling client for all 8 s";
+    EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK");
+    lt.join();
+}
+
+// Stopping the server (the agent exiting) does not wait for a slow client.
+TEST(HealthServer, StopsWithoutWaitingForASlowClient) {
+    LoopThread lt;
+    lt.start();
+    std::atomic<bool> trickleDone{false};
+    std::thread client;
+    {
+        HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
+        int fd = connectTo(server.port());
+        client = std::thread([fd, &trickleDone] {
+            trickle(fd);
+            ::close(fd);
+            trickleDone = true;
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server is reading from it now
+    }
+    EXPECT_FALSE(trickleDone) << "the server's destructor waited for the client";
+    client.join();
+    lt.join();
+}
+
+// A handler that throws costs its answer (500), not the agent (std::terminate).
+TEST(HealthServer, AHandlerThatThrowsGetsA500) {
+    LoopThread lt;
+    HealthServer server(lt.loop, "127.0.0.1:0",
+                        {[]() -> std::string { throw std::runtime_error("no memory"); }, {}});
+    lt.start();
+    EXPECT_EQ(exchange(server.port(), "GET /readyz HTTP/1.1\r\n\r\n"), "HTTP/1.1 500 Internal Server Error");
+    EXPECT_EQ(exchange(server.port(), "GET /metrics HTTP/1.1\r\n\r\n"), "HTTP/1.1 500 Internal Server Error");
+    EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK");
+    lt.join();
+}
