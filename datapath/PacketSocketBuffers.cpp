@@ -2,6 +2,7 @@
 
 #include <net/if.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -66,6 +67,11 @@ int forEachPacketSocket(pid_t pid, Fn fn) {
                         "seccomp profile allowing pidfd_getfd; Docker's default allows it only with CAP_SYS_PTRACE)";
             throw SystemError(what, err);
         }
+        // vswitchd may have closed that fd number and reused it since the
+        // listing (ports come and go exactly when this runs): only the socket
+        // that was read is ours to touch.
+        struct stat st{};
+        if (::fstat(fd.get(), &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_ino != inode) continue;
         fn(fd.get(), inodes[inode]);
         ++n;
     }
