@@ -12,7 +12,7 @@ constexpr size_t kMaxChunkLine = 1024;
 
 bool equalsLower(std::string_view s, std::string_view lower) {
     return s.size() == lower.size() &&
-           std::equal(s.begin(), s.end(), lower.begin(), [](char a, char b) { return std::tolower(a) == b; });
+           std::equal(s.begin(), s.end(), lower.begin(), [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
 }
 
 std::string_view trim(std::string_view s) {
@@ -70,6 +70,7 @@ void HttpResponseParser::line(std::string_view l) {
         bool ok = l.size() >= 12 && l.substr(0, 7) == "HTTP/1." && std::isdigit(static_cast<unsigned char>(l[7])) &&
                   l[8] == ' ' && (l.size() == 12 || l[12] == ' ');
         for (size_t k = 9; ok && k < 12; ++k) ok = std::isdigit(static_cast<unsigned char>(l[k]));
+        ok = ok && l[9] != '0';  // status codes run from 100
         if (!ok) throw Error("HTTP response: bad status line " + quoted(l));
         status_ = (l[9] - '0') * 100 + (l[10] - '0') * 10 + (l[11] - '0');
         state_ = State::Headers;

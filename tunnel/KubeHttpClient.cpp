@@ -179,16 +179,19 @@ public:
         while (true) {
             if (ssl_) {
                 size_t n = 0;
+                errno = 0;
                 int r = SSL_read_ex(ssl_.get(), buf, size, &n);
                 if (r == 1) return n;
                 int err = SSL_get_error(ssl_.get(), r);
                 // A server that closes without close_notify ends the stream just
                 // as well; whether the body was complete is the parser's call.
-                if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) ||
+                // SSL_ERROR_SYSCALL with errno set is a reset, not an end.
+                if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 && errno == 0) ||
                     (err == SSL_ERROR_SSL && ERR_GET_REASON(ERR_peek_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING)) {
                     ERR_clear_error();
                     return 0;
                 }
+                if (err == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) throwErrno("connection lost (TLS read)");
                 if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE)
                     throwSsl("connection lost (TLS read)");
                 wait(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, what);
@@ -214,7 +217,9 @@ private:
             throw Error("resolve " + url.host + ": " + gai_strerror(rc));
         std::unique_ptr<addrinfo, Deleter<freeaddrinfo>> guard(res);
         std::string lastError;
-        for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+        int left = 0;
+        for (addrinfo* ai = res; ai; ai = ai->ai_next) ++left;
+        for (addrinfo* ai = res; ai; ai = ai->ai_next, --left) {
             fd_.reset(::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol));
             if (!fd_) throwErrno("socket");
             int err = 0;
@@ -223,7 +228,15 @@ private:
                     lastError = std::strerror(errno);
                     continue;
                 }
-                wait(POLLOUT, deadline, "connect to " + url.host + ":" + url.port);
+                // A blackholed address (say an unreachable AAAA listed first)
+                // gets its share of the time, not all of it.
+                auto share = Clock::now() + (deadline - Clock::now()) / left;
+                try {
+                    wait(POLLOUT, share, "connect");
+                } catch (const Error&) {
+                    lastError = "timed out";
+                    continue;
+                }
                 socklen_t len = sizeof err;
                 getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len);
             }
@@ -336,6 +349,7 @@ KubeHttpClient::Result KubeHttpClient::get(const std::string& path, const OnData
         conn.writeAll(request);
         char buf[16384];
         while (!parser.done()) {
+            if (interrupted_) throw Interrupted{};  // a stream that never pauses never polls the eventfd
             size_t n = conn.read(buf, sizeof buf, idleTimeout);
             if (n == 0) {
                 if (!parser.closeEndsBody())

@@ -14,6 +14,7 @@ namespace {
 using namespace std::chrono_literals;
 
 std::string excerpt(const std::string& s) { return s.size() > 200 ? s.substr(0, 200) + "..." : s; }
+constexpr size_t kMaxErrorBody = 64 << 10;
 }  // namespace
 
 KubernetesPeerSource::KubernetesPeerSource(EventLoop& loop, KubeCredentials creds, KubernetesPeerSourceOptions opts)
@@ -118,11 +119,22 @@ void KubernetesPeerSource::run() {
 
 bool KubernetesPeerSource::list() {
     std::string body;
-    auto r = http_.get("/api/v1/nodes", [&](long, std::string_view d) {
-        body.append(d);
-        return true;
+    bool tooBig = false;
+    auto r = http_.get("/api/v1/nodes", [&](long status, std::string_view d) {
+        if (status != 200) {
+            if (body.size() < kMaxErrorBody) body.append(d.substr(0, kMaxErrorBody - body.size()));
+            return true;
+        }
+        tooBig = body.size() + d.size() > opts_.maxListBytes;
+        if (!tooBig) body.append(d);
+        return !tooBig;
     }, 60s);
     if (r.interrupted) return false;
+    if (tooBig) {
+        spdlog::error("Kubernetes peers: GET {}/api/v1/nodes: the NodeList is larger than {} KiB; refused",
+                      http_.server(), opts_.maxListBytes >> 10);
+        return false;
+    }
     if (!r.complete || r.status != 200) {
         spdlog::warn("Kubernetes peers: GET {}/api/v1/nodes: HTTP {} {} {}", http_.server(), r.status, r.error,
                      excerpt(body));
@@ -181,8 +193,11 @@ KubernetesPeerSource::WatchEnd KubernetesPeerSource::watch() {
     std::string pending;
     WatchEnd end = WatchEnd::Closed;
     auto r = http_.get(path, [&](long status, std::string_view d) {
+        if (status != 200) {  // an error body, reported below
+            if (pending.size() < kMaxErrorBody) pending.append(d.substr(0, kMaxErrorBody - pending.size()));
+            return true;
+        }
         pending.append(d);
-        if (status != 200) return true;  // an error body, reported below
         size_t start = 0, nl;
         bool ok = true;
         while (ok && (nl = pending.find('\n', start)) != std::string::npos) {
@@ -194,6 +209,13 @@ KubernetesPeerSource::WatchEnd KubernetesPeerSource::watch() {
         }
         pending.erase(0, start);
         publish();
+        if (ok && pending.size() > opts_.maxEventBytes) {
+            spdlog::error("Kubernetes peers: watch: an event larger than {} KiB; dropped the stream",
+                          opts_.maxEventBytes >> 10);
+            pending.clear();
+            end = WatchEnd::Garbage;
+            ok = false;
+        }
         return ok;
     }, std::chrono::seconds(opts_.watchTimeoutSeconds + 60));
     if (r.interrupted) return WatchEnd::Stopped;

@@ -35,6 +35,11 @@ struct KubernetesPeerSourceOptions {
     std::chrono::milliseconds backoffInitial{500};
     std::chrono::milliseconds backoffMax{30000};
     int watchTimeoutSeconds = 300;  // asked of the server; it closes the watch cleanly then
+    // What a broken server or proxy may make the agent hold: a NodeList
+    // (5,000 kind-shaped Nodes are about 25 MiB), one watch event. Larger is
+    // refused as garbage. Error bodies are kept only for their first 64 KiB.
+    size_t maxListBytes = 256u << 20;
+    size_t maxEventBytes = 16u << 20;
 };
 
 class KubernetesPeerSource : public PeerSource {

@@ -213,3 +213,34 @@ TEST_F(KubernetesPeerSourceTest, UntrustedServerCertificateIsRefused) {
     EXPECT_TRUE(reports.sets.empty());
     EXPECT_EQ(api.lists(), 0);
 }
+
+// A server (or a proxy in front of it) sending a NodeList or a watch event
+// beyond the limits is refused like garbage, instead of growing the agent
+// without bound; the source recovers once the server behaves.
+TEST_F(KubernetesPeerSourceTest, OversizedListAndEventAreRefused) {
+    json many = json::array({node("self", "172.18.0.2", "1")});
+    for (int i = 0; i < 40; ++i) many.push_back(node("n" + std::to_string(i), "172.18.1." + std::to_string(i + 1), "1"));
+    api.setNodes(many, "10");
+    auto o = fastOptions();
+    o.maxListBytes = 4096;
+    o.maxEventBytes = 2048;
+    KubernetesPeerSource source(loop, creds(), o);
+    source.start([&](const PeerSet& s) { reports.sets.push_back(s); });
+    ASSERT_TRUE(waitFor([&] { return api.lists() >= 3; })) << "the refused list is not retried";
+    drain(loop);
+    EXPECT_TRUE(reports.sets.empty()) << "a NodeList over the limit was used: " << reports.names();
+    EXPECT_EQ(api.watches(), 0);
+
+    api.setNodes({node("self", "172.18.0.2", "90"), node("b", "172.18.0.3", "91")}, "100");
+    ASSERT_TRUE(waitFor([&] { return !reports.sets.empty() && api.watches() == 1; })) << "no recovery";
+    EXPECT_EQ(reports.last().size(), 1u) << reports.names();
+    int lists = api.lists();
+
+    // 3 KiB of one event with no end in sight: dropped, relisted, re-watched.
+    api.sendWatch(R"({"type":"ADDED","object":{"metadata":{"name":")" + std::string(3000, 'x'));
+    ASSERT_TRUE(waitFor([&] { return api.lists() == lists + 1 && api.watches() == 2; }))
+        << "an oversized event did not end the stream";
+    api.sendEvent("ADDED", node("c", "172.18.0.4", "101"));
+    ASSERT_TRUE(waitFor([&] { return reports.last().count("c"); })) << reports.names();
+    source.stop();
+}

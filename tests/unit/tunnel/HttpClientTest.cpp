@@ -96,6 +96,7 @@ TEST(HttpResponseParser, MalformedResponsesAreRejectedWithTheReason) {
     };
     EXPECT_THAT(error("SSH-2.0-OpenSSH\r\n"), HasSubstr("bad status line 'SSH-2.0-OpenSSH'"));
     EXPECT_THAT(error("HTTP/1.1 2x0 OK\r\n"), HasSubstr("bad status line"));
+    EXPECT_THAT(error("HTTP/1.1 099 Odd\r\n"), HasSubstr("bad status line"));
     EXPECT_THAT(error("HTTP/1.1 200 OK\r\nno colon here\r\n"), HasSubstr("bad header line"));
     EXPECT_THAT(error("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n"), HasSubstr("bad Content-Length"));
     EXPECT_THAT(error("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"), HasSubstr("conflicting"));
