@@ -204,6 +204,12 @@ void Agent::startPeers() {
     peerSource_->start([this](const tunnel::PeerSet& peers) { onPeers(peers); });
 }
 
+namespace {
+// Flows and gw0 routes are IPv4 only for now (docs/architecture.md): a peer
+// reached over an IPv6 node address gets neither.
+bool ipv4Underlay(const tunnel::Peer& p) { return p.nodeIP.find(':') == std::string::npos; }
+}  // namespace
+
 void Agent::onPeers(const tunnel::PeerSet& all) {
     tunnel::PeerSet peers;
     for (const auto& [name, p] : all) {
@@ -218,6 +224,7 @@ void Agent::onPeers(const tunnel::PeerSet& all) {
         // answers its ARP and tunnels the packets.
         auto opts = gatewayOptions();
         for (const auto& [_, p] : peers_) {
+            if (!ipv4Underlay(p)) continue;  // no flows for it either: a route would only blackhole
             for (const auto& cidr : p.podCIDRs) {
                 auto prefix = IpPrefix::parse(cidr);
                 if (prefix.family == AF_INET) opts.routes.push_back({prefix.network(), std::nullopt});
@@ -255,7 +262,7 @@ void Agent::reconcileFlows(bool force) {
         if (a.family == AF_INET) in.localCidr = a.network().str();
     }
     for (const auto& [_, p] : peers_) {
-        if (p.nodeIP.find(':') != std::string::npos) continue;  // IPv4 underlay only (see docs/architecture.md)
+        if (!ipv4Underlay(p)) continue;
         for (const auto& cidr : p.podCIDRs) {
             if (cidr.find(':') == std::string::npos) in.remotes.push_back({cidr, p.nodeIP});
         }
