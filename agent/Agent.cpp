@@ -130,14 +130,12 @@ void Agent::convergeBridges() {
 
 // OVSDB holding a bridge does not mean ovs-vswitchd has made its device yet.
 void Agent::waitForDevice(const std::string& name, std::chrono::milliseconds timeout) {
-    bool present = false;
-    std::function<void()> poll = [&] {
-        present = ::if_nametoindex(name.c_str()) != 0;
-        if (!present) loop_.after(std::chrono::milliseconds(10), poll);
-    };
-    poll();
-    if (!loop_.runUntil([&] { return present; }, timeout))
-        throw Error(fmt::format("{}: ovs-vswitchd did not create the device within {} ms", name, timeout.count()));
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (::if_nametoindex(name.c_str()) == 0) {
+        if (std::chrono::steady_clock::now() >= deadline)
+            throw Error(fmt::format("{}: ovs-vswitchd did not create the device within {} ms", name, timeout.count()));
+        loop_.runUntil([] { return false; }, std::chrono::milliseconds(10));  // the loop keeps serving meanwhile
+    }
 }
 
 void Agent::migrateUplink() {
@@ -300,7 +298,7 @@ void Agent::sizeSocketBuffers() {
                          r.sockets, config_.ovs.socketBufferKiB);
         socketBufferResizes_ += static_cast<uint64_t>(r.resized);
         socketBufferError_.clear();
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // also filesystem_error from walking /proc/PID/fd
         // Throughput suffers, nothing breaks: say so once, not every resync.
         if (socketBufferError_ != e.what())
             spdlog::warn("ovs-vswitchd socket buffers left at the kernel default: {}", e.what());
