@@ -1,10 +1,10 @@
 // runProcess: stdin, stdout and stderr together, and a child that stops
 // reading its input early costs the caller nothing (no SIGPIPE).
 #include <gtest/gtest.h>
-#include <signal.h>
 
 #include "base/Error.hpp"
 #include "base/Process.hpp"
+#include "tests/support/AgentSignals.hpp"
 
 using namespace kovs;
 
@@ -30,16 +30,12 @@ TEST(Process, AChildThatIgnoresItsInputDoesNotKillTheCaller) {
 // The agent blocks SIGTERM/SIGINT and ignores SIGPIPE; its children must not
 // inherit that (SigBlk and SigIgn in /proc/<pid>/status are hex masks).
 TEST(Process, ChildrenStartWithNoSignalBlockedOrIgnored) {
-    sigset_t sigs, old;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    ASSERT_EQ(sigprocmask(SIG_BLOCK, &sigs, &old), 0);
-    auto oldPipe = signal(SIGPIPE, SIG_IGN);
-    auto blocked = runProcess({"awk", "/^SigBlk/ { print $2 }", "/proc/self/status"});
-    auto ignored = runProcess({"awk", "/^SigIgn/ { print $2 }", "/proc/self/status"});
-    signal(SIGPIPE, oldPipe);
-    sigprocmask(SIG_SETMASK, &old, nullptr);
+    ProcessResult blocked, ignored;
+    {
+        kovs::test::AgentSignals asInTheAgent;
+        blocked = runProcess({"awk", "/^SigBlk/ { print $2 }", "/proc/self/status"});
+        ignored = runProcess({"awk", "/^SigIgn/ { print $2 }", "/proc/self/status"});
+    }
     ASSERT_TRUE(blocked.ok() && ignored.ok()) << blocked.err << ignored.err;
     EXPECT_EQ(blocked.out, "0000000000000000\n");
     // Only SIGPIPE is ours to check: the test runner may ignore others.

@@ -210,14 +210,19 @@ TEST(HealthServer, RejectsABadAddress) {
     }
 }
 
-// The raw answer to one raw request, over a fresh connection.
-std::string exchange(int port, const std::string& request) {
+int connectTo(int port) {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<uint16_t>(port));
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    return fd;
+}
+
+// The raw answer to one raw request, over a fresh connection.
+std::string exchange(int port, const std::string& request) {
+    int fd = connectTo(port);
     ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
     ::shutdown(fd, SHUT_WR);
     std::string out;
@@ -243,28 +248,13 @@ TEST(HealthServer, AnswersBadRequestsWithTheRightStatus) {
     EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\nX: " + std::string(9000, 'a') + "\r\n\r\n"),
               "HTTP/1.1 400 Bad Request");
     // A client that connects and says nothing holds the server for its 2 s read timeout, no longer.
-    int idle = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(server.port()));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::connect(idle, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    int idle = connectTo(server.port());
     EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK");
     ::close(idle);
     lt.join();
 }
 
 namespace {
-int connectTo(int port) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    return fd;
-}
-
 // Sends one byte of a request every 200 ms, up to 40 bytes (8 s); returns
 // how many went out before the server closed the connection.
 int trickle(int fd) {

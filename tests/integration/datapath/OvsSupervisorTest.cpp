@@ -15,6 +15,7 @@
 #include "base/Process.hpp"
 #include "datapath/BridgeReconciler.hpp"
 #include "datapath/UnixctlClient.hpp"
+#include "tests/support/AgentSignals.hpp"
 #include "tests/support/Poll.hpp"
 
 using kovs::BridgeReconciler;
@@ -120,17 +121,12 @@ TEST(OvsSupervisor, CreatesDbRestartsKilledDaemonsAndBridgesComeBack) {
 // shut OVS down cleanly.
 TEST(OvsSupervisor, DaemonsStartWithTheAgentsSignalMaskUndone) {
     TempDir tmp;
-    sigset_t sigs, old;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    ASSERT_EQ(sigprocmask(SIG_BLOCK, &sigs, &old), 0);
-    auto oldPipe = signal(SIGPIPE, SIG_IGN);
     EventLoop loop;
     OvsSupervisor sup(loop, optionsIn(tmp.path));
-    sup.start();
-    signal(SIGPIPE, oldPipe);
-    sigprocmask(SIG_SETMASK, &old, nullptr);
+    {
+        kovs::test::AgentSignals asInTheAgent;
+        sup.start();
+    }
     for (auto d : {Daemon::OvsdbServer, Daemon::Vswitchd}) {
         auto status = kovs::runChecked({"grep", "^SigBlk", "/proc/" + std::to_string(sup.pid(d)) + "/status"});
         EXPECT_EQ(status, "SigBlk:\t0000000000000000\n") << toString(d);
