@@ -17,6 +17,11 @@ extern char** environ;
 namespace kovs::cni {
 namespace {
 
+// Messages carry text the plugin did not choose (environment variables, IPAM
+// stderr, config excerpts cut at a byte count): invalid UTF-8 is replaced
+// rather than thrown on, which would leave the runtime with no answer at all.
+std::string jsonText(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
 nlohmann::json versionInfo(const std::string& stdinData) {
     std::string version(kCurrentVersion);
     auto conf = nlohmann::json::parse(stdinData, nullptr, false);
@@ -98,14 +103,14 @@ int CniPlugin::run(const Env& env, const std::string& stdinData, std::ostream& o
         }
         spdlog::debug("{} {}/{} netns {}", commandName(req.command), req.containerId, req.ifname, req.netns);
         auto result = dispatch(req);
-        if (!result.is_null()) out << result.dump() << "\n";
+        if (!result.is_null()) out << jsonText(result) << "\n";
     } catch (const CniError& e) {
         spdlog::error("{}", e.what());
-        out << e.toJson(version).dump() << "\n";
+        out << jsonText(e.toJson(version)) << "\n";
         code = e.code();
     } catch (const std::exception& e) {
         spdlog::error("{}", e.what());
-        out << CniError(kInternal, e.what()).toJson(version).dump() << "\n";
+        out << jsonText(CniError(kInternal, e.what()).toJson(version)) << "\n";
         code = kInternal;
     }
     // VERSION is asked constantly by runtimes and says nothing about the node.

@@ -226,3 +226,31 @@ TEST(CniPlugin, ReportsEachCommandsOutcomeToTheAgent) {
     EXPECT_TRUE(nextReport().is_null()) << "VERSION was reported";
     std::filesystem::remove_all(dir);
 }
+
+// Bytes that are not UTF-8 in the environment, or a config excerpt cut inside
+// a character, still give the runtime an error object: nlohmann's dump()
+// throws on invalid UTF-8, which used to abort the plugin with no answer.
+TEST(CniPlugin, AnswersWithAnErrorObjectWhateverTheBytes) {
+    std::string cut = mainWith(R"("mtu":")" + std::string() + [] {
+        std::string s = "a";
+        for (int i = 0; i < 40; ++i) s += "\u00e9";  // 2 bytes each in UTF-8
+        return s;
+    }() + "\"");
+    struct Case {
+        const char* name;
+        Env env;
+        std::string conf;
+    } cases[] = {
+        {"CNI_COMMAND", with(addEnv(), "CNI_COMMAND", "\xff"), kMainConf},
+        {"CNI_CONTAINERID", with(addEnv(), "CNI_CONTAINERID", "c\xff"), kMainConf},
+        {"config excerpt cut inside a character", addEnv(), cut},
+    };
+    for (const auto& c : cases) {
+        std::ostringstream out;
+        EXPECT_EQ(CniPlugin::run(c.env, c.conf, out), 1) << c.name;
+        auto err = nlohmann::json::parse(out.str(), nullptr, false);
+        ASSERT_FALSE(err.is_discarded()) << c.name << ": " << out.str();
+        EXPECT_GT(err.value("code", 0), 0) << c.name << ": " << err;
+        EXPECT_FALSE(err.value("msg", "").empty()) << c.name << ": " << err;
+    }
+}
