@@ -84,7 +84,10 @@ std::vector<std::string> PodAddressing::addresses(const std::string& ifname) {
     for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
         auto* a = reinterpret_cast<rtnl_addr*>(o);
         if (rtnl_addr_get_ifindex(a) != index || !rtnl_addr_get_local(a)) continue;
-        out.push_back(nl::toString(rtnl_addr_get_local(a)));
+        // libnl leaves the prefix length out when it is the full length (/32, /128).
+        auto text = nl::toString(rtnl_addr_get_local(a));
+        if (text.find('/') == std::string::npos) text += "/" + std::to_string(rtnl_addr_get_prefixlen(a));
+        out.push_back(text);
     }
     return out;
 }

@@ -15,7 +15,7 @@ public:
     // IP of its family, and a default route via that gateway is added when the
     // IPAM result has none. Returns the routes installed (for the result).
     static std::vector<ResultRoute> apply(const std::string& ifname, const CniResult& ipam);
-    // The interface's addresses as "10.244.0.5/24".
+    // The interface's addresses as "10.244.0.5/24", always with the prefix length.
     static std::vector<std::string> addresses(const std::string& ifname);
 };
 

@@ -185,6 +185,20 @@ TEST_F(KovsCni, MainModeAddCheckDel) {
     EXPECT_EQ(check.code(), 101) << "CHECK after DEL must fail: " << check.out;
 }
 
+// A /32 lease (static IPAM, or an IPAM handing out single addresses): the
+// kernel lists it without a prefix length, CHECK must still find it.
+TEST_F(KovsCni, CheckFindsASingleAddressLease) {
+    auto conf = mainConf();
+    conf["ipam"] = {{"type", "static"}, {"addresses", json::array({{{"address", "10.244.0.9/32"}}})}};
+    auto add = call(env("ADD"), conf);
+    ASSERT_EQ(add.exitCode, 0) << add.out << add.err;
+    EXPECT_EQ(add.json()["ips"][0]["address"], "10.244.0.9/32");
+    conf["prevResult"] = add.json();
+    auto check = call(env("CHECK"), conf);
+    EXPECT_EQ(check.exitCode, 0) << check.out << check.err;
+    EXPECT_EQ(call(env("DEL"), conf).exitCode, 0);
+}
+
 // With neither mtu nor uplinkMTU configured, a pod takes the MTU of the node
 // interface holding its gateway address (gw0, which the agent sizes to a
 // jumbo uplink); uplinkMTU, when given, still wins.
