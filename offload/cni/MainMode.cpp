@@ -99,10 +99,12 @@ nlohmann::json MainMode::add() {
 
     std::string ips;
     for (const auto& ip : lease.ips) ips += (ips.empty() ? "" : ",") + ip.address;
-    PodPort port{hostName, {req_.containerId, req_.ifname}, req_.netns, req_.arg("K8S_POD_NAMESPACE"),
+    PodPort port{hostName, conf.name, {req_.containerId, req_.ifname}, req_.netns, req_.arg("K8S_POD_NAMESPACE"),
                  req_.arg("K8S_POD_NAME"), std::nullopt, ends.podMac, ips};
-    internal("ADD", [&] { db.ports().add(port); });
+    // Undo registered first: a transaction that timed out here may still
+    // have committed, and its rows would block a retried ADD.
     rollback.add("remove port " + hostName, [&] { db.ports().remove(hostName); });
+    internal("ADD", [&] { db.ports().add(port); });
     rollback.commit();
 
     CniResult result;
@@ -178,16 +180,20 @@ void MainMode::gc() {
     OvsdbSession db(conf.ovsdb, conf.bridge, 2000ms, kTryAgainLater);
     std::vector<std::string> failures;
     for (const auto& port : internal("GC", [&] { return db.ports().list(); })) {
-        if (valid.count(port.attachment)) continue;
+        // Another kovs network on the same bridge (a second attachment) has
+        // its own valid list: its ports are not ours to judge.
+        if (valid.count(port.attachment) || (!port.network.empty() && port.network != conf.name)) continue;
         try {
-            db.ports().remove(port.name);
-            VethPair::remove(port.name);
             // host-local (1.1.1) has no GC: release the stale lease as its DEL would.
             Env env = req_.env;
             env["CNI_CONTAINERID"] = port.attachment.containerId;
             env["CNI_IFNAME"] = port.attachment.ifname;
             env.erase("CNI_NETNS");
             ipam.del(env, req_.stdinData);
+            VethPair::remove(port.name);
+            // The port last: it is GC's only record, and a step that failed
+            // above is retried by the next GC only while the port remains.
+            db.ports().remove(port.name);
             spdlog::info("GC: removed stale {}/{} ({})", port.attachment.containerId, port.attachment.ifname, port.name);
         } catch (const std::exception& e) {
             failures.push_back(port.name + ": " + e.what());

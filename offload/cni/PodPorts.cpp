@@ -21,6 +21,7 @@ std::map<std::string, std::string> idsFor(const PodPort& p) {
     std::map<std::string, std::string> ids{{"kovs-owner", PodPorts::kOwner},      {"cni-container-id", p.attachment.containerId},
                                            {"cni-ifname", p.attachment.ifname},   {"cni-netns", p.netns},
                                            {"k8s-pod-namespace", p.podNamespace}, {"k8s-pod-name", p.podName}};
+    if (!p.network.empty()) ids["cni-network"] = p.network;
     if (!p.podMac.empty()) ids["attached-mac"] = p.podMac;
     if (!p.ipAddresses.empty()) ids["ip-address"] = p.ipAddresses;
     return ids;
@@ -31,8 +32,15 @@ PodPort fromIds(const std::string& name, const std::map<std::string, std::string
         auto it = ids.find(k);
         return it == ids.end() ? std::string() : it->second;
     };
-    return {name,          {get("cni-container-id"), get("cni-ifname")}, get("cni-netns"), get("k8s-pod-namespace"),
-            get("k8s-pod-name"), std::nullopt, get("attached-mac"), get("ip-address")};
+    return {name,
+            get("cni-network"),
+            {get("cni-container-id"), get("cni-ifname")},
+            get("cni-netns"),
+            get("k8s-pod-namespace"),
+            get("k8s-pod-name"),
+            std::nullopt,
+            get("attached-mac"),
+            get("ip-address")};
 }
 
 std::optional<int64_t> ofportOf(const Json& rows) {

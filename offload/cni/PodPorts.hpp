@@ -2,8 +2,8 @@
 // The pod ports kovs-cni owns on one OVS bridge, over OVSDB. Each port's
 // Port and Interface rows carry external_ids naming the attachment, so DEL,
 // CHECK, GC and the agent's offload sweep find them without other state:
-//   kovs-owner=kovs-cni, cni-container-id, cni-ifname, cni-netns,
-//   k8s-pod-namespace, k8s-pod-name, attached-mac, ip-address
+//   kovs-owner=kovs-cni, cni-network, cni-container-id, cni-ifname,
+//   cni-netns, k8s-pod-namespace, k8s-pod-name, attached-mac, ip-address
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -16,6 +16,7 @@ namespace kovs::cni {
 
 struct PodPort {
     std::string name;  // the host end of the veth
+    std::string network;  // the network config's name ("" on ports from before it was recorded)
     Attachment attachment;
     std::string netns;
     std::string podNamespace;

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <sstream>
 
@@ -251,11 +253,30 @@ TEST_F(KovsCni, GcRemovesOnlyStaleAttachments) {
     ASSERT_EQ(leases(data.path(), "kovs-test").size(), 2u);
     // A port kovs-cni does not own is never touched.
     ovs.vsctl({"add-port", "br-int", "foreign0", "--", "set", "Interface", "foreign0", "type=internal"});
+    // Nor is one of another kovs network on the same bridge (its GC has its own valid list).
+    TestNetns pod3("kovs-cni-pod3");
+    auto other = mainConf("1.1.0");
+    other["name"] = "kovs-other";
+    auto e3 = env("ADD", "other");
+    e3["CNI_NETNS"] = pod3.path();
+    ASSERT_EQ(call(e3, other).exitCode, 0);
 
     auto gcConf = mainConf("1.1.0");
     gcConf["cni.dev/valid-attachments"] = json::array({{{"containerID", "keep"}, {"ifname", "eth0"}}});
-    auto gc = call({{"CNI_COMMAND", "GC"}, {"CNI_PATH", "/usr/lib/cni"}}, gcConf);
+    // A GC whose IPAM DEL fails (an IPAM plugin saying "try again later")
+    // keeps the port, its record, so that the next GC finishes the job.
+    TempDir bin;
+    std::ofstream(bin.path() + "/host-local")
+        << "#!/bin/sh\n[ \"$CNI_COMMAND\" = DEL ] && { echo '{\"code\":11,\"msg\":\"busy\"}'; exit 1; }\n"
+           "exec /usr/lib/cni/host-local\n";
+    std::filesystem::permissions(bin.path() + "/host-local", std::filesystem::perms::owner_all);
+    auto gc = call({{"CNI_COMMAND", "GC"}, {"CNI_PATH", bin.path()}}, gcConf);
+    EXPECT_NE(gc.exitCode, 0) << gc.out << gc.err;
+    EXPECT_NE(ports().find(VethPair::hostNameFor("stale", "eth0")), std::string::npos) << "the record went with the failure";
+    gc = call({{"CNI_COMMAND", "GC"}, {"CNI_PATH", "/usr/lib/cni"}}, gcConf);
     EXPECT_EQ(gc.exitCode, 0) << gc.out << gc.err;
+    EXPECT_NE(ports().find(VethPair::hostNameFor("other", "eth0")), std::string::npos) << "GC removed another network's pod";
+    EXPECT_EQ(leases(data.path(), "kovs-other").size(), 1u);
 
     auto keep = VethPair::hostNameFor("keep", "eth0");
     auto stale = VethPair::hostNameFor("stale", "eth0");
