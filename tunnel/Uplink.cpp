@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 
 #include "base/Error.hpp"
@@ -84,6 +85,17 @@ std::vector<json> movableAddresses(const json& link) {
         if (a.value("scope", "global") != "link") out.push_back(a);
     }
     return out;
+}
+
+// Which of `addresses` (snapshot entries) `dev` still holds, as "a b"; "" for none.
+std::string heldAddresses(const std::string& dev, const json& addresses) {
+    std::string held;
+    for (const auto& b : movableAddresses(linkOf(dev))) {
+        for (const auto& a : addresses) {
+            if (b.value("local", "") == a.value("local", "")) held += (held.empty() ? "" : " ") + a.value("local", "");
+        }
+    }
+    return held;
 }
 
 // Routes the kernel does not recreate by itself when the address moves.
@@ -182,6 +194,9 @@ bool Uplink::migrated() const {
         });
         if (!found) return false;
     }
+    // Taking them off eth0 is the last step of a migration: an agent killed
+    // before it (routes half moved) must not find the node "migrated".
+    if (!heldAddresses(opts_.device, state["addresses"]).empty()) return false;
     auto port = state.value("port", "");
     if (UplinkOvsdb(opts_.ovsdb).bridgeOf(port) != opts_.bridge) return false;
     if (opts_.mode == UplinkMode::Shim) {
@@ -278,7 +293,12 @@ Uplink::Outcome Uplink::migrate() {
         for (const auto& r : snap["routes6"]) ipQuiet(routeArgs("del", r, dev, true));
         for (const auto& r : snap["routes4"]) ip(routeArgs("add", r, br, false));
         for (const auto& r : snap["routes6"]) ip(routeArgs("add", r, br, true));
-        for (const auto& a : snap["addresses"]) ip(addrArgs("del", a, dev, false));
+        // Newest first: deleting a primary IPv4 address also deletes the
+        // secondaries of its subnet (promote_secondaries=0, the default), so
+        // a failed delete is fine as long as nothing is left afterwards.
+        const auto& addrs = snap["addresses"];
+        for (auto it = addrs.rbegin(); it != addrs.rend(); ++it) ipQuiet(addrArgs("del", *it, dev, false));
+        if (auto left = heldAddresses(dev, addrs); !left.empty()) throw Error(dev + " still holds " + left);
 
         // Only now, with no address left on eth0, does eth0 get its new MAC:
         // had it answered ARP for the node IP with that MAC, peers would keep
@@ -315,9 +335,25 @@ bool Uplink::cleanup() {
     const std::string mac = s.value("mac", "");
     bool shim = s.value("mode", "") == "shim";
 
-    // L2 first, so eth0 is usable again when its addresses come back.
-    UplinkOvsdb db(opts_.ovsdb);
-    db.removePort(br, port);
+    // L2 first, so eth0 is usable again when its addresses come back. OVSDB
+    // is best effort: cleanup is how a node that lost its uplink is rescued,
+    // which may be exactly when ovsdb-server or vswitchd is not answering.
+    std::optional<UplinkOvsdb> db;
+    std::string ovsdbDown;
+    auto ovsdbStep = [&](const char* what, const std::function<void(UplinkOvsdb&)>& fn) {
+        try {
+            if (ovsdbDown.empty() && !db) db.emplace(opts_.ovsdb, std::chrono::seconds(5));
+        } catch (const std::exception& e) {
+            ovsdbDown = e.what();  // one wait for it is enough
+        }
+        try {
+            if (!db) throw Error(ovsdbDown);
+            fn(*db);
+        } catch (const std::exception& e) {
+            spdlog::warn("uplink cleanup: {} skipped, OVSDB did not do it: {}", what, e.what());
+        }
+    };
+    ovsdbStep("removing the uplink port", [&](UplinkOvsdb& d) { d.removePort(br, port); });
     if (shim) {
         ipQuiet({"link", "set", "dev", dev, "nomaster"});
         ipQuiet({"link", "del", opts_.shimVethBridgeEnd});
@@ -338,7 +374,7 @@ bool Uplink::cleanup() {
     for (const auto& r : s["routes4"]) ipQuiet(routeArgs("add", r, dev, false));
     for (const auto& r : s["routes6"]) ipQuiet(routeArgs("add", r, dev, true));
 
-    db.clearHwaddr(br);
+    ovsdbStep("clearing br-phy's MAC", [&](UplinkOvsdb& d) { d.clearHwaddr(br); });
     if (!s.value("bridgeWasUp", true)) ipQuiet({"link", "set", "dev", br, "down"});
 
     // Verify before forgetting the state: every address is back on eth0.

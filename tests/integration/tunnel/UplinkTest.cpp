@@ -231,6 +231,51 @@ TEST_F(UplinkTest, DirectModeMigratesAndCleanupRestoresExactly) {
     EXPECT_EQ(after.routes6, before.routes6);
 }
 
+// A second IPv4 address in the uplink's subnet is a secondary: the kernel
+// deletes it with the primary (promote_secondaries=0). Migration must not
+// fail on that, and cleanup puts both back.
+TEST_F(UplinkTest, ASecondaryAddressMovesAndComesBack) {
+    std::ofstream("/proc/sys/net/ipv4/conf/eth0/promote_secondaries") << "0";
+    runChecked({"ip", "addr", "add", "172.31.0.3/24", "dev", "eth0"});
+    before = netState();
+    ASSERT_EQ(Uplink(opts).migrate(), Uplink::Outcome::Migrated);
+    EXPECT_EQ(addrsOf("br-phy"), json({"172.31.0.2/24", "172.31.0.3/24", "fd31::2/64"}));
+    EXPECT_EQ(addrsOf("eth0"), json::array());
+    ASSERT_TRUE(Uplink(opts).cleanup());
+    EXPECT_EQ(netState().addr, before.addr);
+}
+
+// `kovs-agent --cleanup` is how a node that lost its uplink is rescued, and
+// then OVS may be down too: eth0 gets its addresses and routes back anyway.
+TEST_F(UplinkTest, CleanupRestoresTheNodeWithOvsdbDown) {
+    ASSERT_EQ(Uplink(opts).migrate(), Uplink::Outcome::Migrated);
+    ovs.stopOvsdb();
+    ASSERT_TRUE(Uplink(opts).cleanup());
+    auto after = netState();
+    EXPECT_EQ(after.addr, before.addr) << "before: " << before.addr.dump() << "\nafter:  " << after.addr.dump();
+    EXPECT_EQ(after.routes4, before.routes4);
+    EXPECT_EQ(after.routes6, before.routes6);
+    EXPECT_FALSE(std::filesystem::exists(opts.stateFile));
+    ovs.startOvsdb();
+}
+
+// Direct mode, agent killed after eth0's routes left and before br-phy had
+// them: the restarted agent must not call that "migrated" (no default route
+// for good), but restore and migrate again.
+TEST_F(UplinkTest, DirectModeKilledMidwayIsRedoneNotTakenAsDone) {
+    opts.mode = UplinkMode::Direct;
+    ASSERT_EQ(Uplink(opts).migrate(), Uplink::Outcome::Migrated);
+    // The state of that moment: addresses on both, the routes on neither.
+    for (const char* a : {"172.31.0.2/24", "fd31::2/64"}) runChecked({"ip", "addr", "add", a, "dev", "eth0", "nodad"});
+    runProcess({"ip", "route", "del", "default", "dev", "br-phy"});
+    runProcess({"ip", "route", "del", "10.99.0.0/16", "dev", "br-phy"});
+    ASSERT_EQ(Uplink(opts).migrate(), Uplink::Outcome::Migrated);
+    EXPECT_EQ(ipJson({"route", "show", "default"}).at(0).at("dev"), "br-phy");
+    EXPECT_EQ(addrsOf("eth0"), json::array());
+    ASSERT_TRUE(Uplink(opts).cleanup());
+    EXPECT_EQ(netState().addr, before.addr);
+}
+
 TEST_F(UplinkTest, FailureMidwayRollsBackEverything) {
     // A port named like the shim's OVS end already exists on another bridge,
     // so `add-port` fails after the shim, the new MAC and the enslaving.
