@@ -77,6 +77,7 @@ void TunnelReconciler::onPidfileEvent() {
 void TunnelReconciler::setPeers(const PeerSet& peers) {
     for (const auto& [_, p] : peers_) formerPeers_.insert(p.nodeIP);
     peers_ = peers;
+    for (const auto& [_, p] : peers_) formerPeers_.erase(p.nodeIP);  // only those that left
     stats_.peers = peers_.size();
     retry_ = opts_.retryInitial;
     reconcile();
@@ -193,6 +194,10 @@ void TunnelReconciler::pass() {
         if (c.command == "ovs/route/add") routed_.insert(c.args[0].substr(0, c.args[0].find('/')));
         if (c.command == "ovs/route/del") routed_.erase(c.args[0].substr(0, c.args[0].find('/')));
         if (c.command == "tnl/neigh/set") neighboured_.insert(c.args[1]);
+        // Flushed once: an entry OVS learns again later for an IP that is no
+        // peer is harmless (no route sends tunnels to it) and no reason to
+        // flush every peer's neighbour on every pass from now on.
+        if (c.command == "tnl/neigh/flush") formerPeers_.clear();
     }
     stats_.commandsSent += cmds.size();
     std::string firstError;
