@@ -40,14 +40,18 @@ void NetworkdDropins::install(const std::vector<std::string>& interfaces) const 
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
     if (ec) throw Error("networkd drop-ins: create " + dir_ + ": " + ec.message());
-    std::vector<std::string> written;
+    // Undone on failure: only the files this call created. One that was
+    // there before (the last agent run wrote it) keeps networkd off its
+    // interface and must stay.
+    std::vector<std::string> created;
     try {
         for (const auto& name : interfaces) {
+            bool existed = std::filesystem::exists(pathFor(name), ec);
             writeOne(name);
-            written.push_back(name);
+            if (!existed) created.push_back(name);
         }
     } catch (...) {
-        for (const auto& name : written) std::filesystem::remove(pathFor(name), ec);
+        for (const auto& name : created) std::filesystem::remove(pathFor(name), ec);
         throw;
     }
 }

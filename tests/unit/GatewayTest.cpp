@@ -110,6 +110,17 @@ TEST_F(DropinsTest, WritesUnmanagedFilesAndRemovesThem) {
     EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/network"));
 }
 
+// A failed install (disk full, say) takes back what it created, but not the
+// drop-ins an earlier run wrote: those keep networkd off gw0 right now.
+TEST_F(DropinsTest, AFailedInstallKeepsTheDropinsThatWereThere) {
+    NetworkdDropins d(dir_);
+    d.install({"gw0"});
+    std::filesystem::create_directory(dir_ + "/10-kovs-kovs-shim.network");  // the rename onto it fails
+    EXPECT_THROW(d.install({"gw0", "br-phy", "kovs-shim"}), Error);
+    EXPECT_TRUE(std::filesystem::exists(dir_ + "/10-kovs-gw0.network")) << "an earlier run's drop-in was removed";
+    EXPECT_FALSE(std::filesystem::exists(dir_ + "/10-kovs-br-phy.network")) << "this call's drop-in was left";
+}
+
 TEST_F(DropinsTest, BadNamesWriteNothing) {
     NetworkdDropins d(dir_);
     for (const char* bad : {"gw*", "", "../x", "a b", "waytoolonginterfacename", "."}) {
