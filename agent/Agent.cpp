@@ -164,7 +164,6 @@ void Agent::startOffload() {
 }
 
 void Agent::startGateway() {
-    NetworkdDropins(config_.gateway.networkdDropinDir).install(networkdDropinInterfaces(config_));
     gateway_.emplace(loop_, gatewayOptions());
     gateway_->setRestoreHandler([this](std::chrono::nanoseconds took) {
         gatewayRestoreLatency_.observe(took);
@@ -315,6 +314,9 @@ void Agent::resync() {
 
 void Agent::start() {
     startOvs();
+    // Before any device kovs makes exists: a networkd that (re)loads its
+    // configuration meanwhile must already find them marked unmanaged.
+    NetworkdDropins(config_.gateway.networkdDropinDir).install(networkdDropinInterfaces(config_));
     convergeBridges();
     migrateUplink();
     startGateway();
