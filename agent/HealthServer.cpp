@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "base/Error.hpp"
+#include "base/WaitReady.hpp"
 
 namespace kovs {
 namespace {
@@ -52,24 +53,12 @@ const char* reason(int status) {
 
 }  // namespace
 
-bool HealthServer::waitFor(int conn, short events, Clock::time_point deadline) const {
-    while (true) {
-        auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        if (left <= 0) return false;
-        pollfd fds[2] = {{conn, events, 0}, {stop_.get(), POLLIN, 0}};
-        int n = ::poll(fds, 2, static_cast<int>(left));
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 || fds[1].revents) return false;  // error, or the server is stopping
-        if (fds[0].revents) return true;
-    }
-}
-
 void HealthServer::sendAll(int conn, std::string_view data) const {
     auto deadline = Clock::now() + kIoBudget;
     while (!data.empty()) {
         ssize_t n = ::send(conn, data.data(), data.size(), MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno == EAGAIN && waitFor(conn, POLLOUT, deadline)) continue;
+        if (n < 0 && errno == EAGAIN && waitReady(conn, POLLOUT, stop_.get(), deadline) == WaitResult::Ready) continue;
         if (n <= 0) return;  // the client went away, or stalled past the budget
         data.remove_prefix(static_cast<size_t>(n));
     }
@@ -145,7 +134,7 @@ void HealthServer::answer(int conn) {
     while (head.find("\r\n\r\n") == std::string::npos && head.size() <= kMaxRequestHead) {
         ssize_t n = ::recv(conn, buf, sizeof buf, 0);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno == EAGAIN && waitFor(conn, POLLIN, deadline)) continue;
+        if (n < 0 && errno == EAGAIN && waitReady(conn, POLLIN, stop_.get(), deadline) == WaitResult::Ready) continue;
         if (n <= 0) return;  // closed, failed, out of time, or the server is stopping
         head.append(buf, static_cast<size_t>(n));
     }

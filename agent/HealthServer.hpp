@@ -8,7 +8,6 @@
 // or silent one cannot hold the probes off for long, nor the agent's exit. Hand-written
 // instead of cpp-httplib, whose shared library initialises OpenSSL when it is
 // loaded — a fifth of the agent's memory target (docs/benchmarks.md).
-#include <chrono>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -44,8 +43,6 @@ private:
     void serve();
     void answer(int conn);
     Reply route(const std::string& head);
-    // Waits until conn is ready for `events`; false at the deadline or when the server stops.
-    bool waitFor(int conn, short events, std::chrono::steady_clock::time_point deadline) const;
     void sendAll(int conn, std::string_view data) const;
 
     EventLoop& loop_;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/Error.hpp"
+#include "base/WaitReady.hpp"
 #include "tunnel/HttpResponseParser.hpp"
 
 namespace kovs::tunnel {
@@ -256,14 +257,11 @@ private:
     }
 
     void wait(short events, Clock::time_point deadline, const std::string& what) {
-        while (true) {
-            auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-            if (left <= 0) throw Error(what + ": timed out");
-            pollfd fds[2] = {{fd_.get(), events, 0}, {wake_, POLLIN, 0}};
-            int n = ::poll(fds, 2, static_cast<int>(std::min<long long>(left, 60'000)));
-            if (n < 0 && errno != EINTR) throwErrno("poll");
-            if (fds[1].revents) throw Interrupted{};
-            if (n > 0 && fds[0].revents) return;  // POLLERR/POLLHUP too: the next call reports it
+        switch (waitReady(fd_.get(), events, wake_, deadline)) {
+            case WaitResult::Ready: return;  // POLLERR/POLLHUP too: the next call reports it
+            case WaitResult::Woken: throw Interrupted{};
+            case WaitResult::TimedOut: throw Error(what + ": timed out");
+            case WaitResult::Failed: throwErrno("poll");
         }
     }
 
