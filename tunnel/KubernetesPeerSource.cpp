@@ -14,7 +14,11 @@ namespace {
 using namespace std::chrono_literals;
 
 std::string excerpt(const std::string& s) { return s.size() > 200 ? s.substr(0, 200) + "..." : s; }
-constexpr size_t kMaxErrorBody = 64 << 10;
+// An error body is only quoted in the log: its first 64 KiB are plenty.
+void keepErrorBody(std::string& body, std::string_view d) {
+    constexpr size_t kMaxErrorBody = 64 << 10;
+    if (body.size() < kMaxErrorBody) body.append(d.substr(0, kMaxErrorBody - body.size()));
+}
 }  // namespace
 
 KubernetesPeerSource::KubernetesPeerSource(EventLoop& loop, KubeCredentials creds, KubernetesPeerSourceOptions opts)
@@ -122,7 +126,7 @@ bool KubernetesPeerSource::list() {
     bool tooBig = false;
     auto r = http_.get("/api/v1/nodes", [&](long status, std::string_view d) {
         if (status != 200) {
-            if (body.size() < kMaxErrorBody) body.append(d.substr(0, kMaxErrorBody - body.size()));
+            keepErrorBody(body, d);
             return true;
         }
         tooBig = body.size() + d.size() > opts_.maxListBytes;
@@ -194,7 +198,7 @@ KubernetesPeerSource::WatchEnd KubernetesPeerSource::watch() {
     WatchEnd end = WatchEnd::Closed;
     auto r = http_.get(path, [&](long status, std::string_view d) {
         if (status != 200) {  // an error body, reported below
-            if (pending.size() < kMaxErrorBody) pending.append(d.substr(0, kMaxErrorBody - pending.size()));
+            keepErrorBody(pending, d);
             return true;
         }
         pending.append(d);
