@@ -339,17 +339,14 @@ bool Uplink::cleanup() {
     // is best effort: cleanup is how a node that lost its uplink is rescued,
     // which may be exactly when ovsdb-server or vswitchd is not answering.
     std::optional<UplinkOvsdb> db;
-    std::string ovsdbDown;
+    std::string ovsdbDown;  // why it did not answer: one wait for it is enough
     auto ovsdbStep = [&](const char* what, const std::function<void(UplinkOvsdb&)>& fn) {
         try {
-            if (ovsdbDown.empty() && !db) db.emplace(opts_.ovsdb, std::chrono::seconds(5));
-        } catch (const std::exception& e) {
-            ovsdbDown = e.what();  // one wait for it is enough
-        }
-        try {
-            if (!db) throw Error(ovsdbDown);
+            if (!ovsdbDown.empty()) throw Error(ovsdbDown);
+            if (!db) db.emplace(opts_.ovsdb, std::chrono::seconds(5));
             fn(*db);
         } catch (const std::exception& e) {
+            if (!db) ovsdbDown = e.what();
             spdlog::warn("uplink cleanup: {} skipped, OVSDB did not do it: {}", what, e.what());
         }
     };
