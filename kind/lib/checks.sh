@@ -38,6 +38,8 @@ ping_ok() { local dst=$1; shift; "$@" ping -c1 -W2 -q "$dst" >/dev/null 2>&1; }
 
 matrix_failed=0   # read by the scripts that print the matrix
 mark() { if "$@"; then printf '%-9s' ok; else printf '%-9s' FAIL; matrix_failed=1; fi; }
+# The label of a row with one column per node, wide enough for the longest.
+node_row() { printf '  %-36s' "$1"; }
 
 connectivity_matrix() {
     local nodes=$1 pods=$2 n p m q
@@ -54,14 +56,14 @@ connectivity_matrix() {
         done; done; echo
     done; done
     echo
-    printf '  %-36s' "on node"; for n in $(seq 1 "$nodes"); do printf '%-9s' "n$n"; done; echo
-    printf '  %-36s' "pod -> its own node (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_ip "$n")" in_pod "$n" 1; done; echo
+    node_row "on node"; for n in $(seq 1 "$nodes"); do printf '%-9s' "n$n"; done; echo
+    node_row "pod -> its own node (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_ip "$n")" in_pod "$n" 1; done; echo
     # A node-local service reached on the pod's gateway address: pod -> br-int -> gw0 -> the node's stack.
-    printf '  %-36s' "pod -> service on gw0 (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_gw_ip "$n")" in_pod "$n" 1; done; echo
-    printf '  %-36s' "node -> its pod (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(pod_ip "$n" 1)" in_node "$n"; done; echo
-    printf '  %-36s' "node -> pod on the next node (TCP)"; for n in $(seq 1 "$nodes"); do
+    node_row "pod -> service on gw0 (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_gw_ip "$n")" in_pod "$n" 1; done; echo
+    node_row "node -> its pod (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(pod_ip "$n" 1)" in_node "$n"; done; echo
+    node_row "node -> pod on the next node (TCP)"; for n in $(seq 1 "$nodes"); do
         m=$(( n % nodes + 1 )); mark tcp_ok "$(pod_ip "$m" 1)" in_node "$n"; done; echo
-    printf '  %-36s' "docker host -> node (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_ip "$n")" in_underlay; done; echo
+    node_row "docker host -> node (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_ip "$n")" in_underlay; done; echo
 }
 
 throughput_summary() {
