@@ -9,12 +9,12 @@
 #include <set>
 #include <sstream>
 
-#include "agent/NetworkdDropins.hpp"
+#include "gateway/NetworkdDropins.hpp"
 #include "agent/NetworkdInterfaces.hpp"
-#include "datapath/PacketSocketBuffers.hpp"
-#include "tunnel/FilePeerSource.hpp"
-#include "tunnel/KubeConfig.hpp"
-#include "tunnel/KubernetesPeerSource.hpp"
+#include "ovs/PacketSocketBuffers.hpp"
+#include "peers/FilePeerSource.hpp"
+#include "peers/kube/KubeConfig.hpp"
+#include "peers/KubernetesPeerSource.hpp"
 
 namespace kovs {
 namespace {

@@ -15,23 +15,23 @@
 #include <optional>
 
 #include "agent/Config.hpp"
-#include "agent/GatewayGuard.hpp"
+#include "gateway/GatewayGuard.hpp"
 #include "agent/HealthServer.hpp"
 #include "agent/CniStats.hpp"
 #include "agent/Metrics.hpp"
 #include "agent/StatusServer.hpp"
 #include "base/EventLoop.hpp"
 #include "base/RetryTimer.hpp"
-#include "datapath/BridgeReconciler.hpp"
-#include "datapath/FlowTable.hpp"
-#include "datapath/OvsSupervisor.hpp"
-#include "datapath/OvsdbClient.hpp"
-#include "datapath/UnixctlClient.hpp"
+#include "bridge/BridgeReconciler.hpp"
+#include "flows/FlowTable.hpp"
+#include "ovs/OvsSupervisor.hpp"
+#include "ovs/OvsdbClient.hpp"
+#include "ovs/UnixctlClient.hpp"
 #include "offload/OffloadGuard.hpp"
 #include "tunnel/NeighbourTable.hpp"
-#include "tunnel/PeerSource.hpp"
+#include "peers/PeerSource.hpp"
 #include "tunnel/TunnelReconciler.hpp"
-#include "tunnel/Uplink.hpp"
+#include "uplink/Uplink.hpp"
 
 namespace kovs {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "agent/Config.hpp"
-#include "tunnel/Uplink.hpp"
+#include "uplink/Uplink.hpp"
 
 namespace kovs {
 

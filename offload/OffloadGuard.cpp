@@ -9,11 +9,11 @@
 #include <algorithm>
 
 #include "base/Error.hpp"
-#include "datapath/OvsdbReplica.hpp"
-#include "datapath/OvsdbTransaction.hpp"
-#include "offload/Ethtool.hpp"
-#include "offload/HostVeth.hpp"
-#include "offload/Netns.hpp"
+#include "ovs/OvsdbReplica.hpp"
+#include "ovs/OvsdbTransaction.hpp"
+#include "base/Ethtool.hpp"
+#include "base/HostVeth.hpp"
+#include "base/Netns.hpp"
 
 namespace kovs::offload {
 

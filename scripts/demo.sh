@@ -15,7 +15,7 @@ echo "==> build (build/)"
 # debugoptimized (-O2 -g): GCC 12's -O3 reports a false -Wrestrict in libstdc++'s string code.
 [ -f build/build.ninja ] || meson setup build >/dev/null
 # The log keeps the static-glibc link notes of kovs-cni out of the demo's output.
-ninja -C build agent/kovs-agent agent/kovsctl offload/kovs-cni >build/demo-build.log 2>&1 ||
+ninja -C build agent/kovs-agent ctl/kovsctl cni/kovs-cni >build/demo-build.log 2>&1 ||
     { tail -40 build/demo-build.log; echo "build failed (full log: build/demo-build.log)" >&2; exit 1; }
 echo "==> cluster"
-KOVS_BUILD=$PWD/build exec kind/local-cluster demo "$@"
+KOVS_BUILD=$PWD/build exec tests/cluster/local-cluster demo "$@"

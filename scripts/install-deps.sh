@@ -14,7 +14,7 @@ packages=(
   openvswitch-switch openvswitch-common containernetworking-plugins iproute2
   ethtool iperf3 bc procps systemd dbus python3 socat jq util-linux
   iputils-ping openssl
-  # the docker node provider of kind/local-cluster: a private Docker engine
+  # the docker node provider of tests/cluster/local-cluster: a private Docker engine
   # (started by the harness inside its own network namespace, never as the
   # machine's service) and debootstrap for the node image
   docker.io containerd runc tini iptables debootstrap debian-archive-keyring
@@ -61,7 +61,7 @@ apt-get install -y -qq --no-install-recommends "${missing[@]}"
 
 # On a machine booted with systemd, the packages also enabled docker.service,
 # docker.socket and containerd.service for the next boot. kovs never uses the
-# machine's engine (kind/lib/docker-cluster.sh runs a private one in a network
+# machine's engine (tests/cluster/lib/docker-cluster.sh runs a private one in a network
 # namespace), so when this script installed them, they stay disabled.
 for p in docker.io containerd; do
   [[ " ${missing[*]} " == *" $p "* ]] || continue

@@ -69,7 +69,7 @@ if [[ " $suites " == *" bench "* ]]; then
   if [ ! -f "$product/build.ninja" ]; then
     meson setup "$product" --buildtype=debugoptimized -Dsanitize=false -Dfuzz=false >/dev/null
   fi
-  ninja -C "$product" agent/kovs-agent agent/kovsctl offload/kovs-cni
+  ninja -C "$product" agent/kovs-agent ctl/kovsctl cni/kovs-cni
   export KOVS_BENCH_BUILD=$root/$product
   step "benchmarks (figures and ratios, no timing assertions)"
   meson test -C "$build" --benchmark --suite bench --verbose --num-processes 1 || failed=1

@@ -9,7 +9,7 @@
 #include "base/Error.hpp"
 #include "base/Netlink.hpp"
 #include "base/UniqueFd.hpp"
-#include "tunnel/Peer.hpp"
+#include "peers/Peer.hpp"
 
 namespace kovs::tunnel {
 

@@ -25,9 +25,9 @@
 
 #include "base/EventLoop.hpp"
 #include "base/UniqueFd.hpp"
-#include "datapath/UnixctlClient.hpp"
+#include "ovs/UnixctlClient.hpp"
 #include "tunnel/NeighbourTable.hpp"
-#include "tunnel/Peer.hpp"
+#include "peers/Peer.hpp"
 
 namespace kovs::tunnel {
 

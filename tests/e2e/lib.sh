@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared by the e2e scenarios: a cluster from kind/lib, of the node provider
+# Shared by the e2e scenarios: a cluster from tests/cluster/lib, of the node provider
 # KOVS_PROVIDER names (netns, the default, or docker), torn down on exit (also
 # on failure), and small assertion helpers that say what was seen.
 set -euo pipefail
@@ -12,10 +12,10 @@ if [ "${KOVS_PROVIDER:-netns}" = docker ]; then
         command -v "$b" >/dev/null || { echo "the docker provider needs $b (scripts/install-deps.sh installs it); skipped"; exit 77; }
     done
 fi
-# shellcheck source=../../kind/lib/cluster.sh
-source "$root/kind/lib/cluster.sh"
-# shellcheck source=../../kind/lib/checks.sh
-source "$root/kind/lib/checks.sh"
+# shellcheck source=../cluster/lib/cluster.sh
+source "$root/tests/cluster/lib/cluster.sh"
+# shellcheck source=../cluster/lib/checks.sh
+source "$root/tests/cluster/lib/checks.sh"
 echo "node provider: $KOVS_PROVIDER"
 
 on_exit() {

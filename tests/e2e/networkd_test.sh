@@ -11,8 +11,8 @@
 #    gateway guard restores gw0 each time, and both transfers complete;
 #  - a restarted agent writes the drop-in back and doctor passes again.
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=../../kind/lib/networkd.sh
-source "$root/kind/lib/networkd.sh"
+# shellcheck source=../cluster/lib/networkd.sh
+source "$root/tests/cluster/lib/networkd.sh"
 
 cluster_up 2
 pod_add 1 1; pod_add 2 1

@@ -42,7 +42,7 @@ PEER_LINES = (
 
 
 def read_peers(path):
-    """The peers file as write_peers (kind/lib/cluster-common.sh) writes it:
+    """The peers file as write_peers (tests/cluster/lib/cluster-common.sh) writes it:
     three lines per peer. Anything else is an error, not a guess."""
     with open(path, encoding="utf-8") as f:
         lines = f.read().splitlines()

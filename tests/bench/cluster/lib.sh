@@ -1,5 +1,5 @@
 # shellcheck shell=bash source-path=SCRIPTDIR
-# Shared by the cluster benchmarks: a netns cluster from kind/lib (real OVS,
+# Shared by the cluster benchmarks: a netns cluster from tests/cluster/lib (real OVS,
 # kovs-agent, kovs-cni), torn down on exit even when the setup fails, and
 # the helpers that describe the build and summarise repeated figures.
 # Benchmarks print; they never assert on a figure. They fail only when the
@@ -13,18 +13,18 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 KOVS_BUILD=${KOVS_BENCH_BUILD:-$KOVS_BUILD}
 [ "$(id -u)" -eq 0 ] || { echo "cluster benchmarks need root (network namespaces); skipped"; exit 77; }
 export CLUSTER_PREFIX=${CLUSTER_PREFIX:-kovsb$$}
-# The node provider KOVS_PROVIDER names (kind/lib/cluster.sh), or the netns
+# The node provider KOVS_PROVIDER names (tests/cluster/lib/cluster.sh), or the netns
 # one where the harness predates providers.
-if [ -e "$root/kind/lib/cluster.sh" ]; then
-    # shellcheck source=../../../kind/lib/cluster.sh
-    source "$root/kind/lib/cluster.sh"
+if [ -e "$root/tests/cluster/lib/cluster.sh" ]; then
+    # shellcheck source=../../cluster/lib/cluster.sh
+    source "$root/tests/cluster/lib/cluster.sh"
 else
-    # shellcheck source=../../../kind/lib/netns-cluster.sh
-    source "$root/kind/lib/netns-cluster.sh"
+    # shellcheck source=../../cluster/lib/netns-cluster.sh
+    source "$root/tests/cluster/lib/netns-cluster.sh"
 fi
-# shellcheck source=../../../kind/lib/checks.sh
-source "$root/kind/lib/checks.sh"
-for b in agent/kovs-agent agent/kovsctl offload/kovs-cni; do
+# shellcheck source=../../cluster/lib/checks.sh
+source "$root/tests/cluster/lib/checks.sh"
+for b in agent/kovs-agent ctl/kovsctl cni/kovs-cni; do
     [ -x "$KOVS_BUILD/$b" ] || die "$KOVS_BUILD/$b not found: build first"
 done
 

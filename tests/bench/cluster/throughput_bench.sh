@@ -2,7 +2,7 @@
 # shellcheck source-path=SCRIPTDIR
 # Pod -> pod TCP throughput across nodes (issue 6): the kovs userspace
 # datapath against a kernel VXLAN + Linux bridge network of the same shape
-# (kind/lib/kernel-vxlan-reference.sh), on the same underlay, in the same run.
+# (tests/cluster/lib/kernel-vxlan-reference.sh), on the same underlay, in the same run.
 # Nodes 1-2 are a kovs cluster (OVS netdev, kovs-agent, kovs-cni), nodes 3-4
 # the reference; one pod per node, iperf3 from the pod on the first node of
 # each pair to the pod on the second. The runs alternate (ref, kovs, kovs,
@@ -17,8 +17,8 @@
 #   KOVS_UNDERLAY_MTU              underlay MTU for both networks (default 1500; kovs follows it)
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=../../../kind/lib/kernel-vxlan-reference.sh
-source "$root/kind/lib/kernel-vxlan-reference.sh"
+# shellcheck source=../../cluster/lib/kernel-vxlan-reference.sh
+source "$root/tests/cluster/lib/kernel-vxlan-reference.sh"
 
 seconds=${KOVS_BENCH_THROUGHPUT_SECONDS:-5}
 repeats=${KOVS_BENCH_THROUGHPUT_REPEATS:-3}

@@ -18,8 +18,8 @@
 #   KOVS_TUNING_LEVERS    which levers, space-separated (default: all; see "levers" below)
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=../../../kind/lib/kernel-vxlan-reference.sh
-source "$root/kind/lib/kernel-vxlan-reference.sh"
+# shellcheck source=../../cluster/lib/kernel-vxlan-reference.sh
+source "$root/tests/cluster/lib/kernel-vxlan-reference.sh"
 
 seconds=${KOVS_TUNING_SECONDS:-5}
 repeats=${KOVS_TUNING_REPEATS:-3}

@@ -19,7 +19,7 @@
 #include "tests/support/PrivateNamespaces.hpp"
 #include "base/EventLoop.hpp"
 #include "base/Process.hpp"
-#include "datapath/UnixctlClient.hpp"
+#include "ovs/UnixctlClient.hpp"
 #include "tests/support/OvsSandbox.hpp"
 #include "tunnel/OvsTunnelState.hpp"
 #include "tunnel/TunnelReconciler.hpp"

@@ -13,7 +13,7 @@
 #include "base/EventLoop.hpp"
 #include "base/Log.hpp"
 #include "base/Process.hpp"
-#include "datapath/UnixctlClient.hpp"
+#include "ovs/UnixctlClient.hpp"
 #include "tests/support/OvsSandbox.hpp"
 #include "tests/support/Poll.hpp"
 #include "tunnel/TunnelReconciler.hpp"

@@ -1,0 +1,137 @@
+#include "base/NetlinkWatcher.hpp"
+
+#include <linux/if_addr.h>
+#include <linux/if_link.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/Error.hpp"
+
+namespace kovs {
+namespace {
+
+// Large enough that a flush of thousands of routes does not overflow between
+// two wake-ups of a busy loop; needs CAP_NET_ADMIN to exceed rmem_max.
+constexpr int kRcvBuf = 8 << 20;
+
+bool attrIsName(const rtattr* a, std::string_view name) {
+    const char* data = static_cast<const char*>(RTA_DATA(a));
+    size_t len = RTA_PAYLOAD(a);
+    return len >= name.size() && std::memcmp(data, name.data(), name.size()) == 0 &&
+           (len == name.size() || data[name.size()] == '\0');
+}
+
+}  // namespace
+
+// NLMSG_OK/NLMSG_NEXT compare signed and unsigned lengths (clang -Wsign-compare).
+bool netlinkMessageFits(const nlmsghdr* h, size_t left) {
+    return left >= sizeof(nlmsghdr) && h->nlmsg_len >= sizeof(nlmsghdr) && h->nlmsg_len <= left;
+}
+
+const nlmsghdr* nextNetlinkMessage(const nlmsghdr* h, size_t& left) {
+    size_t step = std::min<size_t>(NLMSG_ALIGN(h->nlmsg_len), left);
+    left -= step;
+    return reinterpret_cast<const nlmsghdr*>(reinterpret_cast<const char*>(h) + step);
+}
+
+NetlinkWatcher::NetlinkWatcher(EventLoop& loop, std::string ifname, std::function<void()> onChange)
+    : loop_(loop), ifname_(std::move(ifname)), onChange_(std::move(onChange)), buf_(64 * 1024) {
+    sock_.reset(nl_socket_alloc());
+    if (!sock_) throw Error("netlink watcher for " + ifname_ + ": nl_socket_alloc: out of memory");
+    nl_socket_disable_seq_check(sock_.get());
+    nl::check(nl_connect(sock_.get(), NETLINK_ROUTE), "netlink watcher for " + ifname_ + ": connect");
+    nl::check(nl_socket_add_memberships(sock_.get(), RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR,
+                                        RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE, 0),
+              "netlink watcher for " + ifname_ + ": join link/addr/route groups");
+    nl::check(nl_socket_set_nonblocking(sock_.get()), "netlink watcher for " + ifname_ + ": set non-blocking");
+    fd_ = nl_socket_get_fd(sock_.get());
+    if (::setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &kRcvBuf, sizeof kRcvBuf) < 0)
+        ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &kRcvBuf, sizeof kRcvBuf);
+    loop_.watch(fd_, EPOLLIN, [this](uint32_t) { onReadable(); });
+}
+
+NetlinkWatcher::~NetlinkWatcher() { loop_.unwatch(fd_); }
+
+bool concernsInterface(const nlmsghdr* h, const NetlinkInterest& interest) {
+    const int ifindex = interest.ifindex;
+    if (interest.ignoredPort != 0 && h->nlmsg_pid == interest.ignoredPort) return false;
+    switch (h->nlmsg_type) {
+    case RTM_NEWLINK:
+    case RTM_DELLINK: {
+        if (h->nlmsg_len < NLMSG_LENGTH(sizeof(ifinfomsg))) return false;
+        auto* ifi = static_cast<const ifinfomsg*>(NLMSG_DATA(h));
+        if (ifindex != 0 && ifi->ifi_index == ifindex) return true;
+        // A link with our name but a new index: gw0 re-created.
+        int len = static_cast<int>(IFLA_PAYLOAD(h));
+        for (auto* a = IFLA_RTA(ifi); RTA_OK(a, len); a = RTA_NEXT(a, len))
+            if (a->rta_type == IFLA_IFNAME) return attrIsName(a, interest.name);
+        return false;
+    }
+    case RTM_NEWADDR:
+    case RTM_DELADDR: {
+        if (h->nlmsg_len < NLMSG_LENGTH(sizeof(ifaddrmsg))) return false;
+        auto* ifa = static_cast<const ifaddrmsg*>(NLMSG_DATA(h));
+        return ifindex != 0 && static_cast<int>(ifa->ifa_index) == ifindex;
+    }
+    case RTM_NEWROUTE:
+    case RTM_DELROUTE: {
+        if (ifindex == 0 || h->nlmsg_len < NLMSG_LENGTH(sizeof(rtmsg))) return false;
+        auto* rtm = static_cast<const rtmsg*>(NLMSG_DATA(h));
+        int len = static_cast<int>(RTM_PAYLOAD(h));
+        for (auto* a = RTM_RTA(rtm); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+            if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) >= sizeof(int)) {
+                int oif;
+                std::memcpy(&oif, RTA_DATA(a), sizeof oif);
+                if (oif == ifindex) return true;
+            } else if (a->rta_type == RTA_MULTIPATH) {
+                auto* nh = static_cast<const rtnexthop*>(RTA_DATA(a));
+                int left = static_cast<int>(RTA_PAYLOAD(a));
+                while (left >= static_cast<int>(sizeof(rtnexthop)) && nh->rtnh_len >= sizeof(rtnexthop) &&
+                       nh->rtnh_len <= left) {
+                    if (nh->rtnh_ifindex == ifindex) return true;
+                    left -= RTNH_ALIGN(nh->rtnh_len);
+                    nh = RTNH_NEXT(nh);
+                }
+            }
+        }
+        return false;
+    }
+    default:
+        return false;
+    }
+}
+
+void NetlinkWatcher::onReadable() {
+    bool changed = false;
+    while (true) {
+        ssize_t n = ::recv(fd_, buf_.data(), buf_.size(), MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            if (errno == ENOBUFS) {
+                // Notifications were lost; only a full reconcile can tell what changed.
+                overflows_.fetch_add(1, std::memory_order_relaxed);
+                changed = true;
+                continue;
+            }
+            throwErrno("netlink watcher for " + ifname_ + ": recv");
+        }
+        size_t left = static_cast<size_t>(n);
+        uint64_t hits = 0, misses = 0;
+        for (auto* h = reinterpret_cast<const nlmsghdr*>(buf_.data()); netlinkMessageFits(h, left);
+             h = nextNetlinkMessage(h, left)) {
+            if (concernsInterface(h, {ifindex_, ifname_, ignoredPort_})) ++hits;
+            else ++misses;
+        }
+        relevant_.fetch_add(hits, std::memory_order_relaxed);
+        discarded_.fetch_add(misses, std::memory_order_relaxed);
+        changed |= hits > 0;
+    }
+    if (changed) onChange_();
+}
+
+}  // namespace kovs

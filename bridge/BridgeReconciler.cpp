@@ -1,0 +1,144 @@
+#include "bridge/BridgeReconciler.hpp"
+
+#include <optional>
+
+#include "base/Error.hpp"
+#include "base/Log.hpp"
+
+namespace kovs {
+
+namespace {
+constexpr std::chrono::milliseconds kBackoffMin{100};
+constexpr std::chrono::milliseconds kBackoffMax{5000};
+// After our own commit, the monitor update that reflects it may trail the
+// reply; re-plan then, or after this long if no update comes.
+constexpr std::chrono::milliseconds kSettle{500};
+
+std::string join(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : "; ") + x;
+    return s;
+}
+}  // namespace
+
+BridgeReconciler::BridgeReconciler(EventLoop& loop, OvsdbClient& client, BridgeOptions opts)
+    : loop_(loop), client_(client), planner_(std::move(opts)) {}
+
+BridgeReconciler::~BridgeReconciler() {
+    *alive_ = false;
+    if (retryTimer_) loop_.cancel(retryTimer_);
+}
+
+void BridgeReconciler::start() {
+    if (started_) return;
+    started_ = true;
+    auto token = alive_;
+    client_.addChangeHandler([this, token] {
+        if (!*token) return;
+        settling_ = false;
+        trigger();
+    });
+    client_.addStateHandler([this, token](OvsdbClient::State s) {
+        if (*token && s == OvsdbClient::State::Ready) trigger();
+    });
+    client_.start();
+    trigger();
+}
+
+void BridgeReconciler::trigger() {
+    if (scheduled_) return;
+    scheduled_ = true;
+    auto token = alive_;
+    loop_.post([this, token] {
+        if (!*token) return;
+        scheduled_ = false;
+        reconcile();
+    });
+}
+
+void BridgeReconciler::retryLater(std::chrono::milliseconds delay) {
+    if (retryTimer_) return;
+    auto token = alive_;
+    retryTimer_ = loop_.after(delay, [this, token] {
+        if (!*token) return;
+        retryTimer_ = 0;
+        settling_ = false;
+        reconcile();
+    });
+}
+
+bool BridgeReconciler::converged() const {
+    return client_.state() == OvsdbClient::State::Ready && !inFlight_ && planner_.plan(client_.replica()).txn.empty();
+}
+
+void BridgeReconciler::reconcile() {
+    if (stopped_) return;
+    if (client_.state() != OvsdbClient::State::Ready) return;  // the Ready transition triggers us again
+    if (inFlight_ || settling_) {
+        dirty_ = true;
+        return;
+    }
+    auto plan = planner_.plan(client_.replica());
+    auto foreign = join(plan.foreign);
+    if (foreign != lastForeign_ && !foreign.empty()) spdlog::info("bridges: {}", foreign);
+    lastForeign_ = foreign;
+    if (plan.txn.empty()) {
+        backoff_ = kBackoffMin;
+        return;
+    }
+    spdlog::info("bridges: {}", join(plan.changes));
+    plan.txn.comment("kovs-agent: bridge reconcile");
+    inFlight_ = true;
+    dirty_ = false;
+    ++transactions_;
+    auto token = alive_;
+    auto shared = std::make_shared<BridgePlan>(std::move(plan));
+    client_.transact(shared->txn, [this, token, shared](const std::vector<ovsdb::Json>* results, const std::string& err) {
+        if (!*token) return;
+        inFlight_ = false;
+        if (!results) {
+            ++failures_;
+            lastError_ = err;
+            spdlog::warn("bridges: {}; retrying in {} ms", err, backoff_.count());
+            retryLater(backoff_);
+            backoff_ = std::min(backoff_ * 2, kBackoffMax);
+            return;
+        }
+        lastError_.clear();
+        backoff_ = kBackoffMin;
+        if (onApplied_) onApplied_(*shared);
+        // Until the replica shows our commit, a re-plan would repeat it.
+        if (!planner_.plan(client_.replica()).txn.empty()) {
+            settling_ = true;
+            retryLater(kSettle);
+        } else if (dirty_) {
+            trigger();
+        }
+    });
+}
+
+bool BridgeReconciler::reconcileOnce(std::chrono::milliseconds timeout) {
+    start();
+    bool ok = loop_.runUntil([this] { return converged(); }, timeout);
+    if (!ok && lastError_.empty()) {
+        lastError_ = client_.state() != OvsdbClient::State::Ready
+                         ? "OVSDB not ready (" + std::string(toString(client_.state())) + ")"
+                         : "bridges not converged: " + join(planner_.plan(client_.replica()).changes);
+    }
+    return ok;
+}
+
+void BridgeReconciler::cleanup(std::chrono::milliseconds timeout) {
+    stopped_ = true;  // or the next monitor update would rebuild what we remove
+    client_.start();
+    if (!client_.waitReady(timeout))
+        throw Error("bridge cleanup: OVSDB " + std::string(toString(client_.state())) + " after " +
+                    std::to_string(timeout.count()) + " ms");
+    auto plan = planner_.planCleanup(client_.replica());
+    if (plan.txn.empty()) return;
+    spdlog::info("bridges cleanup: {}", join(plan.changes));
+    client_.transactSync(plan.txn);
+    ++transactions_;
+}
+
+}  // namespace kovs

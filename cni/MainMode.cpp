@@ -1,0 +1,220 @@
+#include "cni/MainMode.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "base/Netlink.hpp"
+#include "base/Ethtool.hpp"
+#include "base/Netns.hpp"
+#include "cni/CniError.hpp"
+#include "cni/CniResult.hpp"
+#include "cni/IpamPlugin.hpp"
+#include "cni/OvsdbSession.hpp"
+#include "cni/PodAddressing.hpp"
+#include "cni/Rollback.hpp"
+#include "cni/VethPair.hpp"
+
+namespace kovs::cni {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Runtime failures below the CNI layer (netlink, ethtool, OVSDB) become code 100.
+template <typename Fn>
+auto internal(const std::string& what, Fn fn) {
+    try {
+        return fn();
+    } catch (const CniError&) {
+        throw;
+    } catch (const Error& e) {
+        throw CniError(kInternal, what + ": " + e.what());
+    }
+}
+
+std::string hostNameOf(const CniRequest& req) { return VethPair::hostNameFor(req.containerId, req.ifname); }
+
+// The MTU of the node interface holding the pod's IPv4 gateway address (gw0),
+// if one does: pods then follow gw0, which the agent sizes to the uplink.
+std::optional<int> gatewayInterfaceMtu(const CniResult& lease) {
+    std::string gateway;
+    for (const auto& ip : lease.ips) {
+        if (!ip.gateway.empty() && ip.gateway.find(':') == std::string::npos) gateway = ip.gateway;
+    }
+    if (gateway.empty()) return std::nullopt;
+    auto sock = nl::connectRoute();
+    nl_cache* raw = nullptr;
+    nl::check(rtnl_addr_alloc_cache(sock.get(), &raw), "dump addresses");
+    nl::Cache addrs(raw);
+    for (auto* o = nl_cache_get_first(addrs.get()); o; o = nl_cache_get_next(o)) {
+        auto* a = reinterpret_cast<rtnl_addr*>(o);
+        auto local = nl::toString(rtnl_addr_get_local(a));
+        if (local.substr(0, local.find('/')) != gateway) continue;
+        rtnl_link* link = nullptr;
+        nl::check(rtnl_link_get_kernel(sock.get(), rtnl_addr_get_ifindex(a), nullptr, &link), "link of " + gateway);
+        nl::Link owned(link);
+        return static_cast<int>(rtnl_link_get_mtu(link));
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+nlohmann::json MainMode::add() {
+    const auto& conf = req_.conf;
+    auto hostName = hostNameOf(req_);
+    // Everything that can be checked without creating state is checked first.
+    try {
+        Netns::open(req_.netns);
+    } catch (const Error& e) {
+        throw CniError(kInvalidEnv, std::string("CNI_NETNS: ") + e.what());
+    }
+    IpamPlugin ipam(conf.ipamType(), req_.path);
+    OvsdbSession db(conf.ovsdb, conf.bridge, 2000ms, kTryAgainLater);
+    if (!internal("ovsdb", [&] { return db.ports().bridgeReady(); })) {
+        throw CniError(kTryAgainLater, "bridge " + conf.bridge + " is not ready (missing, or ovs-vswitchd has not opened it)");
+    }
+    if (internal("veth", [&] { return VethPair::exists(hostName); })) {
+        throw CniError(kInvalidEnv, "attachment " + req_.containerId + "/" + req_.ifname + " already exists (" + hostName + ")");
+    }
+
+    Rollback rollback;
+    auto lease = ipam.add(req_.env, req_.stdinData);
+    rollback.add("ipam DEL", [&] { ipam.del(req_.env, req_.stdinData); });
+
+    std::optional<int> gatewayMtu;
+    if (!conf.mtu && !conf.uplinkMtu) gatewayMtu = internal("ADD", [&] { return gatewayInterfaceMtu(lease); });
+    const int mtu = conf.podMtu(gatewayMtu);
+    auto ends = internal("ADD", [&] { return VethPair::create(hostName, req_.netns, req_.ifname, mtu); });
+    rollback.add("delete veth " + hostName, [hostName] { VethPair::remove(hostName); });
+
+    auto routes = internal("ADD " + req_.netns + ":" + req_.ifname, [&] {
+        Netns in(req_.netns);
+        auto installed = PodAddressing::apply(req_.ifname, lease);
+        Ethtool().setTxChecksum(req_.ifname, false);
+        return installed;
+    });
+
+    std::string ips;
+    for (const auto& ip : lease.ips) ips += (ips.empty() ? "" : ",") + ip.address;
+    PodPort port{hostName, conf.name, {req_.containerId, req_.ifname}, req_.netns, req_.arg("K8S_POD_NAMESPACE"),
+                 req_.arg("K8S_POD_NAME"), std::nullopt, ends.podMac, ips};
+    // Undo registered first: a transaction that timed out here may still
+    // have committed, and its rows would block a retried ADD.
+    rollback.add("remove port " + hostName, [&] { db.ports().remove(hostName); });
+    internal("ADD", [&] { db.ports().add(port); });
+    rollback.commit();
+
+    CniResult result;
+    result.interfaces = {{ends.hostName, ends.hostMac, "", mtu}, {ends.podName, ends.podMac, req_.netns, mtu}};
+    result.ips = lease.ips;
+    for (auto& ip : result.ips) ip.interface = 1;
+    result.routes = routes;
+    result.dns = lease.dns;
+    spdlog::info("ADD {}/{}: {} on {} , {} in {}", req_.containerId, req_.ifname, hostName, conf.bridge,
+                 lease.ips.front().address, req_.netns);
+    return result.toJson(conf.cniVersion);
+}
+
+void MainMode::del() {
+    const auto& conf = req_.conf;
+    auto hostName = hostNameOf(req_);
+    IpamPlugin ipam(conf.ipamType(), req_.path);
+    // OVS down: fail, so the runtime retries DEL instead of leaking the port.
+    OvsdbSession db(conf.ovsdb, conf.bridge, 2000ms, kTryAgainLater);
+    bool hadPort = internal("DEL", [&] { return db.ports().remove(hostName); });
+    // Deleting the host end takes the pod end with it; when the netns is
+    // gone, the kernel already removed both.
+    bool hadVeth = internal("DEL", [&] { return VethPair::remove(hostName); });
+    ipam.del(req_.env, req_.stdinData);
+    spdlog::info("DEL {}/{}: port {}, veth {}", req_.containerId, req_.ifname, hadPort ? "removed" : "absent",
+                 hadVeth ? "removed" : "absent");
+}
+
+void MainMode::check() {
+    const auto& conf = req_.conf;
+    if (!conf.prevResult) throw CniError(kInvalidConfig, "CHECK needs prevResult");
+    auto prev = CniResult::fromJson(*conf.prevResult, "prevResult");
+    auto hostName = hostNameOf(req_);
+    auto fail = [&](const std::string& what) { throw CniError(kCheckFailed, "CHECK " + req_.containerId + "/" + req_.ifname + ": " + what); };
+
+    IpamPlugin ipam(conf.ipamType(), req_.path);
+    OvsdbSession db(conf.ovsdb, conf.bridge, 2000ms, kTryAgainLater);
+    auto port = internal("CHECK", [&] { return db.ports().find(hostName); });
+    if (!port) fail("port " + hostName + " is not on " + conf.bridge);
+    if (port->attachment != Attachment{req_.containerId, req_.ifname}) fail("port " + hostName + " belongs to another attachment");
+    if (!internal("CHECK", [&] { return VethPair::exists(hostName); })) fail("veth " + hostName + " does not exist");
+
+    // The IPs of prevResult that belong to our interface in this sandbox.
+    std::vector<std::string> want;
+    for (const auto& ip : prev.ips) {
+        bool ours = !ip.interface;
+        if (ip.interface && *ip.interface < prev.interfaces.size()) {
+            const auto& itf = prev.interfaces[*ip.interface];
+            ours = itf.name == req_.ifname && itf.sandbox == req_.netns;
+        }
+        if (ours) want.push_back(ip.address);
+    }
+    std::vector<std::string> have;
+    bool txOn = true;
+    try {
+        Netns in(req_.netns);
+        have = PodAddressing::addresses(req_.ifname);
+        txOn = Ethtool().txChecksum(req_.ifname);
+    } catch (const Error& e) {
+        fail(e.what());
+    }
+    for (const auto& a : want) {
+        if (std::find(have.begin(), have.end(), a) == have.end()) fail("address " + a + " is missing on " + req_.ifname);
+    }
+    if (txOn) fail("tx-checksumming is on for " + req_.ifname + " in " + req_.netns);
+    ipam.check(req_.env, req_.stdinData);
+}
+
+void MainMode::gc() {
+    const auto& conf = req_.conf;
+    std::set<Attachment> valid(conf.validAttachments->begin(), conf.validAttachments->end());
+    IpamPlugin ipam(conf.ipamType(), req_.path);
+    OvsdbSession db(conf.ovsdb, conf.bridge, 2000ms, kTryAgainLater);
+    std::vector<std::string> failures;
+    for (const auto& port : internal("GC", [&] { return db.ports().list(); })) {
+        // Another kovs network on the same bridge (a second attachment) has
+        // its own valid list: its ports are not ours to judge.
+        if (valid.count(port.attachment) || (!port.network.empty() && port.network != conf.name)) continue;
+        try {
+            // host-local (1.1.1) has no GC: release the stale lease as its DEL would.
+            Env env = req_.env;
+            env["CNI_CONTAINERID"] = port.attachment.containerId;
+            env["CNI_IFNAME"] = port.attachment.ifname;
+            env.erase("CNI_NETNS");
+            ipam.del(env, req_.stdinData);
+            VethPair::remove(port.name);
+            // The port last: it is GC's only record, and a step that failed
+            // above is retried by the next GC only while the port remains.
+            db.ports().remove(port.name);
+            spdlog::info("GC: removed stale {}/{} ({})", port.attachment.containerId, port.attachment.ifname, port.name);
+        } catch (const std::exception& e) {
+            failures.push_back(port.name + ": " + e.what());
+        }
+    }
+    if (!failures.empty()) {
+        std::string all;
+        for (const auto& f : failures) all += (all.empty() ? "" : "; ") + f;
+        throw CniError(kInternal, "GC: " + std::to_string(failures.size()) + " stale attachment(s) not removed", all);
+    }
+}
+
+void MainMode::status() {
+    OvsdbSession db(req_.conf.ovsdb, req_.conf.bridge, 1000ms, kPluginNotAvailable);
+    bool ready = false;
+    try {
+        ready = db.ports().bridgeReady();
+    } catch (const Error& e) {
+        throw CniError(kPluginNotAvailable, std::string("STATUS: ") + e.what());
+    }
+    if (!ready) throw CniError(kPluginNotAvailable, "STATUS: bridge " + req_.conf.bridge + " is not ready");
+}
+
+}  // namespace kovs::cni

@@ -1,0 +1,97 @@
+// kovsctl: what the agent sees (status) and what is wrong on this node (doctor).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fmt/format.h>
+#include <iostream>
+
+#include "agent/Config.hpp"
+#include "ctl/Doctor.hpp"
+#include "agent/StatusServer.hpp"
+#include "base/Log.hpp"
+
+namespace {
+
+std::string yesNo(bool b) { return b ? "yes" : "NO"; }
+
+void printStatus(const nlohmann::json& s) {
+    auto str = [&](const nlohmann::json& j, const char* k) { return j.contains(k) ? j[k].dump() : std::string("-"); };
+    std::cout << fmt::format("node {}  mode {}  agent up {} s\n", s.value("node", "?"), s.value("mode", "?"),
+                             s.value("uptimeSeconds", 0));
+    if (s.contains("ovsdb")) {
+        const auto& o = s["ovsdb"];
+        std::cout << fmt::format("ovsdb      {} (reconnects {}, transactions {})\n", o.value("state", "?"),
+                                 o.value("reconnects", 0), o.value("transactions", 0));
+    }
+    if (s.contains("vswitchd")) std::cout << fmt::format("vswitchd   pid {}  restarts {}\n", str(s["vswitchd"], "pid"), str(s["vswitchd"], "restarts"));
+    for (const auto& b : s.value("bridges", nlohmann::json::array())) {
+        std::string ports;
+        for (const auto& p : b.value("ports", nlohmann::json::array())) ports += (ports.empty() ? "" : " ") + p.get<std::string>();
+        std::cout << fmt::format("bridge     {:<8} datapath {:<7} ports: {}\n", b.value("name", "?"), b.value("datapathType", "?"), ports);
+    }
+    if (s.contains("gateway")) {
+        const auto& g = s["gateway"];
+        std::string addrs;
+        for (const auto& a : g.value("addresses", nlohmann::json::array())) addrs += (addrs.empty() ? "" : " ") + a.get<std::string>();
+        std::cout << fmt::format("gateway    {} present {}  addresses {}  restores {}  last restore {} us\n", g.value("name", "?"),
+                                 yesNo(g.value("present", false)), addrs, g.value("restores", 0), g.value("lastRestoreMicros", 0));
+    }
+    if (s.contains("offload")) {
+        const auto& o = s["offload"];
+        std::cout << fmt::format("offload    devices checked {}  repaired {} (pod veth host ends isolated {})\n", o.value("checked", 0),
+                                 o.value("repaired", 0), o.value("hostVethsIsolated", 0));
+    }
+    if (s.contains("flows")) {
+        const auto& f = s["flows"];
+        std::string err = f.value("error", "");
+        std::cout << fmt::format("flows      installs {}{}\n", f.value("installs", 0), err.empty() ? "" : "  error: " + err);
+        for (const auto& why : f.value("podsLeftOut", nlohmann::json::array())) std::cout << "  left out: " << why.get<std::string>() << "\n";
+    }
+    auto peers = s.value("peers", nlohmann::json::array());
+    std::cout << fmt::format("peers      {}\n", peers.size());
+    for (const auto& p : peers) {
+        std::cout << fmt::format("  {:<16} {:<16} route {:<3} neighbour {:<3} {}\n", p.value("name", "?"), p.value("nodeIP", "?"),
+                                 yesNo(p.value("route", false)), yesNo(p.value("neighbour", false)), p.value("mac", ""));
+    }
+    auto repairs = s.value("recentRepairs", nlohmann::json::array());
+    if (!repairs.empty()) std::cout << "recent repairs\n";
+    for (const auto& r : repairs) std::cout << fmt::format("  {}  {:<10} {}\n", r.value("time", ""), r.value("kind", ""), r.value("detail", ""));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"kovsctl: inspect and check kovs on this node"};
+    app.require_subcommand(1);
+    std::string configPath = "/etc/kovs/agent.yaml", socket;
+    bool json = false;
+    app.add_option("-c,--config", configPath, "the agent's configuration (names, sockets)");
+
+    auto* status = app.add_subcommand("status", "the agent's view: bridges, peers, gateway, offload, recent repairs");
+    status->add_option("--socket", socket, "agent status socket (default: statusSocket from the config)");
+    status->add_flag("--json", json, "print the raw JSON");
+    auto* doctor = app.add_subcommand("doctor", "check every known failure mode on this node; non-zero exit on failure");
+    doctor->add_flag("--json", json, "print the results as JSON");
+    CLI11_PARSE(app, argc, argv);
+
+    try {
+        kovs::setupLogging("warn");
+        auto config = kovs::loadConfig(configPath);
+        if (*status) {
+            auto s = kovs::statusRequest(socket.empty() ? config.statusSocket : socket, {{"command", "status"}});
+            if (json) std::cout << s.dump(2) << "\n";
+            else printStatus(s);
+            return 0;
+        }
+        kovs::Doctor d(config);
+        auto checks = d.run();
+        if (json) std::cout << kovs::toJson(checks).dump(2) << "\n";
+        else std::cout << "kovsctl doctor on node " << config.node.name << "\n" << kovs::formatReport(checks);
+        for (const auto& c : checks) {
+            if (c.status == kovs::DoctorCheck::Status::Fail) return 1;
+        }
+        return 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "kovsctl: %s\n", e.what());
+        return 2;
+    }
+}

@@ -1,0 +1,363 @@
+#include "gateway/GatewayGuard.hpp"
+
+#include <linux/if_addr.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "base/Error.hpp"
+
+namespace kovs {
+
+struct GatewayGuard::Repairs {
+    uint64_t linkUp = 0, mtu = 0, addrAdded = 0, addrRemoved = 0, routeAdded = 0, routeRemoved = 0;
+    uint64_t total() const { return linkUp + mtu + addrAdded + addrRemoved + routeAdded + routeRemoved; }
+};
+
+namespace {
+
+constexpr uint32_t kIpv6KernelPrefixMetric = 256;
+constexpr uint32_t kIpv6UserMetric = 1024;
+constexpr std::chrono::milliseconds kRetryDelay{100};
+
+std::optional<IpPrefix> fromNl(const nl_addr* a) {
+    if (a == nullptr) return std::nullopt;
+    IpPrefix p;
+    p.family = nl_addr_get_family(a);
+    if (p.family != AF_INET && p.family != AF_INET6) return std::nullopt;
+    unsigned len = nl_addr_get_len(a);
+    if (len == 0) {  // default route: libnl leaves the address empty
+        p.prefixLen = 0;
+        return p;
+    }
+    if (len != p.size()) return std::nullopt;
+    std::memcpy(p.bytes.data(), nl_addr_get_binary_addr(a), len);
+    p.prefixLen = static_cast<int>(nl_addr_get_prefixlen(a));
+    return p;
+}
+
+nl::Addr toNl(const IpPrefix& p) {
+    nl::Addr a(nl_addr_build(p.family, p.bytes.data(), p.size()));
+    if (!a) throw Error("nl_addr_build " + p.str() + ": out of memory");
+    nl_addr_set_prefixlen(a.get(), p.prefixLen);
+    return a;
+}
+
+bool sameAddress(const IpPrefix& a, const IpPrefix& b) {
+    return a.family == b.family && std::memcmp(a.bytes.data(), b.bytes.data(), a.size()) == 0;
+}
+
+bool isIpv6LinkLocal(const IpPrefix& p) { return p.family == AF_INET6 && p.bytes[0] == 0xfe && (p.bytes[1] & 0xc0) == 0x80; }
+
+struct DesiredRoute {
+    IpPrefix dst;
+    std::optional<IpPrefix> via;
+    std::optional<IpPrefix> src;
+    uint8_t scope = RT_SCOPE_LINK;
+    uint32_t priority = 0;
+};
+
+void validateRoutes(const GatewayGuardOptions& o) {
+    for (const auto& r : o.routes) {
+        if (r.via && r.via->family != r.dst.family)
+            throw Error("gateway guard " + o.name + ": route " + r.dst.str() + " via " + r.via->addressString() +
+                        " mixes address families");
+    }
+}
+
+void validate(const GatewayGuardOptions& o) {
+    if (o.name.empty() || o.name.size() >= IFNAMSIZ || o.name.find('/') != std::string::npos)
+        throw Error("gateway guard: invalid interface name '" + o.name + "'");
+    if (o.mtu < 68 || o.mtu > 65535)
+        throw Error("gateway guard " + o.name + ": MTU " + std::to_string(o.mtu) + " out of range 68..65535");
+    if (!o.enabled) return;
+    if (o.addresses.empty()) throw Error("gateway guard " + o.name + ": no gateway address configured");
+    validateRoutes(o);
+    if (o.resyncInterval.count() <= 0) throw Error("gateway guard " + o.name + ": resync interval must be positive");
+    if (o.coalesceDelay.count() < 0) throw Error("gateway guard " + o.name + ": coalesce delay must not be negative");
+}
+
+}  // namespace
+
+GatewayGuard::GatewayGuard(EventLoop& loop, GatewayGuardOptions options) : loop_(loop), opt_(std::move(options)) {
+    validate(opt_);
+    if (!opt_.enabled) {
+        spdlog::info("gateway guard {}: disabled", opt_.name);
+        return;
+    }
+    sock_ = nl::connectRoute();
+    watcher_.emplace(loop_, opt_.name, [this] {
+        if (!damageSeen_) damageSeen_ = EventLoop::Clock::now();
+        scheduleReconcile();
+    });
+    watcher_->ignoreSender(nl_socket_get_local_port(sock_.get()));
+    scheduleReconcile();
+    scheduleResync();
+}
+
+GatewayGuard::~GatewayGuard() {
+    if (reconcileTimer_) loop_.cancel(*reconcileTimer_);
+    if (resyncTimer_) loop_.cancel(*resyncTimer_);
+    if (retryTimer_) loop_.cancel(*retryTimer_);
+}
+
+GatewayGuardStats GatewayGuard::stats() const {
+    std::lock_guard lock(statsMutex_);
+    GatewayGuardStats s = stats_;
+    if (watcher_) s.events = watcher_->counters();
+    return s;
+}
+
+void GatewayGuard::scheduleReconcile() {
+    if (reconcileTimer_) return;  // coalesced into the pending one
+    reconcileTimer_ = loop_.after(opt_.coalesceDelay, [this] {
+        reconcileTimer_.reset();
+        reconcile();
+    });
+}
+
+void GatewayGuard::scheduleResync() {
+    resyncTimer_ = loop_.after(opt_.resyncInterval, [this] {
+        resyncTimer_.reset();
+        reconcile();
+        scheduleResync();
+    });
+}
+
+void GatewayGuard::setRoutes(std::vector<GatewayRoute> routes) {
+    GatewayGuardOptions next = opt_;
+    next.routes = std::move(routes);
+    validateRoutes(next);  // a bad route changes nothing
+    opt_.routes = std::move(next.routes);
+    opt_.routesComplete = true;
+    if (opt_.enabled) scheduleReconcile();
+}
+
+void GatewayGuard::reconcileNow() {
+    if (!opt_.enabled) return;
+    reconcile();
+}
+
+std::optional<IpPrefix> GatewayGuard::sourceFor(int family) const {
+    for (const auto& a : opt_.addresses)
+        if (a.family == family) return a;
+    return std::nullopt;
+}
+
+void GatewayGuard::reconcile() {
+    auto start = damageSeen_.value_or(EventLoop::Clock::now());
+    damageSeen_.reset();
+    if (retryTimer_) {
+        loop_.cancel(*retryTimer_);  // this reconcile is the retry
+        retryTimer_.reset();
+    }
+    bool failed = false;
+    Repairs r;
+    bool present = false;
+    try {
+        rtnl_link* raw = nullptr;
+        int rc = rtnl_link_get_kernel(sock_.get(), 0, opt_.name.c_str(), &raw);
+        nl::Link link(raw);
+        if (rc == -NLE_OBJ_NOTFOUND || rc == -NLE_NODEV) {
+            watcher_->setIfindex(0);
+            spdlog::debug("gateway guard {}: link absent, waiting for it", opt_.name);
+        } else {
+            nl::check(rc, "gateway guard " + opt_.name + ": get link");
+            present = true;
+            int ifindex = rtnl_link_get_ifindex(link.get());
+            watcher_->setIfindex(ifindex);
+            reconcileLink(link.get(), r);
+            reconcileAddresses(ifindex, r);
+            reconcileRoutes(ifindex, r);
+        }
+    } catch (const std::exception& e) {
+        // Usually gw0 changed under the reconcile (an address flushed again
+        // between our address and route steps): the events of that change
+        // schedule the next reconcile at once. The retry timer only covers
+        // failures no event will announce, and never delays an event.
+        ++consecutiveFailures_;
+        // A flush racing a reconcile fails a few in a row; only a streak is news.
+        if (consecutiveFailures_ == 3 || consecutiveFailures_ % 100 == 0) spdlog::warn("gateway guard {}: reconcile failed {} times in a row, retrying: {}", opt_.name, consecutiveFailures_, e.what());
+        else spdlog::debug("gateway guard {}: reconcile failed, retrying: {}", opt_.name, e.what());
+        {
+            std::lock_guard lock(statsMutex_);
+            ++stats_.failures;
+        }
+        retryTimer_ = loop_.after(kRetryDelay, [this] {
+            retryTimer_.reset();
+            reconcile();
+        });
+        failed = true;
+        if (!damageSeen_) damageSeen_ = start;  // the restore is not over
+    }
+    if (!failed) consecutiveFailures_ = 0;
+    auto took = EventLoop::Clock::now() - start;
+    if (r.total() > 0 && !failed && onRestore_) onRestore_(took);
+    std::lock_guard lock(statsMutex_);
+    ++stats_.reconciles;
+    stats_.linkPresent = present;
+    stats_.linkUp += r.linkUp;
+    stats_.mtuFixed += r.mtu;
+    stats_.addressesAdded += r.addrAdded;
+    stats_.addressesRemoved += r.addrRemoved;
+    stats_.routesAdded += r.routeAdded;
+    stats_.routesRemoved += r.routeRemoved;
+    if (r.total() > 0 && !failed) {
+        ++stats_.restores;
+        stats_.lastRestore = took;
+        stats_.maxRestore = std::max(stats_.maxRestore, stats_.lastRestore);
+        stats_.totalRestore += took;
+        spdlog::info("gateway guard {}: repaired in {} us (link up {}, mtu {}, +addr {}, -addr {}, +route {}, -route {})",
+                     opt_.name, std::chrono::duration_cast<std::chrono::microseconds>(took).count(), r.linkUp, r.mtu,
+                     r.addrAdded, r.addrRemoved, r.routeAdded, r.routeRemoved);
+    }
+}
+
+bool GatewayGuard::reconcileLink(rtnl_link* link, Repairs& r) {
+    bool up = (rtnl_link_get_flags(link) & IFF_UP) != 0;
+    bool mtuOk = rtnl_link_get_mtu(link) == static_cast<unsigned>(opt_.mtu);
+    if (up && mtuOk) return false;
+    nl::Link change(rtnl_link_alloc());
+    if (!change) throw Error("gateway guard " + opt_.name + ": rtnl_link_alloc: out of memory");
+    if (!mtuOk) rtnl_link_set_mtu(change.get(), static_cast<unsigned>(opt_.mtu));
+    if (!up) rtnl_link_set_flags(change.get(), IFF_UP);
+    nl::check(rtnl_link_change(sock_.get(), link, change.get(), 0),
+              "gateway guard " + opt_.name + ": set " + (up ? "" : "up ") + (mtuOk ? "" : "mtu " + std::to_string(opt_.mtu)));
+    r.linkUp += up ? 0 : 1;
+    r.mtu += mtuOk ? 0 : 1;
+    return true;
+}
+
+void GatewayGuard::reconcileAddresses(int ifindex, Repairs& r) {
+    nl_cache* raw = nullptr;
+    nl::check(rtnl_addr_alloc_cache(sock_.get(), &raw), "gateway guard " + opt_.name + ": dump addresses");
+    nl::Cache cache(raw);
+    std::vector<bool> found(opt_.addresses.size(), false);
+    std::vector<rtnl_addr*> foreign;
+    for (auto* o = nl_cache_get_first(cache.get()); o != nullptr; o = nl_cache_get_next(o)) {
+        auto* a = reinterpret_cast<rtnl_addr*>(o);
+        if (rtnl_addr_get_ifindex(a) != ifindex) continue;
+        auto local = fromNl(rtnl_addr_get_local(a));
+        if (!local) continue;
+        local->prefixLen = static_cast<int>(rtnl_addr_get_prefixlen(a));
+        bool wanted = false;
+        for (size_t i = 0; i < opt_.addresses.size(); ++i) {
+            if (opt_.addresses[i] == *local) found[i] = wanted = true;
+        }
+        if (!wanted && !isIpv6LinkLocal(*local)) foreign.push_back(a);
+    }
+    for (auto* a : foreign) {
+        std::string text = fromNl(rtnl_addr_get_local(a))->addressString() + "/" + std::to_string(rtnl_addr_get_prefixlen(a));
+        int rc = rtnl_addr_delete(sock_.get(), a, 0);
+        if (rc == -NLE_NOADDR || rc == -NLE_OBJ_NOTFOUND) continue;  // gone meanwhile
+        nl::check(rc, "gateway guard " + opt_.name + ": remove foreign address " + text);
+        ++r.addrRemoved;
+    }
+    for (size_t i = 0; i < opt_.addresses.size(); ++i) {
+        if (found[i]) continue;
+        const auto& want = opt_.addresses[i];
+        std::unique_ptr<rtnl_addr, nl::RtAddrDeleter> a(rtnl_addr_alloc());
+        if (!a) throw Error("gateway guard " + opt_.name + ": rtnl_addr_alloc: out of memory");
+        rtnl_addr_set_ifindex(a.get(), ifindex);
+        auto local = toNl(want);
+        nl::check(rtnl_addr_set_local(a.get(), local.get()), "gateway guard " + opt_.name + ": address " + want.str());
+        rtnl_addr_set_prefixlen(a.get(), want.prefixLen);
+        // Duplicate address detection would keep the gateway address tentative
+        // (unusable as a source) for a second or more after every repair.
+        if (want.family == AF_INET6) rtnl_addr_set_flags(a.get(), IFA_F_NODAD);
+        int rc = rtnl_addr_add(sock_.get(), a.get(), 0);
+        if (rc == -NLE_EXIST) continue;
+        nl::check(rc, "gateway guard " + opt_.name + ": add address " + want.str());
+        ++r.addrAdded;
+    }
+}
+
+void GatewayGuard::reconcileRoutes(int ifindex, Repairs& r) {
+    std::vector<DesiredRoute> desired;
+    for (const auto& a : opt_.addresses) {
+        if (a.prefixLen == a.maxPrefixLen()) continue;  // a host address brings no prefix route
+        DesiredRoute d{a.network(), std::nullopt, std::nullopt, RT_SCOPE_LINK, 0};
+        if (a.family == AF_INET) d.src = a;
+        else d.priority = kIpv6KernelPrefixMetric;
+        desired.push_back(d);
+    }
+    for (const auto& extra : opt_.routes) {
+        DesiredRoute d{extra.dst.network(), extra.via, std::nullopt,
+                       static_cast<uint8_t>(extra.via ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK), 0};
+        if (extra.dst.family == AF_INET) d.src = sourceFor(AF_INET);
+        else d.priority = kIpv6UserMetric;
+        desired.push_back(d);
+    }
+
+    nl_cache* raw = nullptr;
+    nl::check(rtnl_route_alloc_cache(sock_.get(), AF_UNSPEC, 0, &raw), "gateway guard " + opt_.name + ": dump routes");
+    nl::Cache cache(raw);
+    std::vector<bool> found(desired.size(), false);
+    std::vector<rtnl_route*> stale;
+    for (auto* o = nl_cache_get_first(cache.get()); o != nullptr; o = nl_cache_get_next(o)) {
+        auto* rt = reinterpret_cast<rtnl_route*>(o);
+        if (rtnl_route_get_table(rt) != RT_TABLE_MAIN || rtnl_route_get_type(rt) != RTN_UNICAST) continue;
+        auto dst = fromNl(rtnl_route_get_dst(rt));
+        if (!dst) continue;
+        bool onGateway = false, matched = false;
+        for (int i = 0; i < rtnl_route_get_nnexthops(rt); ++i) {
+            auto* nh = rtnl_route_nexthop_n(rt, i);
+            if (rtnl_route_nh_get_ifindex(nh) != ifindex) continue;
+            onGateway = true;
+            auto gw = fromNl(rtnl_route_nh_get_gateway(nh));
+            for (size_t k = 0; k < desired.size(); ++k) {
+                const auto& d = desired[k];
+                if (!(d.dst == *dst)) continue;
+                if (d.via.has_value() != gw.has_value() || (d.via && !sameAddress(*d.via, *gw))) continue;
+                found[k] = matched = true;
+            }
+        }
+        if (onGateway && !matched && rtnl_route_get_protocol(rt) == kKovsRouteProtocol && opt_.routesComplete)
+            stale.push_back(rt);
+    }
+    for (auto* rt : stale) {
+        int rc = rtnl_route_delete(sock_.get(), rt, 0);
+        if (rc == -NLE_OBJ_NOTFOUND) continue;
+        nl::check(rc, "gateway guard " + opt_.name + ": remove stale route " + fromNl(rtnl_route_get_dst(rt))->str());
+        ++r.routeRemoved;
+    }
+    for (size_t k = 0; k < desired.size(); ++k) {
+        if (found[k]) continue;
+        const auto& d = desired[k];
+        nl::Route rt(rtnl_route_alloc());
+        if (!rt) throw Error("gateway guard " + opt_.name + ": rtnl_route_alloc: out of memory");
+        rtnl_route_set_family(rt.get(), static_cast<uint8_t>(d.dst.family));
+        auto dst = toNl(d.dst);
+        nl::check(rtnl_route_set_dst(rt.get(), dst.get()), "gateway guard " + opt_.name + ": route " + d.dst.str());
+        rtnl_route_set_table(rt.get(), RT_TABLE_MAIN);
+        rtnl_route_set_protocol(rt.get(), kKovsRouteProtocol);
+        rtnl_route_set_scope(rt.get(), d.scope);
+        rtnl_route_set_type(rt.get(), RTN_UNICAST);
+        if (d.priority != 0) rtnl_route_set_priority(rt.get(), d.priority);
+        if (d.src) {
+            IpPrefix host = *d.src;
+            host.prefixLen = host.maxPrefixLen();
+            auto src = toNl(host);
+            rtnl_route_set_pref_src(rt.get(), src.get());
+        }
+        rtnl_nexthop* nh = rtnl_route_nh_alloc();
+        if (nh == nullptr) throw Error("gateway guard " + opt_.name + ": rtnl_route_nh_alloc: out of memory");
+        rtnl_route_nh_set_ifindex(nh, ifindex);
+        if (d.via) {
+            IpPrefix host = *d.via;
+            host.prefixLen = host.maxPrefixLen();
+            auto via = toNl(host);
+            rtnl_route_nh_set_gateway(nh, via.get());
+        }
+        rtnl_route_add_nexthop(rt.get(), nh);  // the route owns nh from here
+        int rc = rtnl_route_add(sock_.get(), rt.get(), 0);
+        if (rc == -NLE_EXIST) continue;
+        nl::check(rc, "gateway guard " + opt_.name + ": add route " + d.dst.str() + " dev " + opt_.name);
+        ++r.routeAdded;
+    }
+}
+
+}  // namespace kovs

@@ -1,0 +1,126 @@
+#pragma once
+// Keeps the gateway interface (gw0) as configured: present links are brought
+// up, get their MTU back, exactly their configured addresses and their routes
+// (the pod-CIDR route the kernel adds with each address, plus extra routes).
+// rtnetlink notifications about gw0 trigger one coalesced reconcile; a
+// periodic resync backs them up, because the kernel sends no RTM_DELROUTE for
+// routes removed along with an address or when a link goes down.
+//
+// Choices:
+// - Foreign addresses on gw0 (any IPv4 address, any IPv6 address that is not
+//   link-local) are removed: two gateways on one pod subnet answer ARP for
+//   pods and break them. IPv6 link-local addresses are the kernel's and stay.
+// - Routes are only ever added with kKovsRouteProtocol, and only routes on gw0
+//   carrying that protocol and no longer configured are removed: nobody
+//   else's routes are touched. A present route with another protocol (the
+//   kernel's prefix route) counts as present.
+// - A missing gw0 is not created (the bridge reconciler owns the OVS port);
+//   the guard waits for a link message carrying its name.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/IpPrefix.hpp"
+#include "base/NetlinkWatcher.hpp"
+#include "base/EventLoop.hpp"
+#include "base/Netlink.hpp"
+
+namespace kovs {
+
+// Route protocol of every route kovs adds ("ip route show proto 107").
+// 107 = 0x6b = 'k'; unused by the kernel (RTPROT_* <= 192 are named, none is
+// 107) and by Debian's /etc/iproute2/rt_protos.
+inline constexpr uint8_t kKovsRouteProtocol = 107;
+
+struct GatewayRoute {
+    IpPrefix dst;                   // e.g. the service CIDR
+    std::optional<IpPrefix> via;    // next hop; none: directly on gw0 (scope link)
+};
+
+struct GatewayGuardOptions {
+    bool enabled = true;
+    std::string name = "gw0";       // antrea-gw0 and other names work the same
+    int mtu = 1450;
+    std::vector<IpPrefix> addresses;  // e.g. gatewayAddressFor(podCidr), IPv4 and/or IPv6
+    std::vector<GatewayRoute> routes;
+    // false until the full route set is known (the agent's peers have not
+    // arrived yet): kovs routes on gw0 missing from `routes` are kept, not
+    // removed, until the first setRoutes(). An agent restart must not cut the
+    // node off from remote pods while the API server is slow or away.
+    bool routesComplete = true;
+    std::chrono::milliseconds resyncInterval{10'000};
+    // Events arriving within this delay share one reconcile.
+    std::chrono::milliseconds coalesceDelay{1};
+};
+
+struct GatewayGuardStats {
+    uint64_t reconciles = 0;
+    uint64_t linkUp = 0;
+    uint64_t mtuFixed = 0;
+    uint64_t addressesAdded = 0;
+    uint64_t addressesRemoved = 0;
+    uint64_t routesAdded = 0;
+    uint64_t routesRemoved = 0;
+    uint64_t failures = 0;       // reconciles that failed (gw0 changed under them, or an error); retried
+    uint64_t restores = 0;       // reconciles that repaired something
+    bool linkPresent = false;
+    // From the first notification of the damage to the end of the repair
+    // (from the start of the reconcile when a resync found the damage).
+    std::chrono::nanoseconds lastRestore{0};
+    std::chrono::nanoseconds maxRestore{0};
+    std::chrono::nanoseconds totalRestore{0};  // sum over `restores`, for an average / Prometheus _sum
+    NetlinkWatcher::Counters events;
+};
+
+class GatewayGuard {
+public:
+    // Validates the options (throws kovs::Error naming the bad value, with no
+    // state changed) and, when enabled, subscribes and schedules a first
+    // reconcile on `loop`. Must be created and destroyed on the loop's thread.
+    GatewayGuard(EventLoop& loop, GatewayGuardOptions options);
+    ~GatewayGuard();
+    GatewayGuard(const GatewayGuard&) = delete;
+    GatewayGuard& operator=(const GatewayGuard&) = delete;
+
+    // Thread-safe snapshot, for metrics and tests.
+    GatewayGuardStats stats() const;
+
+    // Runs a reconcile now (on the loop thread).
+    void reconcileNow();
+
+    // Replaces the extra routes (peers' pod CIDRs come and go at runtime) and
+    // schedules a reconcile. Routes kovs added that are no longer wanted go.
+    void setRoutes(std::vector<GatewayRoute> routes);
+    // Runs on the loop after each repair, with its duration (metrics histogram).
+    void setRestoreHandler(std::function<void(std::chrono::nanoseconds)> h) { onRestore_ = std::move(h); }
+
+private:
+    struct Repairs;
+    void scheduleReconcile();
+    void scheduleResync();
+    void reconcile();
+    bool reconcileLink(rtnl_link* link, Repairs& r);
+    void reconcileAddresses(int ifindex, Repairs& r);
+    void reconcileRoutes(int ifindex, Repairs& r);
+    std::optional<IpPrefix> sourceFor(int family) const;
+
+    EventLoop& loop_;
+    GatewayGuardOptions opt_;
+    nl::Sock sock_;  // requests and dumps
+    std::optional<NetlinkWatcher> watcher_;
+    std::optional<EventLoop::TimerId> reconcileTimer_;
+    std::optional<EventLoop::TimerId> resyncTimer_;
+    std::optional<EventLoop::TimerId> retryTimer_;
+    unsigned consecutiveFailures_ = 0;
+    std::optional<EventLoop::Clock::time_point> damageSeen_;
+
+    std::function<void(std::chrono::nanoseconds)> onRestore_;
+    mutable std::mutex statsMutex_;
+    GatewayGuardStats stats_;
+};
+
+}  // namespace kovs

@@ -1,0 +1,91 @@
+#include "gateway/NetworkdDropins.hpp"
+
+#include <net/if.h>
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+
+#include "base/Error.hpp"
+
+namespace kovs {
+namespace {
+
+void validateName(const std::string& name) {
+    if (name.empty() || name.size() >= IFNAMSIZ || name == "." || name == "..")
+        throw Error("networkd drop-in for '" + name + "': invalid interface name");
+    for (unsigned char c : name) {
+        // Also excludes networkd's glob characters (*?[) and whitespace, which
+        // would make the [Match] line match more than this one interface.
+        if (!(std::isalnum(c) || c == '-' || c == '_' || c == '.'))
+            throw Error("networkd drop-in for '" + name + "': invalid character in interface name");
+    }
+}
+
+}  // namespace
+
+NetworkdDropins::NetworkdDropins(std::string dir) : dir_(std::move(dir)) {}
+
+std::string NetworkdDropins::pathFor(const std::string& interface) const {
+    return dir_ + "/10-kovs-" + interface + ".network";
+}
+
+std::string NetworkdDropins::contentFor(const std::string& interface) {
+    return "# Written by kovs-agent; removed by kovs-agent --cleanup.\n"
+           "[Match]\nName=" + interface + "\n\n[Link]\nUnmanaged=yes\n";
+}
+
+void NetworkdDropins::install(const std::vector<std::string>& interfaces) const {
+    for (const auto& name : interfaces) validateName(name);
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    if (ec) throw Error("networkd drop-ins: create " + dir_ + ": " + ec.message());
+    // Undone on failure: only the files this call created. One that was
+    // there before (the last agent run wrote it) keeps networkd off its
+    // interface and must stay.
+    std::vector<std::string> created;
+    try {
+        for (const auto& name : interfaces) {
+            bool existed = std::filesystem::exists(pathFor(name), ec);
+            writeOne(name);
+            if (!existed) created.push_back(name);
+        }
+    } catch (...) {
+        for (const auto& name : created) std::filesystem::remove(pathFor(name), ec);
+        throw;
+    }
+}
+
+void NetworkdDropins::writeOne(const std::string& name) const {
+    std::error_code ec;
+    {
+        std::string path = pathFor(name);
+        std::string tmp = path + ".tmp";
+        {
+            std::ofstream out(tmp, std::ios::trunc);
+            out << contentFor(name);
+            out.close();
+            if (!out) {
+                std::filesystem::remove(tmp, ec);
+                throw Error("networkd drop-in: write " + tmp + " failed");
+            }
+        }
+        std::filesystem::rename(tmp, path, ec);
+        if (ec) {
+            std::error_code ignored;
+            std::filesystem::remove(tmp, ignored);
+            throw Error("networkd drop-in: rename " + tmp + " to " + path + ": " + ec.message());
+        }
+    }
+}
+
+void NetworkdDropins::remove(const std::vector<std::string>& interfaces) const {
+    for (const auto& name : interfaces) {
+        validateName(name);
+        std::error_code ec;
+        std::filesystem::remove(pathFor(name), ec);
+        if (ec) throw Error("networkd drop-in: remove " + pathFor(name) + ": " + ec.message());
+    }
+}
+
+}  // namespace kovs

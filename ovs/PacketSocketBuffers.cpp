@@ -1,0 +1,122 @@
+#include "ovs/PacketSocketBuffers.hpp"
+
+#include <net/if.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "base/Error.hpp"
+#include "base/UniqueFd.hpp"
+
+namespace kovs {
+namespace {
+
+// inode -> ifindex of every AF_PACKET socket in `pid`'s network namespace.
+std::map<unsigned long, int> packetSocketInodes(pid_t pid) {
+    std::string path = "/proc/" + std::to_string(pid) + "/net/packet";
+    std::ifstream in(path);
+    if (!in) throw Error(path + ": cannot read (is pid " + std::to_string(pid) + " running?)");
+    std::map<unsigned long, int> out;
+    std::string line;
+    std::getline(in, line);  // "sk RefCnt Type Proto Iface R Rmem User Inode"
+    while (std::getline(in, line)) {
+        std::istringstream f(line);
+        std::string sk, ref, type, proto, rflag, rmem, user;
+        int ifindex = 0;
+        unsigned long inode = 0;
+        if (f >> sk >> ref >> type >> proto >> ifindex >> rflag >> rmem >> user >> inode) out[inode] = ifindex;
+    }
+    return out;
+}
+
+int getInt(int fd, int opt) {
+    int v = 0;
+    socklen_t len = sizeof v;
+    getsockopt(fd, SOL_SOCKET, opt, &v, &len);
+    return v;
+}
+
+// Calls fn(fd duplicated into this process, ifindex) for every AF_PACKET socket of pid.
+template <typename Fn>
+int forEachPacketSocket(pid_t pid, Fn fn) {
+    auto inodes = packetSocketInodes(pid);
+    if (inodes.empty()) return 0;
+    UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!pidfd) throwErrno("pidfd_open(" + std::to_string(pid) + ")");
+    int n = 0;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+        std::error_code gone;  // the fd was closed since the listing
+        auto target = std::filesystem::read_symlink(entry.path(), gone).string();
+        unsigned long inode = 0;
+        if (gone || std::sscanf(target.c_str(), "socket:[%lu]", &inode) != 1 || !inodes.count(inode)) continue;
+        int remote = std::stoi(entry.path().filename().string());
+        UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(), remote, 0)));
+        if (!fd) {
+            if (errno == EBADF) continue;  // closed since the listing
+            int err = errno;
+            std::string what = "pidfd_getfd(pid " + std::to_string(pid) + ", fd " + std::to_string(remote) + ")";
+            if (err == EPERM)
+                what += " (needs ptrace access to ovs-vswitchd: the same capabilities as it or CAP_SYS_PTRACE, and a "
+                        "seccomp profile allowing pidfd_getfd; Docker's default allows it only with CAP_SYS_PTRACE)";
+            throw SystemError(what, err);
+        }
+        // vswitchd may have closed that fd number and reused it since the
+        // listing (ports come and go exactly when this runs): only the socket
+        // that was read is ours to touch.
+        struct stat st{};
+        if (::fstat(fd.get(), &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_ino != inode) continue;
+        fn(fd.get(), inodes[inode]);
+        ++n;
+    }
+    if (ec) throw SystemError("/proc/" + std::to_string(pid) + "/fd", ec.value());
+    return n;
+}
+
+}  // namespace
+
+pid_t vswitchdPid(const std::string& rundir) {
+    std::string pidfile = rundir + "/ovs-vswitchd.pid";
+    pid_t pid = 0;
+    if (!(std::ifstream(pidfile) >> pid) || pid <= 0) throw Error(pidfile + ": no pid in it");
+    std::string comm;
+    std::ifstream("/proc/" + std::to_string(pid) + "/comm") >> comm;
+    if (comm != "ovs-vswitchd")
+        throw Error(pidfile + ": pid " + std::to_string(pid) + " is " +
+                    (comm.empty() ? "not running" : "'" + comm + "'") +
+                    " here, not ovs-vswitchd (does vswitchd run in another pid namespace?)");
+    return pid;
+}
+
+PacketSocketResult sizePacketSocketBuffers(pid_t vswitchd, int bytes) {
+    PacketSocketResult r;
+    r.sockets = forEachPacketSocket(vswitchd, [&](int fd, int) {
+        bool grew = false;
+        for (auto [get, force] : {std::pair{SO_RCVBUF, SO_RCVBUFFORCE}, {SO_SNDBUF, SO_SNDBUFFORCE}}) {
+            if (getInt(fd, get) >= bytes) continue;
+            int half = bytes / 2;
+            if (setsockopt(fd, SOL_SOCKET, force, &half, sizeof half) != 0) throwErrno("setsockopt(SO_*BUFFORCE)");
+            grew = true;
+        }
+        r.resized += grew;
+    });
+    return r;
+}
+
+std::vector<PacketSocketInfo> packetSockets(pid_t pid) {
+    std::vector<PacketSocketInfo> out;
+    forEachPacketSocket(pid, [&](int fd, int ifindex) {
+        char name[IF_NAMESIZE] = "";
+        if (ifindex > 0 && !if_indextoname(static_cast<unsigned>(ifindex), name)) name[0] = '\0';
+        out.push_back({name, getInt(fd, SO_RCVBUF), getInt(fd, SO_SNDBUF)});
+    });
+    return out;
+}
+
+}  // namespace kovs

@@ -1,0 +1,81 @@
+# shellcheck shell=bash disable=SC2034 # matrix_failed is set here for the callers
+# Traffic checks over a cluster from tests/cluster/lib (either provider): progress output, TCP
+# echo servers, the connectivity matrix and a short throughput test.
+
+_step_start=0
+step() { _step_start=$(date +%s%N); printf '• %s ... ' "$*"; }
+done_step() { printf 'done (%.1fs)\n' "$(( ($(date +%s%N) - _step_start) / 1000000 ))e-3"; }
+
+TCP_PORT=8080
+TCP_BYTES=65536
+
+# Each pod and each node runs a TCP server that answers with the number of bytes it received.
+start_servers() {
+    local nodes=$1 pods=$2 n p
+    for n in $(seq 1 "$nodes"); do
+        for p in $(seq 1 "$pods"); do
+            in_pod "$n" "$p" socat "TCP-LISTEN:$TCP_PORT,fork,reuseaddr" SYSTEM:'wc -c' >/dev/null 2>&1 &
+        done
+        in_node "$n" socat "TCP-LISTEN:$TCP_PORT,fork,reuseaddr" SYSTEM:'wc -c' >/dev/null 2>&1 &
+    done
+    for n in $(seq 1 "$nodes"); do
+        for p in $(seq 1 "$pods"); do wait_for "server in pod $n/$p" 10 port_listening "$TCP_PORT" in_pod "$n" "$p"; done
+    done
+}
+
+port_listening() { local port=$1; shift; "$@" ss -Hltn "sport = :$port" | grep -q .; }
+
+# Sends TCP_BYTES over TCP from the namespace given by the command prefix and
+# checks that all of them arrived: this is what breaks when checksum offload
+# is left on, while ping keeps working.
+tcp_ok() {
+    local dst=$1; shift
+    local got
+    got=$(head -c "$TCP_BYTES" /dev/zero | "$@" timeout 5 socat -t2 - "TCP:$dst:$TCP_PORT,connect-timeout=2" 2>/dev/null | tr -d ' \n')
+    [ "$got" = "$TCP_BYTES" ]
+}
+ping_ok() { local dst=$1; shift; "$@" ping -c1 -W2 -q "$dst" >/dev/null 2>&1; }
+
+matrix_failed=0   # read by the scripts that print the matrix
+mark() { if "$@"; then printf '%-9s' ok; else printf '%-9s' FAIL; matrix_failed=1; fi; }
+# The label of a row with one column per node, wide enough for the longest.
+node_row() { printf '  %-36s' "$1"; }
+
+connectivity_matrix() {
+    local nodes=$1 pods=$2 n p m q
+    echo "Pod to pod (ping, then TCP with $TCP_BYTES bytes; same node and across nodes through the VXLAN tunnel):"
+    printf '  %-12s' "from \\ to"
+    for m in $(seq 1 "$nodes"); do for q in $(seq 1 "$pods"); do printf '%-9s' "n$m/p$q"; done; done; echo
+    for n in $(seq 1 "$nodes"); do for p in $(seq 1 "$pods"); do
+        printf '  %-12s' "n$n/p$p"
+        for m in $(seq 1 "$nodes"); do for q in $(seq 1 "$pods"); do
+            if [ "$n$p" = "$m$q" ]; then printf '%-9s' "-"; continue; fi
+            local ip; ip=$(pod_ip "$m" "$q")
+            if ping_ok "$ip" in_pod "$n" "$p" && tcp_ok "$ip" in_pod "$n" "$p"; then printf '%-9s' ok
+            else printf '%-9s' FAIL; matrix_failed=1; fi
+        done; done; echo
+    done; done
+    echo
+    node_row "on node"; for n in $(seq 1 "$nodes"); do printf '%-9s' "n$n"; done; echo
+    node_row "pod -> its own node (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_ip "$n")" in_pod "$n" 1; done; echo
+    # A node-local service reached on the pod's gateway address: pod -> br-int -> gw0 -> the node's stack.
+    node_row "pod -> service on gw0 (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_gw_ip "$n")" in_pod "$n" 1; done; echo
+    node_row "node -> its pod (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(pod_ip "$n" 1)" in_node "$n"; done; echo
+    node_row "node -> pod on the next node (TCP)"; for n in $(seq 1 "$nodes"); do
+        m=$(( n % nodes + 1 )); mark tcp_ok "$(pod_ip "$m" 1)" in_node "$n"; done; echo
+    node_row "docker host -> node (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_ip "$n")" in_underlay; done; echo
+}
+
+throughput_summary() {
+    local nodes=$1
+    [ "$nodes" -ge 2 ] || return 0
+    step "measuring pod -> pod TCP throughput across nodes (iperf3, 3 s)"
+    in_pod 2 1 iperf3 -s -1 -D --logfile "$(node_dir 2)/log/iperf3.log"
+    wait_for "iperf3 server" 10 port_listening 5201 in_pod 2 1
+    local bps
+    bps=$(in_pod 1 1 iperf3 -c "$(pod_ip 2 1)" -t 3 -J | jq '.end.sum_received.bits_per_second')
+    done_step
+    printf 'Throughput n1/p1 -> n2/p1 across the tunnel: %.2f Gbit/s (underlay MTU %s, gw0 %s, pods %s)\n' \
+        "$(echo "$bps / 1000000000" | bc -l)" "$UNDERLAY_MTU" "$(in_node 1 cat /sys/class/net/gw0/mtu)" \
+        "$(in_pod 1 1 cat /sys/class/net/eth0/mtu)"
+}

@@ -1,0 +1,101 @@
+// PacketSocketBuffers against a real ovs-vswitchd (userspace datapath) in the
+// test's private network namespace: its AF_PACKET sockets are resized from
+// this process, a second pass changes nothing, and the socket OVS opens for a
+// re-added port is found and resized again.
+#include "ovs/PacketSocketBuffers.hpp"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "base/Error.hpp"
+#include "base/Process.hpp"
+#include "tests/support/OvsSandbox.hpp"
+#include "tests/support/Poll.hpp"
+
+using namespace kovs;
+
+namespace {
+
+constexpr int kBytes = 4 * 1024 * 1024;
+
+const PacketSocketInfo* socketOf(const std::vector<PacketSocketInfo>& all, const std::string& ifname) {
+    auto it = std::find_if(all.begin(), all.end(), [&](const PacketSocketInfo& s) { return s.ifname == ifname; });
+    return it == all.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+TEST(PacketSocketBuffers, ResizesVswitchdsSocketsAndTheNewOneOfAReaddedPort) {
+    test::OvsSandbox ovs;
+    ovs.vsctl({"add-br", "br-sock", "--", "set", "Bridge", "br-sock", "datapath_type=netdev"});
+    runChecked({"ip", "link", "add", "kvsock0", "type", "veth", "peer", "name", "kvsock0p"});
+    runChecked({"ip", "link", "set", "kvsock0", "up"});
+    runChecked({"ip", "link", "set", "kvsock0p", "up"});
+    ovs.vsctl({"add-port", "br-sock", "kvsock0"});
+    pid_t pid = vswitchdPid(ovs.dir());
+    ASSERT_EQ(pid, ovs.vswitchdPid());
+    ASSERT_TRUE(test::pollUntil([&] { return socketOf(packetSockets(pid), "kvsock0") != nullptr; },
+                                std::chrono::seconds(10)))
+        << "vswitchd opened no AF_PACKET socket for its system port";
+    auto before = packetSockets(pid);
+    ASSERT_LT(socketOf(before, "kvsock0")->rcvbuf, kBytes) << "the kernel default is expected to be smaller";
+
+    auto first = sizePacketSocketBuffers(pid, kBytes);
+    EXPECT_GE(first.sockets, 1);
+    EXPECT_EQ(first.resized, first.sockets);
+    for (const auto& s : packetSockets(pid)) {
+        EXPECT_EQ(s.rcvbuf, kBytes) << s.ifname;
+        EXPECT_EQ(s.sndbuf, kBytes) << s.ifname;
+    }
+    auto again = sizePacketSocketBuffers(pid, kBytes);
+    EXPECT_EQ(again.sockets, first.sockets);
+    EXPECT_EQ(again.resized, 0) << "already sized sockets must be left alone";
+
+    // OVS opens a fresh socket, at the default size, for a re-added port.
+    ovs.vsctl({"del-port", "br-sock", "kvsock0"});
+    ovs.vsctl({"add-port", "br-sock", "kvsock0"});
+    ASSERT_TRUE(test::pollUntil(
+        [&] {
+            auto now = packetSockets(pid);
+            const auto* p = socketOf(now, "kvsock0");
+            return p && p->rcvbuf < kBytes;
+        },
+        std::chrono::seconds(10)));
+    EXPECT_EQ(sizePacketSocketBuffers(pid, kBytes).resized, 1);
+    EXPECT_EQ(socketOf(packetSockets(pid), "kvsock0")->rcvbuf, kBytes);
+    runChecked({"ip", "link", "del", "kvsock0"});
+}
+
+TEST(PacketSocketBuffers, APidfileNamingAnotherProcessIsAClearError) {
+    char tmpl[] = "/tmp/kovs-pidfile-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    std::string dir = tmpl;
+    auto error = [&] {
+        try {
+            vswitchdPid(dir);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("accepted");
+    };
+    EXPECT_NE(error().find("ovs-vswitchd.pid: no pid in it"), std::string::npos) << error();
+    // Next to Antrea the pidfile holds a pid of another pid namespace: here, ours.
+    std::ofstream(dir + "/ovs-vswitchd.pid") << ::getpid() << "\n";
+    EXPECT_NE(error().find("is 'integration_da"), std::string::npos) << error();
+    EXPECT_NE(error().find("not ovs-vswitchd"), std::string::npos) << error();
+    std::filesystem::remove_all(dir);
+}
+
+TEST(PacketSocketBuffers, AProcessThatIsGoneIsAClearError) {
+    try {
+        sizePacketSocketBuffers(999999999, kBytes);
+        FAIL() << "no error for a pid that does not exist";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("/proc/999999999/net/packet: cannot read"), std::string::npos) << e.what();
+    }
+}

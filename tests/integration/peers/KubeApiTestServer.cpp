@@ -1,0 +1,132 @@
+#include "tests/integration/peers/KubeApiTestServer.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/Error.hpp"
+#include "base/Process.hpp"
+
+namespace kovs::test {
+
+using namespace std::chrono_literals;
+
+SelfSignedCert::SelfSignedCert() {
+    char tmpl[] = "/tmp/kovs-cert-XXXXXX";
+    if (!::mkdtemp(tmpl)) throwErrno("mkdtemp");
+    dir_ = tmpl;
+    runChecked({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", keyFile(), "-out", certFile(), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
+                "subjectAltName=IP:127.0.0.1"});
+}
+
+SelfSignedCert::~SelfSignedCert() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+}
+
+std::string SelfSignedCert::certPem() const {
+    std::ifstream in(certFile());
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+KubeApiTestServer::KubeApiTestServer(const SelfSignedCert& cert, std::string token)
+    : token_(std::move(token)), server_(cert.certFile().c_str(), cert.keyFile().c_str()) {
+    if (!server_.is_valid()) throw Error("test API server: cannot load certificate " + cert.certFile());
+    server_.Get("/api/v1/nodes", [this](const httplib::Request& req, httplib::Response& res) {
+        if (!authorized(req, res)) return;
+        if (req.get_param_value("watch") != "true") {
+            std::lock_guard lock(mutex_);
+            ++lists_;
+            res.set_content(listBody_, "application/json");
+            return;
+        }
+        size_t id;
+        {
+            std::lock_guard lock(mutex_);
+            watchParams_.emplace_back(req.params.begin(), req.params.end());
+            id = watchParams_.size();
+        }
+        cv_.notify_all();
+        res.set_chunked_content_provider("application/json", [this, id](size_t, httplib::DataSink& sink) {
+            std::unique_lock lock(mutex_);
+            // Blocks (briefly) for the next scripted chunk; httplib calls us again while we return true.
+            cv_.wait_for(lock, 50ms, [this] { return stopping_ || !watchQueue_.empty(); });
+            // Only the newest watch reads the script: a stream the client has
+            // already dropped may not notice for a while and must not eat it.
+            if (stopping_ || id != watchParams_.size()) return false;
+            if (watchQueue_.empty()) return sink.is_writable();
+            std::string chunk = std::move(watchQueue_.front());
+            watchQueue_.pop_front();
+            lock.unlock();
+            if (chunk.empty()) return false;  // abrupt close: no terminating chunk
+            return sink.write(chunk.data(), chunk.size());
+        });
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    if (port_ <= 0) throw Error("test API server: cannot bind 127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+}
+
+KubeApiTestServer::~KubeApiTestServer() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    cv_.notify_all();
+    server_.stop();
+    thread_.join();
+}
+
+bool KubeApiTestServer::authorized(const httplib::Request& req, httplib::Response& res) {
+    if (req.get_header_value("Authorization") == "Bearer " + token_) return true;
+    std::lock_guard lock(mutex_);
+    ++unauthorized_;
+    res.status = 401;
+    res.set_content(R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"Unauthorized","code":401})",
+                    "application/json");
+    return false;
+}
+
+void KubeApiTestServer::setNodes(const nlohmann::json& items, const std::string& resourceVersion) {
+    nlohmann::json list = {{"kind", "NodeList"},
+                           {"apiVersion", "v1"},
+                           {"metadata", {{"resourceVersion", resourceVersion}}},
+                           {"items", items}};
+    std::lock_guard lock(mutex_);
+    listBody_ = list.dump();
+}
+
+void KubeApiTestServer::sendWatch(const std::string& raw) {
+    {
+        std::lock_guard lock(mutex_);
+        watchQueue_.push_back(raw);
+    }
+    cv_.notify_all();
+}
+
+void KubeApiTestServer::abortWatch() { sendWatch(""); }
+
+int KubeApiTestServer::lists() const {
+    std::lock_guard lock(mutex_);
+    return lists_;
+}
+
+int KubeApiTestServer::watches() const {
+    std::lock_guard lock(mutex_);
+    return static_cast<int>(watchParams_.size());
+}
+
+int KubeApiTestServer::unauthorized() const {
+    std::lock_guard lock(mutex_);
+    return unauthorized_;
+}
+
+std::map<std::string, std::string> KubeApiTestServer::watchParams(size_t n) const {
+    std::lock_guard lock(mutex_);
+    return n < watchParams_.size() ? watchParams_[n] : std::map<std::string, std::string>{};
+}
+
+}  // namespace kovs::test

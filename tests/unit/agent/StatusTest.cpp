@@ -1,0 +1,318 @@
+// The agent's local status socket, its HTTP health endpoints and the
+// Prometheus text they serve, over real sockets on this machine.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "agent/CniStats.hpp"
+#include "agent/HealthServer.hpp"
+#include "agent/Metrics.hpp"
+#include "agent/StatusServer.hpp"
+#include "base/Error.hpp"
+#include "cni/AgentReport.hpp"
+#include "tests/support/Poll.hpp"
+
+using namespace kovs;
+
+namespace {
+
+struct LoopThread {
+    EventLoop loop;
+    std::thread thread;
+    void start() { thread = std::thread([this] { loop.run(); }); }
+    // Servers on the loop must outlive it: join before they are destroyed.
+    void join() {
+        if (!thread.joinable()) return;
+        loop.stop();
+        thread.join();
+    }
+    ~LoopThread() { join(); }
+};
+
+std::string tempSocketPath() {
+    char dir[] = "/tmp/kovs-status-XXXXXX";
+    if (!::mkdtemp(dir)) throw Error("mkdtemp");
+    return std::string(dir) + "/sub/agent.sock";
+}
+
+}  // namespace
+
+TEST(MetricsText, WritesPrometheusExposition) {
+    MetricsText m;
+    m.counter("kovs_repairs_total", "Repairs.", 3, {{"kind", "gateway_address"}});
+    m.counter("kovs_repairs_total", "Repairs.", 1, {{"kind", "route\"x"}});
+    m.gauge("kovs_peers", "Peers.", 2);
+    LatencyHistogram h;
+    h.observe(std::chrono::microseconds(300));
+    h.observe(std::chrono::milliseconds(20));
+    h.write(m, "kovs_gateway_restore_seconds", "Restore latency.");
+    const auto& t = m.str();
+    EXPECT_EQ(t.find("# TYPE kovs_repairs_total counter"), t.rfind("# TYPE kovs_repairs_total counter"));
+    EXPECT_NE(t.find("kovs_repairs_total{kind=\"gateway_address\"} 3\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_repairs_total{kind=\"route\\\"x\"} 1\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_peers 2\n"), std::string::npos);
+    EXPECT_NE(t.find("kovs_gateway_restore_seconds_bucket{le=\"0.0001\"} 0\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_gateway_restore_seconds_bucket{le=\"0.0005\"} 1\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_gateway_restore_seconds_bucket{le=\"0.025\"} 2\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_gateway_restore_seconds_bucket{le=\"+Inf\"} 2\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_gateway_restore_seconds_count 2\n"), std::string::npos) << t;
+}
+
+TEST(MetricsText, KeepsEachFamilyTogetherWhateverTheOrderOfCalls) {
+    MetricsText m;
+    m.counter("kovs_reconciles_total", "Runs.", 1, {{"reconciler", "bridge"}});
+    m.gauge("kovs_peers", "Peers.", 2);
+    m.counter("kovs_reconciles_total", "Runs.", 5, {{"reconciler", "gateway"}});
+    EXPECT_EQ(m.str(),
+              "# HELP kovs_reconciles_total Runs.\n# TYPE kovs_reconciles_total counter\n"
+              "kovs_reconciles_total{reconciler=\"bridge\"} 1\nkovs_reconciles_total{reconciler=\"gateway\"} 5\n"
+              "# HELP kovs_peers Peers.\n# TYPE kovs_peers gauge\nkovs_peers 2\n");
+}
+
+TEST(CniStats, CountsReportsByCommandAndCode) {
+    CniStats stats;
+    MetricsText empty;
+    stats.write(empty);
+    EXPECT_NE(empty.str().find("kovs_cni_errors_total{command=\"ADD\"} 0\n"), std::string::npos) << empty.str();
+
+    stats.record(cni::agentReport("ADD", 0, std::chrono::milliseconds(12)));
+    stats.record(cni::agentReport("ADD", 0, std::chrono::milliseconds(3)));
+    stats.record(cni::agentReport("ADD", 11, std::chrono::milliseconds(2)));
+    stats.record(cni::agentReport("DEL", 0, std::chrono::milliseconds(30)));
+    EXPECT_EQ(stats.total(), 4u);
+    MetricsText m;
+    stats.write(m);
+    auto t = m.str();
+    EXPECT_NE(t.find("kovs_cni_requests_total{code=\"0\",command=\"ADD\"} 2\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_cni_requests_total{code=\"11\",command=\"ADD\"} 1\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_cni_errors_total{command=\"ADD\"} 1\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_cni_errors_total{command=\"DEL\"} 0\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_cni_add_seconds_bucket{le=\"0.005\"} 1\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("kovs_cni_add_seconds_count 2\n"), std::string::npos) << t;
+}
+
+TEST(CniStats, RejectsMalformedReportsWithoutCountingThem) {
+    CniStats stats;
+    for (auto bad : {R"({"command":"cni-report","cni":"VERSION","code":0,"seconds":0.1})",
+                     R"({"command":"cni-report","cni":"ADD","code":"0","seconds":0.1})",
+                     R"({"command":"cni-report","cni":"ADD","code":-1,"seconds":0.1})",
+                     R"({"command":"cni-report","cni":"ADD","code":0,"seconds":-2})",
+                     R"({"command":"cni-report","cni":"add","code":0,"seconds":0.1})",
+                     R"({"command":"cni-report","code":0})"}) {
+        EXPECT_THROW(stats.record(nlohmann::json::parse(bad)), Error) << bad;
+    }
+    EXPECT_EQ(stats.total(), 0u);
+}
+
+TEST(AgentReport, ReachesTheStatusSocketAndNeverWaitsForTheAgent) {
+    auto path = tempSocketPath();
+    {
+        LoopThread lt;
+        CniStats stats;
+        std::atomic<uint64_t> recorded{0};
+        StatusServer server(lt.loop, path, [&](const nlohmann::json& req) {
+            stats.record(req);
+            recorded = stats.total();
+            return nlohmann::json{{"ok", true}};
+        });
+        lt.start();
+        EXPECT_TRUE(cni::sendAgentReport(path, cni::agentReport("ADD", 0, std::chrono::milliseconds(4))));
+        EXPECT_TRUE(test::pollUntil([&] { return recorded == 1; }));
+        // A stopped agent (loop not running): the kernel takes the report, the
+        // plugin does not wait for an answer.
+        lt.join();
+        EXPECT_TRUE(cni::sendAgentReport(path, cni::agentReport("ADD", 0, std::chrono::milliseconds(4))));
+        EXPECT_EQ(recorded, 1u);
+    }
+    // No agent at all.
+    EXPECT_FALSE(cni::sendAgentReport(path, cni::agentReport("ADD", 0, std::chrono::milliseconds(4))));
+    EXPECT_FALSE(cni::sendAgentReport("/tmp/kovs-no-such-dir/agent.sock", cni::agentReport("DEL", 0, {})));
+    EXPECT_FALSE(cni::sendAgentReport("", cni::agentReport("DEL", 0, {})));
+    std::filesystem::remove_all(std::filesystem::path(path).parent_path().parent_path());
+}
+
+TEST(StatusServer, AnswersOneRequestPerConnectionOnARootOnlySocket) {
+    auto path = tempSocketPath();
+    LoopThread lt;
+    int handled = 0;
+    StatusServer server(lt.loop, path, [&](const nlohmann::json& req) {
+        ++handled;
+        if (req.value("command", "") != "status") throw Error("unknown command '" + req.value("command", "") + "'");
+        return nlohmann::json{{"node", "n1"}};
+    });
+    lt.start();
+    struct stat st{};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    EXPECT_EQ(statusRequest(path, {{"command", "status"}})["node"], "n1");
+    try {
+        statusRequest(path, {{"command", "bogus"}});
+        FAIL() << "an unknown command was answered";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("unknown command 'bogus'"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(handled, 2);
+    lt.join();
+    std::filesystem::remove_all(std::filesystem::path(path).parent_path().parent_path());
+}
+
+TEST(StatusServer, ClientNamesTheSocketWhenNoAgentListens) {
+    try {
+        statusRequest("/tmp/kovs-no-such-dir/agent.sock", {{"command", "status"}});
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("/tmp/kovs-no-such-dir/agent.sock (is kovs-agent running?)"), std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(HealthServer, ServesProbesAndMetricsFromTheLoop) {
+    LoopThread lt;
+    std::string notReady = "OVSDB not connected";
+    HealthServer server(lt.loop, "127.0.0.1:0",
+                        {[&] { return notReady; }, [] { return std::string("kovs_up 1\n"); }});
+    lt.start();
+    httplib::Client c("127.0.0.1", server.port());
+    auto h = c.Get("/healthz");
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->status, 200);
+    auto r = c.Get("/readyz");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 503);
+    EXPECT_EQ(r->body, "OVSDB not connected\n");
+    lt.loop.post([&] { notReady.clear(); });
+    r = c.Get("/readyz");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    auto m = c.Get("/metrics");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->body, "kovs_up 1\n");
+    lt.join();
+}
+
+TEST(HealthServer, RejectsABadAddress) {
+    EventLoop loop;
+    EXPECT_THROW(HealthServer(loop, "localhost", {}), Error);
+    EXPECT_THROW(HealthServer(loop, "127.0.0.1:99999", {}), Error);
+    EXPECT_THROW(HealthServer(loop, "no-such-host.invalid:9474", {}), Error);
+    HealthServer taken(loop, "127.0.0.1:0", {});
+    try {
+        HealthServer(loop, "127.0.0.1:" + std::to_string(taken.port()), {});
+        FAIL() << "bound a port already in use";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("Address already in use"), std::string::npos) << e.what();
+    }
+}
+
+int connectTo(int port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    return fd;
+}
+
+// The raw answer to one raw request, over a fresh connection.
+std::string exchange(int port, const std::string& request) {
+    int fd = connectTo(port);
+    ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+    ::shutdown(fd, SHUT_WR);
+    std::string out;
+    char buf[4096];
+    while (true) {
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        out.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    return out.substr(0, out.find("\r\n"));
+}
+
+TEST(HealthServer, AnswersBadRequestsWithTheRightStatus) {
+    LoopThread lt;
+    HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
+    lt.start();
+    EXPECT_EQ(exchange(server.port(), "GET /readyz?verbose HTTP/1.1\r\nHost: x\r\n\r\n"), "HTTP/1.1 200 OK");
+    EXPECT_EQ(exchange(server.port(), "GET /nope HTTP/1.1\r\n\r\n"), "HTTP/1.1 404 Not Found");
+    EXPECT_EQ(exchange(server.port(), "POST /metrics HTTP/1.1\r\n\r\n"), "HTTP/1.1 405 Method Not Allowed");
+    EXPECT_EQ(exchange(server.port(), "hello\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+    EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\n"), "");  // closed before the head ended
+    EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\nX: " + std::string(9000, 'a') + "\r\n\r\n"),
+              "HTTP/1.1 400 Bad Request");
+    // A client that connects and says nothing holds the server for its 2 s read timeout, no longer.
+    int idle = connectTo(server.port());
+    EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK");
+    ::close(idle);
+    lt.join();
+}
+
+namespace {
+// Sends one byte of a request every 200 ms, up to 40 bytes (8 s); returns
+// how many went out before the server closed the connection.
+int trickle(int fd) {
+    std::string request = "GET /healthz HTTP/1.1\r\nX-Slow: " + std::string(20, 'a');
+    for (int i = 0; i < 40; ++i) {
+        char ignored;
+        if (::recv(fd, &ignored, 1, MSG_DONTWAIT) == 0) return i;  // closed by the server
+        if (::send(fd, &request[static_cast<size_t>(i)], 1, MSG_NOSIGNAL) != 1) return i;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return 40;
+}
+}  // namespace
+
+// A client trickling its request byte by byte gets 2 s in all, not 2 s per
+// byte: otherwise it holds the only serving thread, and the kubelet's
+// liveness probes behind it, for as long as it likes.
+TEST(HealthServer, ATricklingClientIsCutOffAndProbesGoOn) {
+    LoopThread lt;
+    HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
+    lt.start();
+    int fd = connectTo(server.port());
+    int sent = trickle(fd);
+    ::close(fd);
+    EXPECT_LT(sent, 40) << "the server kept a trickling client for all 8 s";
+    EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK");
+    lt.join();
+}
+
+// Stopping the server (the agent exiting) does not wait for a slow client.
+TEST(HealthServer, StopsWithoutWaitingForASlowClient) {
+    LoopThread lt;
+    lt.start();
+    std::atomic<bool> trickleDone{false};
+    std::thread client;
+    {
+        HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
+        int fd = connectTo(server.port());
+        client = std::thread([fd, &trickleDone] {
+            trickle(fd);
+            ::close(fd);
+            trickleDone = true;
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server is reading from it now
+    }
+    EXPECT_FALSE(trickleDone) << "the server's destructor waited for the client";
+    client.join();
+    lt.join();
+}
+
+// A handler that throws costs its answer (500), not the agent (std::terminate).
+TEST(HealthServer, AHandlerThatThrowsGetsA500) {
+    LoopThread lt;
+    HealthServer server(lt.loop, "127.0.0.1:0",
+                        {[]() -> std::string { throw std::runtime_error("no memory"); }, {}});
+    lt.start();
+    EXPECT_EQ(exchange(server.port(), "GET /readyz HTTP/1.1\r\n\r\n"), "HTTP/1.1 500 Internal Server Error");
+    EXPECT_EQ(exchange(server.port(), "GET /metrics HTTP/1.1\r\n\r\n"), "HTTP/1.1 500 Internal Server Error");
+    EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK");
+    lt.join();
+}

@@ -1,0 +1,158 @@
+// JsonRpcConnection against a scripted peer on a unix socket in a temp dir
+// (no root, no OVS): echo, id matching, notifications, timeouts, garbage.
+#include "ovs/JsonRpcConnection.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "base/Error.hpp"
+
+using kovs::EventLoop;
+using kovs::JsonRpcConnection;
+using kovs::UniqueFd;
+using nlohmann::json;
+
+namespace {
+
+class Peer {
+public:
+    Peer() {
+        char tmpl[] = "/tmp/kovs-rpc-XXXXXX";
+        dir_ = ::mkdtemp(tmpl);
+        path_ = dir_ + "/s.sock";
+        listen_ = UniqueFd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        sockaddr_un sa{};
+        sa.sun_family = AF_UNIX;
+        std::strcpy(sa.sun_path, path_.c_str());
+        EXPECT_EQ(::bind(listen_.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+        EXPECT_EQ(::listen(listen_.get(), 4), 0);
+    }
+    ~Peer() { std::filesystem::remove_all(dir_); }
+    void accept() { conn_ = UniqueFd(::accept(listen_.get(), nullptr, nullptr)); }
+    void write(const std::string& s) { ASSERT_EQ(::write(conn_.get(), s.data(), s.size()), ssize_t(s.size())); }
+    std::string readSome() {
+        char buf[4096];
+        ssize_t n = ::read(conn_.get(), buf, sizeof buf);
+        return n > 0 ? std::string(buf, size_t(n)) : "";
+    }
+    void hangup() { conn_.reset(); }
+    const std::string& path() const { return path_; }
+
+private:
+    std::string dir_, path_;
+    UniqueFd listen_, conn_;
+};
+
+}  // namespace
+
+TEST(JsonRpcConnection, RepliesMatchedByIdEvenOutOfOrderAndSplit) {
+    Peer peer;
+    EventLoop loop;
+    JsonRpcConnection c(loop, "unix:" + peer.path());
+    peer.accept();
+    std::vector<std::string> got;
+    c.request("a", json::array(), [&](const json& r) { got.push_back("a=" + r.dump()); }, [](const std::string&) {});
+    c.request("b", json::array(), [&](const json& r) { got.push_back("b=" + r.dump()); }, [](const std::string&) {});
+    auto sent = peer.readSome();
+    EXPECT_NE(sent.find(R"("method":"a")"), std::string::npos) << sent;
+    // Reply to 2 first, then 1, split in the middle of a string with a brace.
+    std::string replies = R"({"id":2,"result":"x}","error":null}{"id":1,"result":[1],"error":null})";
+    peer.write(replies.substr(0, 15));
+    loop.runUntil([&] { return false; }, std::chrono::milliseconds(20));
+    peer.write(replies.substr(15));
+    ASSERT_TRUE(loop.runUntil([&] { return got.size() == 2; }, std::chrono::seconds(5)));
+    EXPECT_EQ(got, (std::vector<std::string>{R"(b="x}")", "a=[1]"}));
+    EXPECT_EQ(c.pendingRequests(), 0u);
+}
+
+TEST(JsonRpcConnection, AnswersEchoAndDispatchesNotifications) {
+    Peer peer;
+    EventLoop loop;
+    JsonRpcConnection c(loop, peer.path());
+    peer.accept();
+    std::string method;
+    json params;
+    c.setNotificationHandler([&](const std::string& m, const json& p) {
+        method = m;
+        params = p;
+    });
+    peer.write(R"({"method":"echo","params":["hi"],"id":"echo"}{"method":"update2","params":["kovs",{}],"id":null})");
+    ASSERT_TRUE(loop.runUntil([&] { return !method.empty(); }, std::chrono::seconds(5)));
+    EXPECT_EQ(method, "update2");
+    EXPECT_EQ(params, json::parse(R"(["kovs",{}])"));
+    EXPECT_EQ(json::parse(peer.readSome()), json::parse(R"({"id":"echo","result":["hi"],"error":null})"));
+}
+
+TEST(JsonRpcConnection, ErrorRepliesTimeoutsAndHangup) {
+    Peer peer;
+    EventLoop loop;
+    JsonRpcConnection c(loop, peer.path());
+    peer.accept();
+    std::vector<std::string> errors;
+    auto onErr = [&](const std::string& e) { errors.push_back(e); };
+    c.request("bad", json::array(), [](const json&) {}, onErr);
+    c.request("slow", json::array(), [](const json&) {}, onErr, std::chrono::milliseconds(50));
+    peer.write(R"({"id":1,"result":null,"error":{"error":"unknown method","details":"bad"}})");
+    ASSERT_TRUE(loop.runUntil([&] { return errors.size() == 2; }, std::chrono::seconds(5)));
+    EXPECT_EQ(errors[0], "unknown method: bad");
+    EXPECT_EQ(errors[1], "timed out");
+    EXPECT_THROW(c.call("slow", json::array(), std::chrono::milliseconds(30)), kovs::Error);
+
+    std::string closed;
+    c.setCloseHandler([&](const std::string& why) { closed = why; });
+    c.request("pending", json::array(), [](const json&) {}, onErr);
+    peer.hangup();
+    ASSERT_TRUE(loop.runUntil([&] { return !closed.empty(); }, std::chrono::seconds(5)));
+    // Unread requests in the peer's buffer turn its close into a reset.
+    EXPECT_TRUE(closed == "peer closed the connection" || closed == "recv: Connection reset by peer") << closed;
+    EXPECT_FALSE(c.isOpen());
+    EXPECT_EQ(errors.back(), "connection to " + peer.path() + " closed: " + closed);
+}
+
+TEST(JsonRpcConnection, GarbageClosesTheConnectionWithTheReason) {
+    Peer peer;
+    EventLoop loop;
+    JsonRpcConnection c(loop, peer.path());
+    peer.accept();
+    std::string closed;
+    c.setCloseHandler([&](const std::string& why) { closed = why; });
+    peer.write("{} hello");
+    ASSERT_TRUE(loop.runUntil([&] { return !closed.empty(); }, std::chrono::seconds(5)));
+    EXPECT_NE(closed.find("expected '{' or '['"), std::string::npos) << closed;
+}
+
+TEST(JsonRpcConnection, SpeaksOverTcp) {
+    UniqueFd l(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(l.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+    ASSERT_EQ(::listen(l.get(), 1), 0);
+    socklen_t len = sizeof sa;
+    ::getsockname(l.get(), reinterpret_cast<sockaddr*>(&sa), &len);
+    EventLoop loop;
+    JsonRpcConnection c(loop, "tcp:127.0.0.1:" + std::to_string(ntohs(sa.sin_port)));
+    UniqueFd peer(::accept(l.get(), nullptr, nullptr));
+    std::string reply = R"({"id":1,"result":{"ok":true},"error":null})";
+    ASSERT_EQ(::write(peer.get(), reply.data(), reply.size()), ssize_t(reply.size()));
+    EXPECT_EQ(c.call("get_schema", json::array({"x"})), json::parse(R"({"ok":true})"));
+}
+
+TEST(JsonRpcConnection, BadRemotesAreClearErrors) {
+    EventLoop loop;
+    try {
+        JsonRpcConnection c(loop, "unix:/nonexistent/kovs.sock");
+        FAIL();
+    } catch (const kovs::Error& e) {
+        EXPECT_STREQ(e.what(), "connect /nonexistent/kovs.sock: No such file or directory");
+    }
+    EXPECT_THROW(JsonRpcConnection(loop, "ssl:1.2.3.4:6640"), kovs::Error);
+    EXPECT_THROW(JsonRpcConnection(loop, "tcp:nohostport"), kovs::Error);
+}

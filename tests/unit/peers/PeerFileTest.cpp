@@ -1,0 +1,109 @@
+#include <gtest/gtest.h>
+
+#include "base/Error.hpp"
+#include "peers/PeerFile.hpp"
+
+using kovs::Error;
+using kovs::tunnel::canonicalCIDR;
+using kovs::tunnel::canonicalIP;
+using kovs::tunnel::parsePeerFile;
+
+TEST(PeerAddress, CanonicalisesAndRejects) {
+    EXPECT_EQ(canonicalIP("172.18.0.3", "x"), "172.18.0.3");
+    EXPECT_EQ(canonicalIP("fd00:0::01", "x"), "fd00::1");
+    EXPECT_THROW(canonicalIP("172.18.0.300", "x"), Error);
+    EXPECT_THROW(canonicalIP("", "x"), Error);
+    EXPECT_EQ(canonicalCIDR("10.244.1.0/24", "x"), "10.244.1.0/24");
+    EXPECT_EQ(canonicalCIDR("fd00:10:244:1::/64", "x"), "fd00:10:244:1::/64");
+    EXPECT_THROW(canonicalCIDR("10.244.1.1/24", "x"), Error);  // host bits
+    EXPECT_THROW(canonicalCIDR("10.244.1.0/33", "x"), Error);
+    EXPECT_THROW(canonicalCIDR("10.244.1.0/", "x"), Error);
+    EXPECT_THROW(canonicalCIDR("10.244.1.0/-1", "x"), Error);
+    EXPECT_THROW(canonicalCIDR("10.244.1.0", "x"), Error);
+    EXPECT_THROW(canonicalCIDR("fd00::/129", "x"), Error);
+}
+
+TEST(PeerFile, ParsesYamlMapping) {
+    auto peers = parsePeerFile(R"(
+peers:
+  - name: node2
+    nodeIP: 172.18.0.3
+    podCIDRs: [10.244.2.0/24, 10.244.1.0/24]
+  - name: node3
+    nodeIP: "fd00::3"
+)", "peers.yaml");
+    ASSERT_EQ(peers.size(), 2u);
+    EXPECT_EQ(peers.at("node2").nodeIP, "172.18.0.3");
+    EXPECT_EQ(peers.at("node2").podCIDRs, (std::vector<std::string>{"10.244.1.0/24", "10.244.2.0/24"}));
+    EXPECT_EQ(peers.at("node3").nodeIP, "fd00::3");
+    EXPECT_TRUE(peers.at("node3").podCIDRs.empty());
+}
+
+TEST(PeerFile, ParsesJsonList) {
+    auto peers = parsePeerFile(R"([{"name": "a", "nodeIP": "10.0.0.2", "podCIDRs": ["10.1.0.0/16"]}])", "p.json");
+    ASSERT_EQ(peers.size(), 1u);
+    EXPECT_EQ(peers.at("a").podCIDRs.at(0), "10.1.0.0/16");
+}
+
+TEST(PeerFile, EmptyFileIsNoPeers) {
+    EXPECT_TRUE(parsePeerFile("", "p").empty());
+    EXPECT_TRUE(parsePeerFile("peers: []", "p").empty());
+    EXPECT_TRUE(parsePeerFile("peers:", "p").empty());
+}
+
+TEST(PeerFile, RejectsBadInputWithClearErrors) {
+    auto errorOf = [](const std::string& text) -> std::string {
+        try {
+            parsePeerFile(text, "p.yaml");
+        } catch (const Error& e) {
+            return e.what();
+        }
+        return "no error";
+    };
+    auto expectError = [&](const std::string& text, const std::string& part) {
+        auto msg = errorOf(text);
+        EXPECT_NE(msg.find(part), std::string::npos) << "input: " << text << "\nerror: " << msg;
+        EXPECT_NE(msg.find("p.yaml"), std::string::npos) << msg;
+    };
+    expectError("peers: [ {name: a, nodeIP: 1.2.3.4", "p.yaml");  // YAML syntax
+    expectError("peers: {name: a}", "'peers' must be a list");
+    expectError("nodes: []", "unknown top-level key");
+    expectError("42", "expected a list");
+    expectError("- name: a\n  nodeIp: 1.2.3.4", "unknown key 'nodeIp'");
+    expectError("- name: a", "nodeIP");
+    expectError("- nodeIP: 1.2.3.4", "name");
+    expectError("- name: ''\n  nodeIP: 1.2.3.4", "must not be empty");
+    expectError("- name: a\n  nodeIP: 1.2.3", "not an IPv4 or IPv6 address");
+    expectError("- name: a\n  nodeIP: [1]", "expected a string");
+    expectError("- name: a\n  nodeIP: 1.2.3.4\n  podCIDRs: 10.0.0.0/8", "expected a list");
+    expectError("- name: a\n  nodeIP: 1.2.3.4\n  podCIDRs: [10.0.0.1/8]", "host bits");
+    expectError("- {name: a, nodeIP: 1.2.3.4}\n- {name: a, nodeIP: 1.2.3.5}", "duplicate name 'a'");
+    expectError("- {name: a, nodeIP: 1.2.3.4}\n- {name: b, nodeIP: 1.2.3.4}", "duplicate nodeIP");
+    expectError("- just-a-string", "expected a mapping");
+}
+
+#include "tunnel/OvsTunnelState.hpp"
+
+TEST(OvsTunnelState, ParsesOvs31ShowOutput) {
+    auto st = kovs::tunnel::parseOvsTunnelState(R"(Route Table:
+Cached: 127.0.0.1/32 dev lo SRC 127.0.0.1 local
+Cached: 172.30.0.1/32 dev br-phy SRC 172.30.0.1 local
+User: 172.30.0.5/32 dev br-phy SRC 172.30.0.1
+User: 172.30.0.6/32 dev br-phy GW 172.30.0.254 SRC 172.30.0.1
+User: 10.9.0.0/16 dev br-other SRC 10.9.0.1
+User: fd00::5/128 dev br-phy SRC fd00::1
+Cached: 172.30.0.0/24 dev br-phy SRC 172.30.0.1
+)",
+                                                R"(IP                                            MAC                 Bridge
+==========================================================================
+172.30.0.5                                    02:00:00:00:00:05   br-phy
+fd00::5                                       02:00:00:00:00:06   br-phy
+10.9.0.7                                      02:00:00:00:00:07   br-other
+garbage line
+)",
+                                                "br-phy");
+    EXPECT_EQ(st.userRoutes, (std::set<std::string>{"172.30.0.5/32", "172.30.0.6/32", "fd00::5/128"}));
+    EXPECT_EQ(st.neighbours, (std::map<std::string, std::string>{{"172.30.0.5", "02:00:00:00:00:05"},
+                                                                 {"fd00::5", "02:00:00:00:00:06"}}));
+    EXPECT_TRUE(kovs::tunnel::parseOvsTunnelState("", "", "br-phy").userRoutes.empty());
+}
