@@ -29,7 +29,7 @@ uint64_t CniStats::total() const {
     return n;
 }
 
-void CniStats::write(MetricsText& out) const {
+void CniStats::metrics(MetricsText& out) const {
     // Each family's samples together (the exposition format requires it);
     // ADD and DEL errors appear from the start, at 0, for alerting rules.
     std::map<std::string, uint64_t> errors{{"ADD", 0}, {"DEL", 0}};

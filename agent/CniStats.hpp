@@ -1,6 +1,6 @@
 #pragma once
 // What kovs-cni reported about its commands on this node (see
-// offload/cni/AgentReport.hpp), for /metrics: requests by command and result
+// cni/AgentReport.hpp), for /metrics: requests by command and result
 // (the CNI error code), and the ADD latency as kovs-cni measured it.
 #include <nlohmann/json.hpp>
 
@@ -9,17 +9,20 @@
 #include <string>
 #include <utility>
 
-#include "agent/Metrics.hpp"
+#include "base/Job.hpp"
 
 namespace kovs {
 
-class CniStats {
+class CniStats : public Job {
 public:
     // Records one {"command": "cni-report", ...} request; throws kovs::Error
     // naming the field when it is malformed (the agent replies with it).
     void record(const nlohmann::json& report);
-    void write(MetricsText& out) const;
     uint64_t total() const;
+
+    std::string name() const override { return "cni"; }
+    void status(nlohmann::json& out) const override { out["cni"] = {{"requests", total()}}; }
+    void metrics(MetricsText& out) const override;
 
 private:
     std::map<std::pair<std::string, int>, uint64_t> requests_;  // (command, CNI error code or 0)

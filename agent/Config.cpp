@@ -222,6 +222,10 @@ Config parseConfig(const std::string& text) {
     if (up.has("mtu")) c.uplink.mtu = static_cast<int>(up.integer("mtu", 626, 65535));
     up.rejectUnknown();
 
+    auto flows = top.sub("flows");
+    flows.flag("conntrack", c.flows.conntrack);
+    flows.rejectUnknown();
+
     auto peers = top.sub("peers");
     peers.choice("source", c.peers.source,
                  {{"none", Config::PeerSourceKind::None}, {"file", Config::PeerSourceKind::File},

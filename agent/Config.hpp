@@ -54,6 +54,12 @@ struct Config {
         int mtu = 0;                          // 0: the interface's own MTU (resolveUplinkMtu)
     } uplink;
 
+    struct Flows {
+        // The Service reply path (flows/FlowTable.hpp, tables 10 and 20): off
+        // only where nothing in the node's kernel translates pod traffic.
+        bool conntrack = true;
+    } flows;
+
     struct Peers {
         PeerSourceKind source = PeerSourceKind::None;
         std::string file = "/etc/kovs/peers.yaml";

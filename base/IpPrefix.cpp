@@ -42,6 +42,15 @@ IpPrefix IpPrefix::network() const {
     return n;
 }
 
+bool IpPrefix::contains(const IpPrefix& other) const {
+    if (other.family != family || other.prefixLen < prefixLen) return false;
+    IpPrefix o = other;
+    o.prefixLen = prefixLen;
+    return o.network() == network();
+}
+
+bool IpPrefix::overlaps(const IpPrefix& other) const { return contains(other) || other.contains(*this); }
+
 std::string IpPrefix::addressString() const {
     char buf[INET6_ADDRSTRLEN];
     ::inet_ntop(family, bytes.data(), buf, sizeof buf);

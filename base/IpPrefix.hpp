@@ -26,6 +26,10 @@ struct IpPrefix {
     IpPrefix network() const;
     std::string addressString() const;
     std::string str() const { return addressString() + "/" + std::to_string(prefixLen); }
+    // Whether `other` (an address or a prefix) lies inside this prefix.
+    bool contains(const IpPrefix& other) const;
+    // Whether the two prefixes share any address (same family only).
+    bool overlaps(const IpPrefix& other) const;
 
     bool operator==(const IpPrefix&) const = default;
 };

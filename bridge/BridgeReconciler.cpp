@@ -141,4 +141,37 @@ void BridgeReconciler::cleanup(std::chrono::milliseconds timeout) {
     ++transactions_;
 }
 
+void BridgeReconciler::status(nlohmann::json& out) const {
+    using ovsdb::Json;
+    out["ovsdb"] = {{"state", toString(client_.state())},
+                    {"reconnects", client_.reconnects()},
+                    {"transactions", client_.transactionsSent()}};
+    auto bridges = Json::array();
+    const auto& replica = client_.replica();
+    for (const auto& [uuid, br] : replica.table("Bridge")) {
+        auto ports = Json::array();
+        for (const auto& pu : ovsdb::uuidSet(br.value("ports", Json()))) {
+            if (const auto* p = replica.row("Port", pu)) ports.push_back(ovsdb::stringOr(*p, "name"));
+        }
+        bridges.push_back({{"name", ovsdb::stringOr(br, "name")},
+                           {"datapathType", ovsdb::stringOr(br, "datapath_type")},
+                           {"owned", planner_.owned(br)},
+                           {"ports", ports}});
+    }
+    out["bridges"] = bridges;
+}
+
+void BridgeReconciler::metrics(MetricsText& m) const {
+    m.counter("kovs_ovsdb_reconnects_total", "Reconnections to ovsdb-server.", static_cast<double>(client_.reconnects()));
+    m.counter("kovs_ovsdb_transactions_total", "OVSDB transactions sent.", static_cast<double>(client_.transactionsSent()));
+    m.counter("kovs_bridge_repairs_total", "Transactions the bridge job sent to bring OVSDB to the desired state.",
+              static_cast<double>(transactions_));
+}
+
+std::string BridgeReconciler::notReady() const {
+    if (client_.state() != OvsdbClient::State::Ready) return "OVSDB not connected";
+    if (!converged()) return "bridges not converged" + (lastError_.empty() ? std::string() : ": " + lastError_);
+    return "";
+}
+
 }  // namespace kovs

@@ -11,15 +11,16 @@
 #include <string>
 
 #include "base/EventLoop.hpp"
+#include "base/Job.hpp"
 #include "bridge/BridgePlanner.hpp"
 #include "ovs/OvsdbClient.hpp"
 
 namespace kovs {
 
-class BridgeReconciler {
+class BridgeReconciler : public Job {
 public:
     BridgeReconciler(EventLoop& loop, OvsdbClient& client, BridgeOptions opts);
-    ~BridgeReconciler();
+    ~BridgeReconciler() override;
     BridgeReconciler(const BridgeReconciler&) = delete;
     BridgeReconciler& operator=(const BridgeReconciler&) = delete;
 
@@ -40,6 +41,12 @@ public:
     uint64_t failures() const { return failures_; }
     const std::string& lastError() const { return lastError_; }
     const BridgePlanner& planner() const { return planner_; }
+    // Sections "ovsdb" (the connection) and "bridges" (what the replica holds).
+    std::string name() const override { return "bridges"; }
+    void status(nlohmann::json& out) const override;
+    void metrics(MetricsText& out) const override;
+    std::string notReady() const override;
+
     // Called after each transaction that changed OVS (tests, metrics).
     void setAppliedHandler(std::function<void(const BridgePlan&)> h) { onApplied_ = std::move(h); }
 

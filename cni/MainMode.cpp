@@ -99,8 +99,16 @@ nlohmann::json MainMode::add() {
 
     std::string ips;
     for (const auto& ip : lease.ips) ips += (ips.empty() ? "" : ",") + ip.address;
-    PodPort port{hostName, conf.name, {req_.containerId, req_.ifname}, req_.netns, req_.arg("K8S_POD_NAMESPACE"),
-                 req_.arg("K8S_POD_NAME"), std::nullopt, ends.podMac, ips};
+    PodPortIds ids;
+    ids.network = conf.name;
+    ids.containerId = req_.containerId;
+    ids.ifname = req_.ifname;
+    ids.netns = req_.netns;
+    ids.podNamespace = req_.arg("K8S_POD_NAMESPACE");
+    ids.podName = req_.arg("K8S_POD_NAME");
+    ids.mac = ends.podMac;
+    ids.ipAddresses = ips;
+    PodPort port{hostName, ids, std::nullopt};
     // Undo registered first: a transaction that timed out here may still
     // have committed, and its rows would block a retried ADD.
     rollback.add("remove port " + hostName, [&] { db.ports().remove(hostName); });
@@ -144,7 +152,7 @@ void MainMode::check() {
     OvsdbSession db(conf.ovsdb, conf.bridge, 2000ms, kTryAgainLater);
     auto port = internal("CHECK", [&] { return db.ports().find(hostName); });
     if (!port) fail("port " + hostName + " is not on " + conf.bridge);
-    if (port->attachment != Attachment{req_.containerId, req_.ifname}) fail("port " + hostName + " belongs to another attachment");
+    if (port->attachment() != Attachment{req_.containerId, req_.ifname}) fail("port " + hostName + " belongs to another attachment");
     if (!internal("CHECK", [&] { return VethPair::exists(hostName); })) fail("veth " + hostName + " does not exist");
 
     // The IPs of prevResult that belong to our interface in this sandbox.
@@ -182,19 +190,19 @@ void MainMode::gc() {
     for (const auto& port : internal("GC", [&] { return db.ports().list(); })) {
         // Another kovs network on the same bridge (a second attachment) has
         // its own valid list: its ports are not ours to judge.
-        if (valid.count(port.attachment) || (!port.network.empty() && port.network != conf.name)) continue;
+        if (valid.count(port.attachment()) || (!port.ids.network.empty() && port.ids.network != conf.name)) continue;
         try {
             // host-local (1.1.1) has no GC: release the stale lease as its DEL would.
             Env env = req_.env;
-            env["CNI_CONTAINERID"] = port.attachment.containerId;
-            env["CNI_IFNAME"] = port.attachment.ifname;
+            env["CNI_CONTAINERID"] = port.ids.containerId;
+            env["CNI_IFNAME"] = port.ids.ifname;
             env.erase("CNI_NETNS");
             ipam.del(env, req_.stdinData);
             VethPair::remove(port.name);
             // The port last: it is GC's only record, and a step that failed
             // above is retried by the next GC only while the port remains.
             db.ports().remove(port.name);
-            spdlog::info("GC: removed stale {}/{} ({})", port.attachment.containerId, port.attachment.ifname, port.name);
+            spdlog::info("GC: removed stale {}/{} ({})", port.ids.containerId, port.ids.ifname, port.name);
         } catch (const std::exception& e) {
             failures.push_back(port.name + ": " + e.what());
         }

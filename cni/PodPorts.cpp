@@ -17,32 +17,6 @@ const Json& rowsOf(const Json& result, const std::string& what) {
     return result["rows"];
 }
 
-std::map<std::string, std::string> idsFor(const PodPort& p) {
-    std::map<std::string, std::string> ids{{"kovs-owner", PodPorts::kOwner},      {"cni-container-id", p.attachment.containerId},
-                                           {"cni-ifname", p.attachment.ifname},   {"cni-netns", p.netns},
-                                           {"k8s-pod-namespace", p.podNamespace}, {"k8s-pod-name", p.podName}};
-    if (!p.network.empty()) ids["cni-network"] = p.network;
-    if (!p.podMac.empty()) ids["attached-mac"] = p.podMac;
-    if (!p.ipAddresses.empty()) ids["ip-address"] = p.ipAddresses;
-    return ids;
-}
-
-PodPort fromIds(const std::string& name, const std::map<std::string, std::string>& ids) {
-    auto get = [&](const char* k) {
-        auto it = ids.find(k);
-        return it == ids.end() ? std::string() : it->second;
-    };
-    return {name,
-            get("cni-network"),
-            {get("cni-container-id"), get("cni-ifname")},
-            get("cni-netns"),
-            get("k8s-pod-namespace"),
-            get("k8s-pod-name"),
-            std::nullopt,
-            get("attached-mac"),
-            get("ip-address")};
-}
-
 std::optional<int64_t> ofportOf(const Json& rows) {
     if (rows.empty()) return std::nullopt;
     auto elems = ovsdb::setElements(rows[0].value("ofport", Json::array({"set", Json::array()})));
@@ -69,7 +43,9 @@ bool PodPorts::bridgeReady() {
 }
 
 void PodPorts::add(const PodPort& port) {
-    auto ids = ovsdb::map(idsFor(port));
+    auto idMap = port.ids.toMap();
+    idMap[PodPortIds::kOwnerKey] = PodPortIds::kCniOwner;
+    auto ids = ovsdb::map(idMap);
     Transaction t;
     // Without the wait, a missing bridge would make the mutate match nothing and
     // the commit "succeed" with the new rows garbage-collected.
@@ -79,7 +55,7 @@ void PodPorts::add(const PodPort& port) {
              port.name);
     t.mutate("Bridge", ovsdb::whereName(bridge_),
              Json::array({Json::array({"ports", "insert", ovsdb::set({ovsdb::namedUuid("port")})})}), bridge_);
-    t.comment("kovs-cni: add " + port.name + " for " + port.attachment.containerId + "/" + port.attachment.ifname);
+    t.comment("kovs-cni: add " + port.name + " for " + port.ids.containerId + "/" + port.ids.ifname);
     try {
         db_.transactSync(t);
     } catch (const Error& e) {
@@ -118,7 +94,7 @@ std::optional<PodPort> PodPorts::find(const std::string& name) {
     if (rows.empty()) return std::nullopt;
     auto uuid = ovsdb::uuidSet(rows[0].at("_uuid"));
     if (uuid.empty() || std::find(onBridge.begin(), onBridge.end(), uuid[0]) == onBridge.end()) return std::nullopt;
-    auto port = fromIds(name, ovsdb::mapValue(rows[0].at("external_ids")));
+    PodPort port{name, PodPortIds::parse(ovsdb::mapValue(rows[0].at("external_ids"))), std::nullopt};
     port.ofport = ofportOf(rowsOf(r.at(2), "Interface " + name));
     return port;
 }
@@ -127,15 +103,15 @@ std::vector<PodPort> PodPorts::list() {
     Transaction t;
     t.select("Bridge", ovsdb::whereName(bridge_), {"ports"}, bridge_);
     t.select("Port",
-             Json::array({ovsdb::cond("external_ids", "includes", ovsdb::map({{"kovs-owner", kOwner}}))}),
-             {"_uuid", "name", "external_ids"}, "kovs-owner=" + std::string(kOwner));
+             Json::array({ovsdb::cond("external_ids", "includes", ovsdb::map({{PodPortIds::kOwnerKey, PodPortIds::kCniOwner}}))}),
+             {"_uuid", "name", "external_ids"}, std::string(PodPortIds::kOwnerKey) + "=" + PodPortIds::kCniOwner);
     auto r = db_.transactSync(t);
     auto onBridge = bridgePortUuids(r.at(0));
     std::vector<PodPort> out;
     for (const auto& row : rowsOf(r.at(1), "Port")) {
         auto uuid = ovsdb::uuidSet(row.at("_uuid"));
         if (uuid.empty() || std::find(onBridge.begin(), onBridge.end(), uuid[0]) == onBridge.end()) continue;
-        out.push_back(fromIds(ovsdb::stringOr(row, "name"), ovsdb::mapValue(row.at("external_ids"))));
+        out.push_back({ovsdb::stringOr(row, "name"), PodPortIds::parse(ovsdb::mapValue(row.at("external_ids"))), std::nullopt});
     }
     return out;
 }

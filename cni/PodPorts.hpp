@@ -1,37 +1,28 @@
 #pragma once
 // The pod ports kovs-cni owns on one OVS bridge, over OVSDB. Each port's
-// Port and Interface rows carry external_ids naming the attachment, so DEL,
-// CHECK, GC and the agent's offload sweep find them without other state:
-//   kovs-owner=kovs-cni, cni-network, cni-container-id, cni-ifname,
-//   cni-netns, k8s-pod-namespace, k8s-pod-name, attached-mac, ip-address
+// Port and Interface rows carry external_ids naming the attachment
+// (ovs/PodPortIds.hpp), so DEL, CHECK, GC and the agent's flow table and
+// offload sweep find them without other state.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "ovs/OvsdbClient.hpp"
+#include "ovs/PodPortIds.hpp"
 #include "cni/CniRequest.hpp"
 
 namespace kovs::cni {
 
 struct PodPort {
     std::string name;  // the host end of the veth
-    std::string network;  // the network config's name ("" on ports from before it was recorded)
-    Attachment attachment;
-    std::string netns;
-    std::string podNamespace;
-    std::string podName;
+    PodPortIds ids;
     std::optional<int64_t> ofport;  // set by ovs-vswitchd once it opened the device
-    // The pod side of the attachment, for the agent's standalone flow table
-    // (OVS's conventional "attached-mac", and "ip-address": CIDRs, comma-separated).
-    std::string podMac;
-    std::string ipAddresses;
+    Attachment attachment() const { return {ids.containerId, ids.ifname}; }
 };
 
 class PodPorts {
 public:
-    static constexpr const char* kOwner = "kovs-cni";
-
     PodPorts(OvsdbClient& db, std::string bridge) : db_(db), bridge_(std::move(bridge)) {}
 
     // The bridge exists and ovs-vswitchd has opened its local port.

@@ -120,8 +120,8 @@ void Doctor::checkOvs(std::vector<DoctorCheck>& out) {
         cni::PodPorts ports(db, config_.bridge.integration);
         podPorts_ = nlohmann::json::array();
         for (const auto& p : ports.list()) {
-            podPorts_.push_back({{"port", p.name}, {"netns", p.netns}, {"ifname", p.attachment.ifname},
-                                 {"pod", p.podNamespace + "/" + p.podName}});
+            podPorts_.push_back({{"port", p.name}, {"netns", p.ids.netns}, {"ifname", p.ids.ifname},
+                                 {"pod", p.ids.podNamespace + "/" + p.ids.podName}});
         }
     } catch (const std::exception& e) {
         out.push_back(fail("ovsdb", e.what(), "start ovsdb-server, or set ovs.manage: true so the agent runs it"));

@@ -1,21 +1,30 @@
 #pragma once
-// The OpenFlow table of br-int when kovs is the pod network (standalone mode),
-// computed whole from the desired state and installed atomically with
-// `ovs-ofctl --bundle replace-flows`, so a reconcile never leaves a
-// half-written table and an unchanged table costs OVS nothing.
+// The OpenFlow table of br-int when kovs is the pod network (standalone
+// mode), computed whole from the desired state: same inputs, same text. It is
+// installed atomically (`ovs-ofctl --bundle replace-flows`, OpenFlowBridge), so
+// a reconcile never leaves a half-written table. docs/architecture.md has the
+// pipeline with the reasons; in short:
 //
-//   200 arp request for a peer pod CIDR     -> answered by OVS with the gateway MAC
-//   100 ip to a peer pod CIDR               -> tun_dst=<peer node IP>, out tun0
-//   100 from tun0, ip to a local pod        -> L2 rewritten (gw MAC -> pod MAC), out the pod port
-//    95 from tun0, ip to the local pod CIDR -> out gw0: replies to node -> remote pod
-//       traffic, and packets for a pod whose port has no flow yet (its ofport
-//       arrives a moment after CNI ADD), which the node kernel then delivers
-//    90 from tun0, anything else            -> drop
-//    10 everything else                     -> NORMAL (same-node L2, pod <-> gw0)
-//
-// The node kernel routes a peer's pod CIDR "dev gw0" (the gateway guard keeps
-// those routes); its ARP for a remote pod is answered by the 200 flow, so the
-// kernel needs no per-peer neighbour entries.
+//   table 0  ingress: gw0 is trusted; tun0 only from known peer node IPs; a pod
+//            port only with its own MAC and IP (no spoofing of the gateway or
+//            of another pod); anything else is dropped and counted.
+//   table 10 conntrack lookup (zone kCtZone) for IP traffic that may be the
+//            reply of a connection the node's kernel forwarded (kube-proxy's
+//            Service DNAT lives there): everything from gw0 and tun0, and from
+//            pods to pod addresses.
+//   table 20 a new connection coming out of the node's kernel (gw0) is
+//            committed with a mark; a reply of a marked connection goes back
+//            to gw0, whatever port it arrived on, so the kernel that made the
+//            DNAT (or SNAT) sees the reply and undoes it.
+//   table 30 L3 forwarding: peer pod CIDR -> tunnel (tun_dst = peer node IP);
+//            local pod -> its port; everything else -> gw0 (the node's
+//            kernel: Services, the node, the world). ARP among local ports
+//            goes NORMAL; ARP from the node for a peer pod is answered here.
+//   table 40 from the tunnel: a remote pod's packet is delivered to the local
+//            pod; any other source (a peer node's own address replying to a
+//            pod, e.g. a hostNetwork Service backend) goes to gw0, because the
+//            request left this node through its kernel and the uplink.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,51 +36,41 @@ struct FlowPort {
 };
 
 struct FlowLocalEndpoint {
-    std::string ip;     // IPv4 address, no prefix
+    std::string ip;  // IPv4 address, no prefix
     std::string mac;
     int ofport = -1;
 };
 
 struct FlowRemoteSubnet {
     std::string cidr;    // IPv4 pod CIDR of a peer
-    std::string nodeIP;  // the peer's underlay address (tun_dst)
+    std::string nodeIP;  // the peer's underlay address (tun_dst, and the tun_src accepted)
 };
 
 struct FlowInputs {
     int tunnelOfport = -1;
-    FlowPort gateway;                   // gw0
-    std::string localCidr;              // this node's IPv4 pod CIDR
+    FlowPort gateway;       // gw0
+    std::string localCidr;  // this node's IPv4 pod CIDR
     std::vector<FlowLocalEndpoint> pods;
     std::vector<FlowRemoteSubnet> remotes;
+    // The conntrack stage (tables 10 and 20): off only where nothing in the
+    // node's kernel translates pod traffic (no kube-proxy, no hostPort).
+    bool serviceReplyPath = true;
 };
 
 class FlowTable {
 public:
-    // `rundir` holds <bridge>.mgmt, the bridge's OpenFlow management socket.
-    FlowTable(std::string bridge, std::string rundir);
+    // Userspace conntrack zone of kovs's connections; 'k'.
+    static constexpr int kCtZone = 107;
+    // Cookies of the drop flows whose packet counts are exported as metrics.
+    static constexpr uint64_t kCookieTunnelUnknownSource = 0x6b01;
+    static constexpr uint64_t kCookiePodSpoofed = 0x6b02;
 
-    // The flows, one per line, sorted: same inputs, same text. Throws
-    // kovs::Error when an input the whole table needs is unusable (tunnel or
-    // gateway without an ofport, a bad MAC, IP or CIDR). A pod that is
-    // unusable (no ofport yet, a bad address in its OVSDB row) only loses its
-    // own flow: it is left out and named in `skipped`.
+    // The flows, one per line, sorted. Throws kovs::Error when an input the
+    // whole table needs is unusable (tunnel or gateway without an ofport, a
+    // bad MAC, IP or CIDR). A pod that is unusable (no ofport yet, a bad
+    // address in its OVSDB row) only loses its own flows: it is left out and
+    // named in `skipped`.
     static std::string render(const FlowInputs& in, std::vector<std::string>* skipped = nullptr);
-    // Installs the table unless it equals the last one installed; force=true
-    // after ovs-vswitchd restarted (it lost every flow). Returns true when
-    // ovs-ofctl ran. Throws kovs::Error with ovs-ofctl's message.
-    bool install(const FlowInputs& in, bool force = false);
-
-    const std::string& installed() const { return installed_; }
-    // The pods the last render left out, and why.
-    const std::vector<std::string>& skipped() const { return skipped_; }
-    uint64_t installs() const { return installs_; }
-
-private:
-    std::string bridge_;
-    std::string target_;
-    std::string installed_;
-    std::vector<std::string> skipped_;
-    uint64_t installs_ = 0;
 };
 
 }  // namespace kovs

@@ -210,6 +210,7 @@ void GatewayGuard::reconcile() {
         stats_.lastRestore = took;
         stats_.maxRestore = std::max(stats_.maxRestore, stats_.lastRestore);
         stats_.totalRestore += took;
+        restoreLatency_.observe(took);
         spdlog::info("gateway guard {}: repaired in {} us (link up {}, mtu {}, +addr {}, -addr {}, +route {}, -route {})",
                      opt_.name, std::chrono::duration_cast<std::chrono::microseconds>(took).count(), r.linkUp, r.mtu,
                      r.addrAdded, r.addrRemoved, r.routeAdded, r.routeRemoved);
@@ -358,6 +359,32 @@ void GatewayGuard::reconcileRoutes(int ifindex, Repairs& r) {
         nl::check(rc, "gateway guard " + opt_.name + ": add route " + d.dst.str() + " dev " + opt_.name);
         ++r.routeAdded;
     }
+}
+
+void GatewayGuard::status(nlohmann::json& out) const {
+    auto g = stats();
+    auto addrs = nlohmann::json::array();
+    for (const auto& a : opt_.addresses) addrs.push_back(a.str());
+    out["gateway"] = {{"name", opt_.name}, {"guard", opt_.enabled}, {"present", g.linkPresent}, {"addresses", addrs},
+                      {"restores", g.restores}, {"failures", g.failures},
+                      {"lastRestoreMicros", g.lastRestore.count() / 1000}};
+}
+
+void GatewayGuard::metrics(MetricsText& m) const {
+    auto g = stats();
+    const char* help = "Repairs of the gateway interface, by kind.";
+    m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.addressesAdded), {{"kind", "address"}});
+    m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.routesAdded), {{"kind", "route"}});
+    m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.linkUp), {{"kind", "link_up"}});
+    m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.mtuFixed), {{"kind", "mtu"}});
+    m.counter("kovs_gateway_restores_total", "Reconciles of the gateway that repaired something.", static_cast<double>(g.restores));
+    std::lock_guard lock(statsMutex_);
+    restoreLatency_.write(m, "kovs_gateway_restore_seconds", "Time from damage to the gateway to its repair.");
+}
+
+std::string GatewayGuard::notReady() const {
+    if (opt_.enabled && !stats().linkPresent) return opt_.name + " missing";
+    return "";
 }
 
 }  // namespace kovs

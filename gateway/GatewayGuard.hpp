@@ -24,10 +24,12 @@
 #include <string>
 #include <vector>
 
-#include "base/IpPrefix.hpp"
-#include "base/NetlinkWatcher.hpp"
 #include "base/EventLoop.hpp"
+#include "base/IpPrefix.hpp"
+#include "base/Job.hpp"
+#include "base/Metrics.hpp"
 #include "base/Netlink.hpp"
+#include "base/NetlinkWatcher.hpp"
 
 namespace kovs {
 
@@ -76,13 +78,13 @@ struct GatewayGuardStats {
     NetlinkWatcher::Counters events;
 };
 
-class GatewayGuard {
+class GatewayGuard : public Job {
 public:
     // Validates the options (throws kovs::Error naming the bad value, with no
     // state changed) and, when enabled, subscribes and schedules a first
     // reconcile on `loop`. Must be created and destroyed on the loop's thread.
     GatewayGuard(EventLoop& loop, GatewayGuardOptions options);
-    ~GatewayGuard();
+    ~GatewayGuard() override;
     GatewayGuard(const GatewayGuard&) = delete;
     GatewayGuard& operator=(const GatewayGuard&) = delete;
 
@@ -95,8 +97,13 @@ public:
     // Replaces the extra routes (peers' pod CIDRs come and go at runtime) and
     // schedules a reconcile. Routes kovs added that are no longer wanted go.
     void setRoutes(std::vector<GatewayRoute> routes);
-    // Runs on the loop after each repair, with its duration (metrics histogram).
+    // Runs on the loop after each repair, with its duration.
     void setRestoreHandler(std::function<void(std::chrono::nanoseconds)> h) { onRestore_ = std::move(h); }
+
+    std::string name() const override { return "gateway"; }
+    void status(nlohmann::json& out) const override;
+    void metrics(MetricsText& out) const override;
+    std::string notReady() const override;
 
 private:
     struct Repairs;
@@ -121,6 +128,7 @@ private:
     std::function<void(std::chrono::nanoseconds)> onRestore_;
     mutable std::mutex statsMutex_;
     GatewayGuardStats stats_;
+    LatencyHistogram restoreLatency_;
 };
 
 }  // namespace kovs

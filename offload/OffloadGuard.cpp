@@ -11,6 +11,7 @@
 #include "base/Error.hpp"
 #include "ovs/OvsdbReplica.hpp"
 #include "ovs/OvsdbTransaction.hpp"
+#include "ovs/PodPortIds.hpp"
 #include "base/Ethtool.hpp"
 #include "base/HostVeth.hpp"
 #include "base/Netns.hpp"
@@ -135,11 +136,30 @@ std::vector<PodInterface> podInterfacesFromReplica(const OvsdbReplica& replica, 
     for (const auto& uuid : onBridge) {
         const auto* port = replica.row("Port", uuid);
         if (!port || !port->contains("external_ids")) continue;
-        auto ids = ovsdb::mapValue(port->at("external_ids"));
-        if (ids["kovs-owner"] != "kovs-cni" || ids["cni-netns"].empty() || ids["cni-ifname"].empty()) continue;
-        out.push_back({ids["cni-netns"], ids["cni-ifname"], ovsdb::stringOr(*port, "name")});
+        auto ids = PodPortIds::parse(ovsdb::mapValue(port->at("external_ids")));
+        if (!ids.madeByKovsCni() || ids.netns.empty() || ids.ifname.empty()) continue;
+        out.push_back({ids.netns, ids.ifname, ovsdb::stringOr(*port, "name")});
     }
     return out;
+}
+
+void OffloadGuard::status(nlohmann::json& out) const {
+    out["offload"] = {{"checked", stats_.checks},
+                      {"repaired", stats_.repairs},
+                      {"hostVethsIsolated", stats_.hostVethRepairs},
+                      {"errors", stats_.errors},
+                      {"lastError", stats_.lastError}};
+}
+
+void OffloadGuard::metrics(MetricsText& m) const {
+    const char* help =
+        "Repairs by the offload guard, by kind: TX checksum offload turned off again, a pod veth's host end taken off "
+        "the node's IP stack.";
+    m.counter("kovs_offload_repairs_total", help, static_cast<double>(stats_.repairs - stats_.hostVethRepairs),
+              {{"kind", "tx_checksum"}});
+    m.counter("kovs_offload_repairs_total", help, static_cast<double>(stats_.hostVethRepairs), {{"kind", "host_veth"}});
+    m.counter("kovs_offload_checks_total", "Offload guard checks (TX checksum and pod veth host ends).",
+              static_cast<double>(stats_.checks));
 }
 
 }  // namespace kovs::offload

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/EventLoop.hpp"
+#include "base/Job.hpp"
 #include "base/UniqueFd.hpp"
 
 namespace kovs {
@@ -43,14 +44,14 @@ struct OffloadGuardStats {
     std::string lastError;
 };
 
-class OffloadGuard {
+class OffloadGuard : public Job {
 public:
     using PodLister = std::function<std::vector<PodInterface>()>;
 
     // hostDevices live in the guard's own netns; `pods` lists pod interfaces
     // at each sweep (empty function: host devices only).
     OffloadGuard(std::vector<std::string> hostDevices, PodLister pods = {});
-    ~OffloadGuard();
+    ~OffloadGuard() override;
     OffloadGuard(const OffloadGuard&) = delete;
     OffloadGuard& operator=(const OffloadGuard&) = delete;
 
@@ -66,6 +67,10 @@ public:
     void attach(EventLoop& loop, std::chrono::milliseconds resync);
 
     const OffloadGuardStats& stats() const { return stats_; }
+
+    std::string name() const override { return "offload"; }
+    void status(nlohmann::json& out) const override;
+    void metrics(MetricsText& out) const override;
     const std::set<std::string>& hostDevices() const { return hostDevices_; }
 
 private:

@@ -252,4 +252,15 @@ void OvsSupervisor::stop() {
     }
 }
 
+void OvsSupervisor::status(nlohmann::json& out) const {
+    out["vswitchd"] = {{"pid", pid(Daemon::Vswitchd)}, {"restarts", restarts(Daemon::Vswitchd)}};
+    out["ovsdbServer"] = {{"pid", pid(Daemon::OvsdbServer)}, {"restarts", restarts(Daemon::OvsdbServer)}};
+}
+
+void OvsSupervisor::metrics(MetricsText& m) const {
+    for (auto d : {Daemon::Vswitchd, Daemon::OvsdbServer})
+        m.counter("kovs_ovs_restarts_total", "OVS daemons restarted by the agent.", static_cast<double>(restarts(d)),
+                  {{"daemon", toString(d)}});
+}
+
 }  // namespace kovs

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/EventLoop.hpp"
+#include "base/Job.hpp"
 #include "base/UniqueFd.hpp"
 
 namespace kovs {
@@ -36,7 +37,7 @@ struct OvsSupervisorOptions {
     bool keepRunningOnExit = false;
 };
 
-class OvsSupervisor {
+class OvsSupervisor : public Job {
 public:
     enum class Daemon { OvsdbServer, Vswitchd };
     using RestartHandler = std::function<void(Daemon, pid_t newPid)>;
@@ -44,7 +45,7 @@ public:
     OvsSupervisor(EventLoop& loop, OvsSupervisorOptions opts);
     // Stops the daemons this object started (not adopted ones), unless
     // keepRunningOnExit.
-    ~OvsSupervisor();
+    ~OvsSupervisor() override;
     OvsSupervisor(const OvsSupervisor&) = delete;
     OvsSupervisor& operator=(const OvsSupervisor&) = delete;
 
@@ -58,6 +59,11 @@ public:
     unsigned restarts(Daemon d) const;
     std::string dbRemote() const { return "unix:" + opts_.rundir + "/db.sock"; }
     const OvsSupervisorOptions& options() const { return opts_; }
+
+    // Section "vswitchd" (pid, restarts) and "ovsdbServer".
+    std::string name() const override { return "ovs"; }
+    void status(nlohmann::json& out) const override;
+    void metrics(MetricsText& out) const override;
 
 private:
     struct Proc {

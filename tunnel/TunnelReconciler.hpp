@@ -24,6 +24,7 @@
 #include <string>
 
 #include "base/EventLoop.hpp"
+#include "base/Job.hpp"
 #include "base/UniqueFd.hpp"
 #include "ovs/UnixctlClient.hpp"
 #include "tunnel/NeighbourTable.hpp"
@@ -39,7 +40,7 @@ struct TunnelReconcilerOptions {
     std::chrono::milliseconds retryInitial{50};
 };
 
-class TunnelReconciler {
+class TunnelReconciler : public Job {
 public:
     struct Stats {
         size_t peers = 0;
@@ -51,7 +52,7 @@ public:
     };
 
     TunnelReconciler(EventLoop& loop, UnixctlClient& ovs, NeighbourTable& neighbours, TunnelReconcilerOptions opts);
-    ~TunnelReconciler();
+    ~TunnelReconciler() override;
     TunnelReconciler(const TunnelReconciler&) = delete;
     TunnelReconciler& operator=(const TunnelReconciler&) = delete;
 
@@ -71,6 +72,18 @@ public:
     // of the last pass (read back, plus the commands of that pass that succeeded).
     bool hasRoute(const std::string& ip) const { return routed_.count(ip) > 0; }
     bool hasNeighbour(const std::string& ip) const { return neighboured_.count(ip) > 0; }
+
+    // Section "tunnel"; the per-peer state is in PeerFanout's "peers".
+    std::string name() const override { return "tunnel"; }
+    void status(nlohmann::json& out) const override {
+        out["tunnel"] = {{"bridge", opts_.bridge}, {"unresolved", stats_.unresolved}, {"commandsSent", stats_.commandsSent},
+                         {"vswitchdRestarts", stats_.vswitchdRestarts}, {"lastError", stats_.lastError}};
+    }
+    void metrics(MetricsText& m) const override {
+        m.counter("kovs_tunnel_commands_total", "unixctl commands sent to program peers.", static_cast<double>(stats_.commandsSent));
+        m.counter("kovs_vswitchd_restarts_seen_total", "ovs-vswitchd restarts seen by the tunnel job.",
+                  static_cast<double>(stats_.vswitchdRestarts));
+    }
 
 private:
     void pass();  // throws

@@ -12,7 +12,7 @@
 
 #include "agent/CniStats.hpp"
 #include "agent/HealthServer.hpp"
-#include "agent/Metrics.hpp"
+#include "base/Metrics.hpp"
 #include "agent/StatusServer.hpp"
 #include "base/Error.hpp"
 #include "cni/AgentReport.hpp"
@@ -78,7 +78,7 @@ TEST(MetricsText, KeepsEachFamilyTogetherWhateverTheOrderOfCalls) {
 TEST(CniStats, CountsReportsByCommandAndCode) {
     CniStats stats;
     MetricsText empty;
-    stats.write(empty);
+    stats.metrics(empty);
     EXPECT_NE(empty.str().find("kovs_cni_errors_total{command=\"ADD\"} 0\n"), std::string::npos) << empty.str();
 
     stats.record(cni::agentReport("ADD", 0, std::chrono::milliseconds(12)));
@@ -87,7 +87,7 @@ TEST(CniStats, CountsReportsByCommandAndCode) {
     stats.record(cni::agentReport("DEL", 0, std::chrono::milliseconds(30)));
     EXPECT_EQ(stats.total(), 4u);
     MetricsText m;
-    stats.write(m);
+    stats.metrics(m);
     auto t = m.str();
     EXPECT_NE(t.find("kovs_cni_requests_total{code=\"0\",command=\"ADD\"} 2\n"), std::string::npos) << t;
     EXPECT_NE(t.find("kovs_cni_requests_total{code=\"11\",command=\"ADD\"} 1\n"), std::string::npos) << t;

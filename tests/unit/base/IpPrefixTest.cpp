@@ -43,3 +43,17 @@ TEST(GatewayAddress, IsFirstAddressOfPodCidr) {
     EXPECT_THROW(gatewayAddressFor("fd00::/127"), Error);
     EXPECT_THROW(gatewayAddressFor("bogus"), Error);
 }
+
+TEST(IpPrefix, ContainsAndOverlaps) {
+    auto p = [](const char* t) { return IpPrefix::parse(t); };
+    EXPECT_TRUE(p("10.244.0.0/16").contains(p("10.244.1.0/24")));
+    EXPECT_TRUE(p("10.244.0.0/16").contains(p("10.244.1.7")));
+    EXPECT_FALSE(p("10.244.1.0/24").contains(p("10.244.0.0/16")));
+    EXPECT_FALSE(p("10.244.1.0/24").contains(p("10.244.2.1")));
+    EXPECT_TRUE(p("0.0.0.0/0").contains(p("172.18.0.2")));
+    EXPECT_FALSE(p("10.0.0.0/8").contains(p("fd00::1")));
+    EXPECT_TRUE(p("10.244.1.0/24").overlaps(p("10.244.0.0/16")));
+    EXPECT_TRUE(p("10.244.0.0/16").overlaps(p("10.244.1.0/24")));
+    EXPECT_FALSE(p("10.244.1.0/24").overlaps(p("10.244.2.0/24")));
+    EXPECT_TRUE(p("fd00::/64").overlaps(p("fd00::5")));
+}

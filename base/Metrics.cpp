@@ -1,4 +1,4 @@
-#include "agent/Metrics.hpp"
+#include "base/Metrics.hpp"
 
 #include <fmt/format.h>
 

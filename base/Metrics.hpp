@@ -1,6 +1,6 @@
 #pragma once
-// Prometheus text exposition (format 0.0.4) for the agent's /metrics, and the
-// one histogram the agent keeps itself (gw0 restore latency).
+// Prometheus text exposition (format 0.0.4) for the agent's /metrics, which every
+// job writes its samples into (Job::metrics), and a latency histogram.
 #include <array>
 #include <chrono>
 #include <cstdint>

@@ -1,0 +1,106 @@
+#include "agent/JobOptions.hpp"
+
+namespace kovs {
+namespace {
+
+std::vector<IpPrefix> gatewayAddresses(const Config& c) {
+    std::vector<IpPrefix> out;
+    if (c.gateway.addresses.empty()) {
+        if (!c.node.podCIDR.empty()) out.push_back(gatewayAddressFor(c.node.podCIDR));
+    } else {
+        for (const auto& a : c.gateway.addresses) out.push_back(IpPrefix::parse(a));
+    }
+    return out;
+}
+
+}  // namespace
+
+OvsSupervisorOptions supervisorOptions(const Config& c) {
+    OvsSupervisorOptions o;
+    o.rundir = c.ovs.rundir;
+    o.dbPath = c.ovs.dbPath;
+    o.schemaPath = c.ovs.schema;
+    o.keepRunningOnExit = true;  // an agent restart must not take the datapath down
+    return o;
+}
+
+BridgeOptions bridgeOptions(const Config& c) {
+    BridgeOptions o;
+    o.integrationBridge = c.bridge.integration;
+    o.physBridge = c.uplink.mode == Config::UplinkMode::None ? "" : c.bridge.physical;
+    o.gatewayPort = c.bridge.gateway;
+    o.tunnelPort = c.bridge.tunnel;
+    o.tunnelDstPort = c.bridge.tunnelDstPort;
+    // Standalone: only kovs's flows forward on br-int. Companion: the other CNI owns br-int's mode.
+    if (standalone(c)) o.failMode = "secure";
+    return o;
+}
+
+tunnel::UplinkOptions uplinkOptions(const Config& c) {
+    tunnel::UplinkOptions o;
+    o.mode = c.uplink.mode == Config::UplinkMode::Direct ? tunnel::UplinkMode::Direct : tunnel::UplinkMode::Shim;
+    o.device = c.uplink.interface;
+    o.bridge = c.bridge.physical;
+    o.portType = c.uplink.portType;
+    // Next to the OVS sockets: per node, and kept across agent restarts.
+    o.stateFile = c.ovs.rundir + "/kovs-uplink.json";
+    o.ovsdb = c.ovsdbRemote();
+    return o;
+}
+
+GatewayGuardOptions gatewayOptions(const Config& c) {
+    GatewayGuardOptions o;
+    o.enabled = c.gateway.guard;
+    o.name = c.bridge.gateway;
+    o.mtu = c.gatewayMtu();
+    o.addresses = gatewayAddresses(c);
+    o.routes = extraGatewayRoutes(c);
+    // Peer pod-CIDR routes join once the peers are known.
+    o.routesComplete = !standalone(c) || c.peers.source == Config::PeerSourceKind::None;
+    o.resyncInterval = c.gateway.resync;
+    return o;
+}
+
+std::vector<GatewayRoute> extraGatewayRoutes(const Config& c) {
+    std::vector<GatewayRoute> routes;
+    for (const auto& r : c.gateway.extraRoutes) routes.push_back({IpPrefix::parse(r).network(), std::nullopt});
+    return routes;
+}
+
+tunnel::TunnelReconcilerOptions tunnelOptions(const Config& c) {
+    tunnel::TunnelReconcilerOptions o;
+    o.bridge = c.bridge.physical;
+    o.resync = c.resync;
+    return o;
+}
+
+FlowReconcilerOptions flowOptions(const Config& c) {
+    FlowReconcilerOptions o;
+    o.bridge = c.bridge.integration;
+    o.rundir = c.ovs.rundir;
+    o.gatewayPort = c.bridge.gateway;
+    o.tunnelPort = c.bridge.tunnel;
+    for (const auto& a : gatewayAddresses(c)) {
+        if (a.family == AF_INET) o.localCidr = a.network().str();
+    }
+    o.serviceReplyPath = c.flows.conntrack;
+    o.readBack = c.resync;
+    return o;
+}
+
+tunnel::PeerFilterOptions peerFilterOptions(const Config& c) {
+    tunnel::PeerFilterOptions o;
+    o.self = c.node.name;
+    if (!c.node.podCIDR.empty()) o.localPodCidrs.push_back(IpPrefix::parse(c.node.podCIDR).network());
+    for (const auto& a : gatewayAddresses(c)) o.localPodCidrs.push_back(a.network());
+    return o;
+}
+
+std::vector<std::string> offloadHostDevices(const Config& c) {
+    std::vector<std::string> devices{c.bridge.gateway};
+    if (c.uplink.mode != Config::UplinkMode::None) devices.push_back(c.bridge.physical);
+    if (c.uplink.mode == Config::UplinkMode::Shim) devices.push_back(uplinkOptions(c).shimVethBridgeEnd);
+    return devices;
+}
+
+}  // namespace kovs

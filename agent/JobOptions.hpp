@@ -1,0 +1,32 @@
+#pragma once
+// The agent's configuration turned into each job's options: the one place
+// that knows which config key feeds which job.
+#include <vector>
+
+#include "agent/Config.hpp"
+#include "base/IpPrefix.hpp"
+#include "bridge/BridgePlanner.hpp"
+#include "flows/FlowReconciler.hpp"
+#include "gateway/GatewayGuard.hpp"
+#include "ovs/OvsSupervisor.hpp"
+#include "peers/PeerFilter.hpp"
+#include "tunnel/TunnelReconciler.hpp"
+#include "uplink/Uplink.hpp"
+
+namespace kovs {
+
+inline bool standalone(const Config& c) { return c.mode == Config::Mode::Standalone; }
+
+OvsSupervisorOptions supervisorOptions(const Config& c);
+BridgeOptions bridgeOptions(const Config& c);
+tunnel::UplinkOptions uplinkOptions(const Config& c);
+// Without the peers' routes: they join as peers arrive (PeerFanout).
+GatewayGuardOptions gatewayOptions(const Config& c);
+std::vector<GatewayRoute> extraGatewayRoutes(const Config& c);
+tunnel::TunnelReconcilerOptions tunnelOptions(const Config& c);
+FlowReconcilerOptions flowOptions(const Config& c);
+tunnel::PeerFilterOptions peerFilterOptions(const Config& c);
+// The devices whose TX checksum offload the offload guard keeps off.
+std::vector<std::string> offloadHostDevices(const Config& c);
+
+}  // namespace kovs

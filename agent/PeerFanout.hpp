@@ -1,0 +1,56 @@
+#pragma once
+// Where the peer set goes: from the peer source (file or Kubernetes API),
+// through PeerFilter (peers that would capture traffic not theirs are
+// refused), to every job that acts per peer: the tunnel job (ovs/route and
+// tnl/neigh per node IP), and in standalone mode the flow table (pod CIDR ->
+// tunnel) and the gateway's routes (pod CIDR dev gw0). Its status is the
+// "peers" and "rejectedPeers" sections of `kovsctl status`.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/Job.hpp"
+#include "flows/FlowTable.hpp"
+#include "gateway/GatewayGuard.hpp"
+#include "peers/PeerFilter.hpp"
+#include "tunnel/TunnelReconciler.hpp"
+
+namespace kovs {
+
+class PeerFanout : public Job {
+public:
+    using Subscriber = std::function<void(const tunnel::PeerSet& accepted)>;
+
+    // `tunnel` may be null (uplink.mode none: no tunnel job); it is asked for
+    // each peer's route/neighbour state in status().
+    PeerFanout(tunnel::PeerFilterOptions filter, bool sourceConfigured, const tunnel::TunnelReconciler* tunnel);
+
+    void subscribe(Subscriber s) { subscribers_.push_back(std::move(s)); }
+    // The PeerSource callback.
+    void onPeers(const tunnel::PeerSet& all);
+
+    bool known() const { return known_; }
+    const tunnel::PeerSet& accepted() const { return accepted_; }
+
+    std::string name() const override { return "peers"; }
+    void status(nlohmann::json& out) const override;
+    void metrics(MetricsText& out) const override;
+    std::string notReady() const override;
+
+private:
+    tunnel::PeerFilterOptions filter_;
+    bool sourceConfigured_;
+    const tunnel::TunnelReconciler* tunnel_;
+    std::vector<Subscriber> subscribers_;
+    tunnel::PeerSet accepted_;
+    std::vector<tunnel::RejectedPeer> rejected_;
+    bool known_ = false;
+};
+
+// The flow table's remotes: IPv4 pod CIDRs of peers with an IPv4 node address
+// (flows and gw0 routes are IPv4 only for now; a route to an IPv6-underlay
+// peer's pods would only blackhole).
+std::vector<FlowRemoteSubnet> flowRemotes(const tunnel::PeerSet& peers);
+std::vector<GatewayRoute> peerGatewayRoutes(const tunnel::PeerSet& peers);
+
+}  // namespace kovs

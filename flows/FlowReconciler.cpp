@@ -1,0 +1,166 @@
+#include "flows/FlowReconciler.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "base/Error.hpp"
+#include "ovs/OvsdbTransaction.hpp"
+#include "ovs/PodPortIds.hpp"
+
+namespace kovs {
+namespace {
+
+// A monitor update that leaves the table as it was still earns a read-back,
+// shortly: a restarted vswitchd reports its ports one update at a time.
+constexpr std::chrono::milliseconds kVerifyDelay{100};
+
+std::optional<int> ofportOf(const nlohmann::json& row) {
+    auto v = ovsdb::setElements(row.value("ofport", nlohmann::json()));
+    if (v.empty() || !v[0].is_number_integer() || v[0].get<int64_t>() <= 0) return std::nullopt;
+    return static_cast<int>(v[0].get<int64_t>());
+}
+
+}  // namespace
+
+FlowReconciler::FlowReconciler(EventLoop& loop, const OvsdbReplica& replica, RepairLog& repairs, FlowReconcilerOptions opts)
+    : loop_(loop), replica_(replica), repairs_(repairs), opts_(std::move(opts)), bridge_(opts_.bridge, opts_.rundir) {}
+
+FlowReconciler::~FlowReconciler() {
+    if (verifyTimer_) loop_.cancel(*verifyTimer_);
+    if (readBackTimer_) loop_.cancel(*readBackTimer_);
+}
+
+void FlowReconciler::start() {
+    started_ = true;
+    reconcile(true);
+    scheduleReadBack();
+}
+
+void FlowReconciler::scheduleReadBack() {
+    readBackTimer_ = loop_.after(opts_.readBack, [this] {
+        readBackTimer_.reset();
+        reconcile(true);
+        scheduleReadBack();
+    });
+}
+
+void FlowReconciler::setRemotes(std::vector<FlowRemoteSubnet> remotes) {
+    remotes_ = std::move(remotes);
+    if (started_) reconcile(false);
+}
+
+void FlowReconciler::onDatabaseChange() {
+    if (started_) reconcile(false);
+}
+
+void FlowReconciler::verifySoon() {
+    if (!started_ || verifyTimer_) return;
+    verifyTimer_ = loop_.after(kVerifyDelay, [this] {
+        verifyTimer_.reset();
+        reconcile(true);
+    });
+}
+
+FlowInputs FlowReconciler::inputs() const {
+    FlowInputs in;
+    in.localCidr = opts_.localCidr;
+    in.remotes = remotes_;
+    in.serviceReplyPath = opts_.serviceReplyPath;
+    for (const auto& [uuid, row] : replica_.table("Interface")) {
+        auto name = ovsdb::stringOr(row, "name");
+        auto ofport = ofportOf(row);
+        if (name == opts_.tunnelPort && ofport) in.tunnelOfport = *ofport;
+        if (name == opts_.gatewayPort && ofport) {
+            in.gateway.ofport = *ofport;
+            auto mac = ovsdb::setElements(row.value("mac_in_use", nlohmann::json()));
+            if (!mac.empty() && mac[0].is_string()) in.gateway.mac = mac[0];
+        }
+        auto ids = PodPortIds::parse(ovsdb::mapValue(row.value("external_ids", nlohmann::json())));
+        if (ids.mac.empty() || ids.ipAddresses.empty()) continue;
+        // A pod without an ofport yet is named in podsLeftOut by the render.
+        for (const auto& ip : ids.ipv4Addresses()) in.pods.push_back({ip, ids.mac, ofport.value_or(-1)});
+    }
+    return in;
+}
+
+void FlowReconciler::reconcile(bool readBack) {
+    try {
+        std::vector<std::string> skipped;
+        desired_ = FlowTable::render(inputs(), &skipped);
+        skipped_ = std::move(skipped);
+        if (skipped_ != skippedLogged_) {
+            for (const auto& why : skipped_) spdlog::warn("flows: a pod left out of the table: {}", why);
+            skippedLogged_ = skipped_;
+        }
+        if (desired_ != installed_) {
+            install();
+        } else if (readBack) {
+            auto dump = bridge_.dumpFlows();
+            countDrops(dump);
+            if (dump.flows != expectedDump_) {
+                ++readBackRepairs_;
+                repairs_.record("flows", fmt::format("{} held {} flows that differ from the {} installed: reinstalled",
+                                                     opts_.bridge, dump.count, parseFlowDump(expectedDump_).count));
+                spdlog::warn("flows: {} differs from the table installed ({} flows read back); reinstalling", opts_.bridge,
+                             dump.count);
+                install();
+            }
+        } else {
+            verifySoon();
+        }
+        if (!error_.empty()) spdlog::info("flows: {} recovered", opts_.bridge);
+        error_.clear();
+        retry_.succeeded();
+    } catch (const std::exception& e) {
+        // Typically ports without an ofport yet right after a vswitchd
+        // restart: the next monitor update, the read-back or the retry fixes it.
+        if (error_ != e.what()) spdlog::warn("flows: {}", e.what());
+        error_ = e.what();
+        installed_.clear();  // whatever the bridge holds now, the next pass installs
+        retry_.schedule();
+    }
+}
+
+void FlowReconciler::install() {
+    bridge_.replaceFlows(desired_);
+    installed_ = desired_;
+    auto dump = bridge_.dumpFlows();
+    countDrops(dump);
+    expectedDump_ = dump.flows;
+    ++installs_;
+    spdlog::info("flows: installed {} flows on {}", dump.count, opts_.bridge);
+}
+
+void FlowReconciler::countDrops(const FlowDump& dump) {
+    auto update = [&](DropCounter& c, uint64_t cookie) {
+        auto it = dump.packetsByCookie.find(cookie);
+        uint64_t now = it == dump.packetsByCookie.end() ? 0 : it->second;
+        if (now < c.last) c.base += c.last;  // the flows were re-created
+        c.last = now;
+    };
+    update(tunnelUnknownSource_, FlowTable::kCookieTunnelUnknownSource);
+    update(podSpoofed_, FlowTable::kCookiePodSpoofed);
+}
+
+std::string FlowReconciler::notReady() const { return error_.empty() ? "" : "flows: " + error_; }
+
+void FlowReconciler::status(nlohmann::json& out) const {
+    out["flows"] = {{"bridge", opts_.bridge},
+                    {"installs", installs_},
+                    {"readBackRepairs", readBackRepairs_},
+                    {"error", error_},
+                    {"podsLeftOut", skipped_},
+                    {"serviceReplyPath", opts_.serviceReplyPath},
+                    {"dropped", {{"tunnelUnknownSource", tunnelUnknownSource_.total()}, {"podSpoofed", podSpoofed_.total()}}}};
+}
+
+void FlowReconciler::metrics(MetricsText& out) const {
+    out.counter("kovs_flow_installs_total", "Flow table installs (replace-flows bundles).", static_cast<double>(installs_));
+    out.counter("kovs_flow_readback_repairs_total", "Reinstalls because the bridge held another table than the one installed.",
+                static_cast<double>(readBackRepairs_));
+    const char* help = "Packets dropped by br-int's ingress checks, by reason.";
+    out.counter("kovs_flow_drops_total", help, static_cast<double>(tunnelUnknownSource_.total()),
+                {{"reason", "tunnel_unknown_source"}});
+    out.counter("kovs_flow_drops_total", help, static_cast<double>(podSpoofed_.total()), {{"reason", "pod_spoofed"}});
+}
+
+}  // namespace kovs

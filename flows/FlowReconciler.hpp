@@ -1,0 +1,98 @@
+#pragma once
+// The flow job (standalone mode): desired = FlowTable::render of the OVSDB
+// replica (gateway, tunnel and pod ports with their ofports and addresses)
+// and the peers' pod CIDRs; observed = `dump-flows` read back; apply = one
+// atomic replace-flows when they differ.
+//
+// Triggers: a changed desired table is installed at once (a pod port got its
+// ofport, a peer came or went); a read-back follows any OVSDB change that left
+// the desired table as it was (a restarted vswitchd has the same ofports and
+// no flows) and runs every `readBack`; verifySoon() asks for one (the agent
+// calls it when vswitchd restarts). A failed install is retried with backoff.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/EventLoop.hpp"
+#include "base/Job.hpp"
+#include "base/RepairLog.hpp"
+#include "base/RetryTimer.hpp"
+#include "flows/FlowTable.hpp"
+#include "flows/OpenFlowBridge.hpp"
+#include "ovs/OvsdbReplica.hpp"
+
+namespace kovs {
+
+struct FlowReconcilerOptions {
+    std::string bridge = "br-int";
+    std::string rundir = "/var/run/openvswitch";
+    std::string gatewayPort = "gw0";
+    std::string tunnelPort = "tun0";
+    std::string localCidr;  // this node's IPv4 pod CIDR
+    bool serviceReplyPath = true;
+    std::chrono::milliseconds readBack{std::chrono::seconds(30)};
+};
+
+class FlowReconciler : public Job {
+public:
+    FlowReconciler(EventLoop& loop, const OvsdbReplica& replica, RepairLog& repairs, FlowReconcilerOptions opts);
+    ~FlowReconciler() override;
+    FlowReconciler(const FlowReconciler&) = delete;
+    FlowReconciler& operator=(const FlowReconciler&) = delete;
+
+    // First install and the periodic read-back.
+    void start();
+    // The peers' IPv4 pod CIDRs and node IPs, already validated (peers/PeerFilter).
+    void setRemotes(std::vector<FlowRemoteSubnet> remotes);
+    // The replica changed.
+    void onDatabaseChange();
+    // Read the table back soon (coalesced): vswitchd restarted, or may have.
+    void verifySoon();
+
+    std::string name() const override { return "flows"; }
+    void status(nlohmann::json& out) const override;
+    void metrics(MetricsText& out) const override;
+    std::string notReady() const override;
+
+    // For tests: the table as last rendered.
+    const std::string& desired() const { return desired_; }
+
+private:
+    FlowInputs inputs() const;
+    // Renders; installs when the table differs from the last installed one, or
+    // when the read-back (readBack) shows that the bridge holds another.
+    void reconcile(bool readBack);
+    void install();
+    void countDrops(const FlowDump& dump);
+    void scheduleReadBack();
+
+    EventLoop& loop_;
+    const OvsdbReplica& replica_;
+    RepairLog& repairs_;
+    FlowReconcilerOptions opts_;
+    OpenFlowBridge bridge_;
+    std::vector<FlowRemoteSubnet> remotes_;
+    bool started_ = false;
+
+    std::string desired_;
+    std::string installed_;    // what was last sent
+    std::string expectedDump_; // what dump-flows showed right after that
+    std::vector<std::string> skipped_, skippedLogged_;
+    std::string error_;
+    uint64_t installs_ = 0;
+    uint64_t readBackRepairs_ = 0;
+    // Drop counters survive the flows' own counters being reset (reinstall, vswitchd restart).
+    struct DropCounter {
+        uint64_t base = 0, last = 0;
+        uint64_t total() const { return base + last; }
+    };
+    DropCounter tunnelUnknownSource_, podSpoofed_;
+
+    RetryTimer retry_{loop_, std::chrono::milliseconds(200), std::chrono::seconds(10), [this] { reconcile(true); }};
+    std::optional<EventLoop::TimerId> verifyTimer_;
+    std::optional<EventLoop::TimerId> readBackTimer_;
+};
+
+}  // namespace kovs

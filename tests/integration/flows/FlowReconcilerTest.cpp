@@ -1,0 +1,156 @@
+// The flow job against a real userspace OVS: it installs the table the replica
+// asks for, repairs a table someone changed (read back), counts the packets
+// its ingress checks drop, and the pipeline decides as flows/FlowTable.hpp
+// says (ofproto/trace, the decision OVS itself makes for a packet).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "base/EventLoop.hpp"
+#include "base/RepairLog.hpp"
+#include "flows/FlowReconciler.hpp"
+#include "ovs/OvsdbClient.hpp"
+#include "tests/support/OvsSandbox.hpp"
+
+using namespace kovs;
+using kovs::test::OvsSandbox;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kPodMac = "0a:58:0a:f4:01:05";
+
+class FlowReconcilerTest : public ::testing::Test {
+protected:
+    FlowReconcilerTest() {
+        // br-int as the agent and kovs-cni make it: gw0 (ofport 1), tun0 (2), one pod port (7).
+        ovs.vsctl({"add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev", "fail_mode=secure",
+                   "--", "add-port", "br-int", "gw0", "--", "set", "interface", "gw0", "type=internal", "ofport_request=1",
+                   "--", "add-port", "br-int", "tun0", "--", "set", "interface", "tun0", "type=vxlan",
+                   "options:remote_ip=flow", "options:key=flow", "ofport_request=2",
+                   "--", "add-port", "br-int", "pod1", "--", "set", "interface", "pod1", "type=internal", "ofport_request=7",
+                   std::string("external_ids:attached-mac=\"") + kPodMac + "\"", "external_ids:ip-address=\"10.244.1.5/24\""});
+        OvsdbClientOptions o;
+        o.remote = ovs.dbRemote();
+        db = std::make_unique<OvsdbClient>(loop, o);
+        db->start();
+        EXPECT_TRUE(db->waitReady(10s));
+        FlowReconcilerOptions f;
+        f.rundir = ovs.dir();
+        f.localCidr = "10.244.1.0/24";
+        f.readBack = 1h;  // the tests ask for read-backs themselves
+        flows = std::make_unique<FlowReconciler>(loop, db->replica(), repairs, f);
+        db->addChangeHandler([this] { flows->onDatabaseChange(); });
+        flows->setRemotes({{"10.244.2.0/24", "172.18.0.3"}});
+        flows->start();
+    }
+
+    nlohmann::json status() const {
+        nlohmann::json s;
+        flows->status(s);
+        return s["flows"];
+    }
+    bool runUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout = 10s) { return loop.runUntil(done, timeout); }
+    bool installedWithPod() {
+        return runUntil([&] { return status().value("installs", 0) > 0 && flows->desired().find("nw_dst=10.244.1.5 ") != std::string::npos; });
+    }
+    std::string dump() const { return ovs.ofctl({"dump-flows", "br-int"}); }
+    std::string trace(const std::string& packet, const std::string& ctNext = "") const {
+        std::vector<std::string> args{"ofproto/trace", "br-int", packet};
+        if (!ctNext.empty()) args.insert(args.end(), {"--ct-next", ctNext});
+        return ovs.appctl(args);
+    }
+    static std::string lastLine(const std::string& text) {
+        std::istringstream in(text);
+        std::string line, last;
+        while (std::getline(in, line)) {
+            if (!line.empty()) last = line;
+        }
+        return last;
+    }
+
+    OvsSandbox ovs;
+    EventLoop loop;
+    RepairLog repairs;
+    std::unique_ptr<OvsdbClient> db;
+    std::unique_ptr<FlowReconciler> flows;
+};
+
+}  // namespace
+
+TEST_F(FlowReconcilerTest, InstallsTheTableAndRepairsOneThatChangedUnderIt) {
+    ASSERT_TRUE(installedWithPod()) << status().dump();
+    EXPECT_NE(dump().find("nw_dst=10.244.2.0/24 actions=load:0xac120003->NXM_NX_TUN_IPV4_DST[],output:2"), std::string::npos) << dump();
+    auto installs = status()["installs"].get<int>();
+
+    // Someone wipes the table (a vswitchd restart does the same): the read-back puts it back.
+    ovs.ofctl({"del-flows", "br-int"});
+    flows->verifySoon();
+    ASSERT_TRUE(runUntil([&] { return status()["readBackRepairs"] == 1; })) << status().dump();
+    EXPECT_NE(dump().find("nw_dst=10.244.2.0/24"), std::string::npos) << dump();
+    EXPECT_EQ(repairs.count("flows"), 1u);
+    EXPECT_EQ(status()["installs"].get<int>(), installs + 1);
+
+    // A table that is as installed is left alone: no install, no repair.
+    flows->verifySoon();
+    loop.runUntil([] { return false; }, 300ms);
+    EXPECT_EQ(status()["installs"].get<int>(), installs + 1);
+    EXPECT_EQ(status()["readBackRepairs"], 1);
+}
+
+TEST_F(FlowReconcilerTest, APeerChangeReplacesOnlyWhatChanged) {
+    ASSERT_TRUE(installedWithPod());
+    flows->setRemotes({{"10.244.3.0/24", "172.18.0.4"}});
+    ASSERT_TRUE(runUntil([&] { return dump().find("10.244.3.0/24") != std::string::npos; })) << dump();
+    EXPECT_EQ(dump().find("10.244.2.0/24"), std::string::npos) << "the old peer's flows are gone:\n" << dump();
+    EXPECT_EQ(dump().find("tun_src=172.18.0.3"), std::string::npos) << dump();
+}
+
+TEST_F(FlowReconcilerTest, IngressDropsUnknownTunnelSourcesAndSpoofedPodsAndCountsThem) {
+    ASSERT_TRUE(installedWithPod());
+    auto known = trace("in_port=2,tun_src=172.18.0.3,tun_dst=172.18.0.2,ip,nw_src=10.244.2.7,nw_dst=10.244.1.5", "trk,new");
+    EXPECT_NE(known.find("output:7"), std::string::npos) << known;
+    auto unknown = trace("in_port=2,tun_src=172.18.0.66,tun_dst=172.18.0.2,ip,nw_src=10.244.2.7,nw_dst=10.244.1.5");
+    EXPECT_NE(lastLine(unknown).find("Datapath actions: drop"), std::string::npos) << unknown;
+    auto spoofIp = trace(std::string("in_port=7,dl_src=") + kPodMac + ",ip,nw_src=10.244.1.1,nw_dst=10.244.2.7");
+    EXPECT_NE(lastLine(spoofIp).find("drop"), std::string::npos) << spoofIp;
+    auto spoofMac = trace("in_port=7,dl_src=0a:58:0a:f4:01:99,ip,nw_src=10.244.1.5,nw_dst=10.244.2.7");
+    EXPECT_NE(lastLine(spoofMac).find("drop"), std::string::npos) << spoofMac;
+    auto spoofArp = trace(std::string("in_port=7,dl_src=") + kPodMac + ",arp,arp_spa=10.244.1.1,arp_sha=" + kPodMac);
+    EXPECT_NE(lastLine(spoofArp).find("drop"), std::string::npos) << spoofArp;
+
+    // Real packets through the table: two spoofed frames from the pod's port.
+    for (int i = 0; i < 2; ++i) {
+        // Ethernet (dst gw, src the pod's MAC) + IPv4 from 10.244.1.1 (the gateway's address) to 10.244.2.7, UDP.
+        ovs.ofctl({"packet-out", "br-int",
+                   "in_port=7,packet=aabbcc000001" + std::string("0a580af40105") + "0800"
+                   "4500001c000100004011" "0000" "0af40101" "0af40207" "303930390008" "0000"
+                   ",actions=resubmit(,0)"});
+    }
+    flows->verifySoon();
+    ASSERT_TRUE(runUntil([&] { return status()["dropped"]["podSpoofed"] == 2; })) << status().dump() << dump();
+    MetricsText m;
+    flows->metrics(m);
+    EXPECT_NE(m.str().find("kovs_flow_drops_total{reason=\"pod_spoofed\"} 2"), std::string::npos) << m.str();
+}
+
+TEST_F(FlowReconcilerTest, TheReplyOfAConnectionTheKernelForwardedGoesBackToIt) {
+    ASSERT_TRUE(installedWithPod());
+    // A connection the node's kernel DNATed (a Service) comes in from gw0 and is committed with a mark...
+    auto fromKernel = trace("in_port=1,tcp,nw_src=10.244.2.7,nw_dst=10.244.1.5,tp_src=40000,tp_dst=8080", "trk,new");
+    EXPECT_NE(fromKernel.find("ct(commit,zone=107"), std::string::npos) << fromKernel;
+    EXPECT_NE(fromKernel.find("output:7"), std::string::npos) << fromKernel;
+    // ...and its reply from the pod goes to gw0, not to the client directly.
+    auto reply = trace(std::string("in_port=7,dl_src=") + kPodMac + ",tcp,nw_src=10.244.1.5,nw_dst=10.244.2.7,"
+                                                                     "tp_src=8080,tp_dst=40000,ct_mark=1",
+                       "trk,est,rpl");
+    EXPECT_NE(lastLine(reply).find("Datapath actions:"), std::string::npos) << reply;
+    EXPECT_NE(reply.find("output:1"), std::string::npos) << reply;
+    // A pod's own connection to a remote pod goes out the tunnel.
+    auto direct = trace(std::string("in_port=7,dl_src=") + kPodMac + ",ip,nw_src=10.244.1.5,nw_dst=10.244.2.7", "trk,new");
+    EXPECT_NE(direct.find("output:2"), std::string::npos) << direct;
+    // A remote node's own address answering a pod (a hostNetwork Service backend) goes through the kernel.
+    auto hostReply = trace("in_port=2,tun_src=172.18.0.3,tun_dst=172.18.0.2,ip,nw_src=172.18.0.3,nw_dst=10.244.1.5", "trk,new");
+    EXPECT_NE(hostReply.find("output:1"), std::string::npos) << hostReply;
+}
