@@ -89,6 +89,10 @@ void Agent::startJobs() {
     if (standalone(config_)) {
         flows_ = std::make_unique<FlowReconciler>(loop_, ovsdb_->replica(), repairs_, flowOptions(config_));
         jobs_.push_back(flows_.get());
+        if (config_.egress.masquerade) {
+            egress_ = std::make_unique<egress::EgressReconciler>(loop_, repairs_, egressOptions(config_));
+            jobs_.push_back(egress_.get());
+        }
     }
     socketBuffers_ = std::make_unique<SocketBufferSizer>(config_.ovs.rundir, config_.ovs.socketBufferKiB);
     jobs_.push_back(socketBuffers_.get());
@@ -111,6 +115,19 @@ void Agent::startPeers() {
             auto routes = extraGatewayRoutes(config_);
             for (auto& r : peerGatewayRoutes(p)) routes.push_back(std::move(r));
             gateway_->setRoutes(std::move(routes));
+        });
+    }
+    if (egress_) {
+        peers_->subscribe([this](const tunnel::PeerSet& p) {
+            std::vector<IpPrefix> podCidrs, nodes;
+            for (const auto& [_, peer] : p) {
+                nodes.push_back(IpPrefix::parse(peer.nodeIP));
+                for (const auto& c : peer.podCIDRs) podCidrs.push_back(IpPrefix::parse(c));
+            }
+            egress_->setPeers(std::move(podCidrs), std::move(nodes));
+            // Not before the peers are known: until then every pod -> peer
+            // node connection would be masqueraded.
+            egress_->start();
         });
     }
     switch (config_.peers.source) {
@@ -162,6 +179,7 @@ void Agent::start() {
     startJobs();
     startPeers();
     if (flows_) flows_->start();
+    if (egress_ && config_.peers.source == Config::PeerSourceKind::None) egress_->start();
     socketBuffers_->run();
     startServers();
     loop_.after(config_.resync, [this] { resync(); });
@@ -180,6 +198,7 @@ bool Agent::runOnce() {
 
 void Agent::cleanup() {
     NetworkdDropins(config_.gateway.networkdDropinDir).remove(networkdDropinInterfaces(config_));
+    if (standalone(config_)) egress::NftablesNat().remove();
     if (config_.uplink.mode != Config::UplinkMode::None && tunnel::Uplink(uplinkOptions(config_)).cleanup())
         spdlog::info("uplink: original addressing of {} restored", config_.uplink.interface);
     OvsdbClientOptions o;

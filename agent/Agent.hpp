@@ -6,7 +6,7 @@
 //
 //   OvsSupervisor ──vswitchd restart──► flows read back (the tunnel job sees the new pid itself)
 //   OvsdbClient ──monitor──► BridgeReconciler, FlowReconciler, SocketBufferSizer
-//   PeerSource ──► PeerFanout ──► TunnelReconciler, FlowReconciler, GatewayGuard routes
+//   PeerSource ──► PeerFanout ──► TunnelReconciler, FlowReconciler, GatewayGuard routes, EgressReconciler
 //   netlink ──► GatewayGuard, OffloadGuard
 #include <nlohmann/json.hpp>
 
@@ -22,6 +22,7 @@
 #include "base/EventLoop.hpp"
 #include "base/RepairLog.hpp"
 #include "bridge/BridgeReconciler.hpp"
+#include "egress/EgressReconciler.hpp"
 #include "flows/FlowReconciler.hpp"
 #include "gateway/GatewayGuard.hpp"
 #include "offload/OffloadGuard.hpp"
@@ -81,6 +82,7 @@ private:
     std::unique_ptr<tunnel::KernelNeighbourTable> neighbours_;
     std::unique_ptr<tunnel::TunnelReconciler> tunnel_;
     std::unique_ptr<FlowReconciler> flows_;
+    std::unique_ptr<egress::EgressReconciler> egress_;
     std::unique_ptr<SocketBufferSizer> socketBuffers_;
     std::unique_ptr<PeerFanout> peers_;
     std::unique_ptr<tunnel::PeerSource> peerSource_;

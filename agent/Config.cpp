@@ -226,6 +226,15 @@ Config parseConfig(const std::string& text) {
     flows.flag("conntrack", c.flows.conntrack);
     flows.rejectUnknown();
 
+    auto egress = top.sub("egress");
+    egress.flag("masquerade", c.egress.masquerade);
+    if (egress.has("clusterCIDR")) {
+        c.egress.clusterCIDR = egress.scalar("clusterCIDR");
+        checkCidr(egress.key("clusterCIDR"), c.egress.clusterCIDR);
+    }
+    egress.list("nonMasqueradeCIDRs", c.egress.nonMasqueradeCIDRs, checkCidr);
+    egress.rejectUnknown();
+
     auto peers = top.sub("peers");
     peers.choice("source", c.peers.source,
                  {{"none", Config::PeerSourceKind::None}, {"file", Config::PeerSourceKind::File},

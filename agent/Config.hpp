@@ -60,6 +60,12 @@ struct Config {
         bool conntrack = true;
     } flows;
 
+    struct Egress {
+        bool masquerade = true;               // standalone mode: pod -> outside the cluster gets the node's address
+        std::string clusterCIDR;              // pods' sources; empty: every known pod CIDR
+        std::vector<std::string> nonMasqueradeCIDRs;  // more destinations reached with the pod's own address
+    } egress;
+
     struct Peers {
         PeerSourceKind source = PeerSourceKind::None;
         std::string file = "/etc/kovs/peers.yaml";

@@ -96,6 +96,17 @@ tunnel::PeerFilterOptions peerFilterOptions(const Config& c) {
     return o;
 }
 
+egress::EgressOptions egressOptions(const Config& c) {
+    egress::EgressOptions o;
+    if (!c.egress.clusterCIDR.empty()) o.clusterCidrs.push_back(IpPrefix::parse(c.egress.clusterCIDR).network());
+    for (const auto& n : c.egress.nonMasqueradeCIDRs) o.nonMasquerade.push_back(IpPrefix::parse(n).network());
+    o.localPodCidrs = peerFilterOptions(c).localPodCidrs;
+    if (c.uplink.mode != Config::UplinkMode::None) o.nodeAddressDevices.push_back(c.bridge.physical);
+    o.nodeAddressDevices.push_back(c.uplink.interface);
+    o.resync = c.resync;
+    return o;
+}
+
 std::vector<std::string> offloadHostDevices(const Config& c) {
     std::vector<std::string> devices{c.bridge.gateway};
     if (c.uplink.mode != Config::UplinkMode::None) devices.push_back(c.bridge.physical);

@@ -6,6 +6,7 @@
 #include "agent/Config.hpp"
 #include "base/IpPrefix.hpp"
 #include "bridge/BridgePlanner.hpp"
+#include "egress/EgressReconciler.hpp"
 #include "flows/FlowReconciler.hpp"
 #include "gateway/GatewayGuard.hpp"
 #include "ovs/OvsSupervisor.hpp"
@@ -26,6 +27,7 @@ std::vector<GatewayRoute> extraGatewayRoutes(const Config& c);
 tunnel::TunnelReconcilerOptions tunnelOptions(const Config& c);
 FlowReconcilerOptions flowOptions(const Config& c);
 tunnel::PeerFilterOptions peerFilterOptions(const Config& c);
+egress::EgressOptions egressOptions(const Config& c);
 // The devices whose TX checksum offload the offload guard keeps off.
 std::vector<std::string> offloadHostDevices(const Config& c);
 

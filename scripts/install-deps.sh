@@ -10,10 +10,11 @@ packages=(
   libspdlog-dev libfmt-dev nlohmann-json3-dev libnl-3-dev libnl-route-3-dev
   libnl-genl-3-dev libcli11-dev libyaml-cpp-dev
   libcpp-httplib-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libnftnl-dev libmnl-dev
   # runtime and tests
   openvswitch-switch openvswitch-common containernetworking-plugins iproute2
   ethtool iperf3 bc procps systemd dbus python3 socat jq util-linux
-  iputils-ping openssl
+  iputils-ping openssl nftables conntrack
   # the docker node provider of tests/cluster/local-cluster: a private Docker engine
   # (started by the harness inside its own network namespace, never as the
   # machine's service) and debootstrap for the node image

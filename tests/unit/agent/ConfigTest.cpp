@@ -20,6 +20,9 @@ TEST(Config, DefaultsNeedOnlyThePodCidr) {
     EXPECT_EQ(c.ovsdbRemote(), "unix:/var/run/openvswitch/db.sock");
     EXPECT_EQ(c.gateway.resync, std::chrono::seconds(10));
     EXPECT_EQ(c.ovs.socketBufferKiB, 4096);
+    EXPECT_TRUE(c.flows.conntrack) << "kube-proxy's Services need the reply path";
+    EXPECT_TRUE(c.egress.masquerade);
+    EXPECT_EQ(c.egress.clusterCIDR, "") << "every known pod CIDR";
     EXPECT_EQ(parseConfig("node: {podCIDR: 10.0.0.0/24}\novs: {socketBufferKiB: 0}\n").ovs.socketBufferKiB, 0)
         << "0 leaves OVS's default";
 }
@@ -37,8 +40,13 @@ gateway:
   resync: 500ms
 uplink: {mode: direct, interface: eth1, portType: afxdp, mtu: 9000}
 peers: {source: file, file: /tmp/peers.yaml}
+flows: {conntrack: false}
+egress: {masquerade: true, clusterCIDR: 10.244.0.0/16, nonMasqueradeCIDRs: [192.168.0.0/16]}
 resync: 2m
 )");
+    EXPECT_FALSE(c.flows.conntrack);
+    EXPECT_EQ(c.egress.clusterCIDR, "10.244.0.0/16");
+    EXPECT_EQ(c.egress.nonMasqueradeCIDRs, std::vector<std::string>{"192.168.0.0/16"});
     EXPECT_TRUE(c.ovs.manage);
     EXPECT_EQ(c.ovsdbRemote(), "unix:/tmp/ovs/db.sock");
     EXPECT_EQ(c.bridge.gateway, "antrea-gw0");
@@ -95,6 +103,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\nuplink: {portType: tap}\n", "uplink.portType: expected one of afxdp, dpdk, system"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\nuplink: {mode: bridge}\n", "uplink.mode"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\npeers: {source: etcd}\n", "peers.source"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\negress: {clusterCIDR: 10.244.0.0}\n", "egress.clusterCIDR: expected an address with prefix length"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\negress: {nonMasqueradeCIDRs: [x]}\n", "egress.nonMasqueradeCIDRs[0]"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\negress: {masq: true}\n", "egress.masq: unknown key"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\nflows: {conntrack: sometimes}\n", "flows.conntrack: expected true or false"},
         BadConfig{"node: [1, 2]\n", "node: expected a mapping"},
         BadConfig{"node: {podCIDR: [1]}\n", "node.podCIDR: expected a value, got a list"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24\n", "config: invalid YAML at line"}));

@@ -1,0 +1,157 @@
+#include "egress/EgressReconciler.hpp"
+
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
+#include <sys/socket.h>
+
+#include <spdlog/spdlog.h>
+
+#include "base/Error.hpp"
+#include "base/LinkAddresses.hpp"
+
+namespace kovs::egress {
+namespace {
+
+// Notifications come in bursts (one per rule of a transaction): one pass after them.
+constexpr std::chrono::milliseconds kCoalesce{20};
+
+}  // namespace
+
+EgressReconciler::EgressReconciler(EventLoop& loop, RepairLog& repairs, EgressOptions opts)
+    : loop_(loop), repairs_(repairs), opts_(std::move(opts)) {}
+
+EgressReconciler::~EgressReconciler() {
+    if (soonTimer_) loop_.cancel(*soonTimer_);
+    if (backoffTimer_) loop_.cancel(*backoffTimer_);
+    if (resyncTimer_) loop_.cancel(*resyncTimer_);
+    if (events_) loop_.unwatch(events_.get());
+}
+
+void EgressReconciler::start() {
+    if (started_) return;
+    started_ = true;
+    events_.reset(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_NETFILTER));
+    sockaddr_nl sa{};
+    sa.nl_family = AF_NETLINK;
+    sa.nl_groups = 1u << (NFNLGRP_NFTABLES - 1);
+    if (!events_ || ::bind(events_.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0) {
+        spdlog::warn("egress: cannot watch nftables changes ({}); relying on the periodic resync", std::strerror(errno));
+        events_.reset();
+    } else {
+        loop_.watch(events_.get(), EPOLLIN, [this](uint32_t) { onRulesetEvents(); });
+    }
+    reconcile();
+    scheduleResync();
+}
+
+void EgressReconciler::scheduleResync() {
+    resyncTimer_ = loop_.after(opts_.resync, [this] {
+        resyncTimer_.reset();
+        soon(std::chrono::milliseconds(0));
+        scheduleResync();
+    });
+}
+
+void EgressReconciler::setPeers(std::vector<IpPrefix> podCidrs, std::vector<IpPrefix> nodeAddresses) {
+    peerPodCidrs_ = std::move(podCidrs);
+    peerNodeAddresses_ = std::move(nodeAddresses);
+    if (started_) soon(std::chrono::milliseconds(0));
+}
+
+void EgressReconciler::onRulesetEvents() {
+    char buf[8192];
+    bool any = false;
+    ssize_t n;
+    while ((n = ::recv(events_.get(), buf, sizeof buf, 0)) > 0 || (n < 0 && errno == ENOBUFS)) any = true;
+    if (any) soon(kCoalesce);
+}
+
+void EgressReconciler::soon(std::chrono::milliseconds delay) {
+    if (soonTimer_) return;
+    soonTimer_ = loop_.after(delay, [this] {
+        soonTimer_.reset();
+        reconcile();
+    });
+}
+
+EgressRules EgressReconciler::plan() const {
+    EgressInputs in;
+    in.clusterCidrs = opts_.clusterCidrs;
+    in.nonMasquerade = opts_.nonMasquerade;
+    in.podCidrs = opts_.localPodCidrs;
+    in.podCidrs.insert(in.podCidrs.end(), peerPodCidrs_.begin(), peerPodCidrs_.end());
+    in.nodeAddresses = peerNodeAddresses_;
+    for (const auto& dev : opts_.nodeAddressDevices) {
+        for (const auto& a : linkAddresses(dev)) in.nodeAddresses.push_back(a);
+    }
+    return planEgress(in);
+}
+
+void EgressReconciler::reconcile() {
+    if (backoffTimer_) return;  // a held-back repair is pending; it runs the next pass
+    try {
+        auto want = plan();
+        auto have = nat_.readBack();
+        bool drifted = installed_ && *installed_ == want && have != expected_;
+        if (installed_ && *installed_ == want && !drifted) {
+            retry_.succeeded();
+            error_.clear();
+            return;
+        }
+        if (drifted) {
+            // Someone removed or changed our table; put it back, but do not fight.
+            if (!repairAdmitted_) {
+                auto wait = throttle_.admit();
+                if (wait > std::chrono::milliseconds(0)) {
+                    spdlog::warn("egress: table ip kovs changed under the agent {} times in {} s; repairing in {} ms",
+                                 throttle_.inWindow(), throttle_.window().count() / 1000, wait.count());
+                    backoffTimer_ = loop_.after(wait, [this] {
+                        backoffTimer_.reset();
+                        repairAdmitted_ = true;
+                        reconcile();
+                    });
+                    return;
+                }
+            }
+            repairAdmitted_ = false;
+            ++readBackRepairs_;
+            repairs_.record("egress", "table ip kovs differed from the rules installed: restored");
+        }
+        if (want.empty()) {
+            nat_.remove();
+        } else {
+            nat_.replace(want);
+        }
+        expected_ = nat_.readBack();
+        if (!installed_ || !(*installed_ == want)) spdlog::info("egress: {}", want.describe());
+        installed_ = want;
+        ++installs_;
+        error_.clear();
+        retry_.succeeded();
+    } catch (const std::exception& e) {
+        if (error_ != e.what()) spdlog::warn("egress: {}", e.what());
+        error_ = e.what();
+        installed_.reset();
+        retry_.schedule();
+    }
+}
+
+void EgressReconciler::status(nlohmann::json& out) const {
+    out["egress"] = {{"rules", installed_ ? installed_->describe() : ""},
+                     {"installs", installs_},
+                     {"readBackRepairs", readBackRepairs_},
+                     {"contested", throttle_.contested()},
+                     {"error", error_}};
+}
+
+void EgressReconciler::metrics(MetricsText& m) const {
+    m.counter("kovs_egress_installs_total", "Egress masquerade rule sets installed (table ip kovs).", static_cast<double>(installs_));
+    m.counter("kovs_egress_readback_repairs_total", "Times table ip kovs was found changed or gone and restored.",
+              static_cast<double>(readBackRepairs_));
+    m.gauge("kovs_egress_contested", "1 while table ip kovs keeps being changed under the agent (repairs backed off).",
+            throttle_.contested() ? 1 : 0);
+}
+
+std::string EgressReconciler::notReady() const { return error_.empty() ? "" : "egress: " + error_; }
+
+}  // namespace kovs::egress

@@ -1,0 +1,80 @@
+#pragma once
+// The egress job (standalone mode): desired = planEgress of the cluster's pod
+// CIDRs and node addresses; observed = the rules of `table ip kovs` read back
+// from the kernel; apply = NftablesNat::replace, one transaction.
+//
+// Triggers: the peers change (their pod CIDRs and node addresses), any
+// nftables ruleset change (NFNLGRP_NFTABLES notifications: someone flushed the
+// ruleset, or a kube-proxy resync touched the tables), and the periodic
+// resync. Someone who keeps removing the table is not fought: repairs go
+// through a RepairThrottle and the status says the table is contested.
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/EventLoop.hpp"
+#include "base/Job.hpp"
+#include "base/RepairLog.hpp"
+#include "base/RepairThrottle.hpp"
+#include "base/RetryTimer.hpp"
+#include "base/UniqueFd.hpp"
+#include "egress/EgressPlanner.hpp"
+#include "egress/NftablesNat.hpp"
+
+namespace kovs::egress {
+
+struct EgressOptions {
+    std::vector<IpPrefix> clusterCidrs;   // egress.clusterCIDR; empty: every known pod CIDR
+    std::vector<IpPrefix> nonMasquerade;  // egress.nonMasqueradeCIDRs
+    std::vector<IpPrefix> localPodCidrs;
+    // Where this node's underlay address lives (br-phy once the uplink moved, eth0 before).
+    std::vector<std::string> nodeAddressDevices;
+    std::chrono::milliseconds resync{std::chrono::seconds(30)};
+};
+
+class EgressReconciler : public Job {
+public:
+    EgressReconciler(EventLoop& loop, RepairLog& repairs, EgressOptions opts);
+    ~EgressReconciler() override;
+    EgressReconciler(const EgressReconciler&) = delete;
+    EgressReconciler& operator=(const EgressReconciler&) = delete;
+
+    void start();
+    // The accepted peers' pod CIDRs and node addresses.
+    void setPeers(std::vector<IpPrefix> podCidrs, std::vector<IpPrefix> nodeAddresses);
+
+    std::string name() const override { return "egress"; }
+    void status(nlohmann::json& out) const override;
+    void metrics(MetricsText& out) const override;
+    std::string notReady() const override;
+
+private:
+    void reconcile();
+    void soon(std::chrono::milliseconds delay);
+    void scheduleResync();
+    void onRulesetEvents();
+    EgressRules plan() const;
+
+    EventLoop& loop_;
+    RepairLog& repairs_;
+    EgressOptions opts_;
+    NftablesNat nat_;
+    std::vector<IpPrefix> peerPodCidrs_, peerNodeAddresses_;
+    bool started_ = false;
+
+    std::optional<EgressRules> installed_;
+    std::string expected_;  // the rules as read back right after installing them
+    uint64_t installs_ = 0;
+    uint64_t readBackRepairs_ = 0;
+    std::string error_;
+    RepairThrottle throttle_;
+    bool repairAdmitted_ = false;  // the throttle's wait is over: repair on this pass
+    std::optional<EventLoop::TimerId> backoffTimer_;
+    RetryTimer retry_{loop_, std::chrono::milliseconds(200), std::chrono::seconds(10), [this] { reconcile(); }};
+    std::optional<EventLoop::TimerId> soonTimer_;
+    std::optional<EventLoop::TimerId> resyncTimer_;
+    UniqueFd events_;
+};
+
+}  // namespace kovs::egress

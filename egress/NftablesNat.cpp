@@ -1,0 +1,261 @@
+#include "egress/NftablesNat.hpp"
+
+#include <libmnl/libmnl.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/common.h>
+#include <libnftnl/expr.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/table.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <poll.h>
+
+#include <array>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "base/Error.hpp"
+
+namespace kovs::egress {
+namespace {
+
+constexpr int kAnswerTimeoutMs = 2000;
+constexpr uint32_t kSrcNatPriority = 100;  // NF_IP_PRI_NAT_SRC: "priority srcnat"
+
+struct SocketCloser {
+    void operator()(mnl_socket* s) const { mnl_socket_close(s); }
+};
+struct TableFree {
+    void operator()(nftnl_table* t) const { nftnl_table_free(t); }
+};
+struct ChainFree {
+    void operator()(nftnl_chain* c) const { nftnl_chain_free(c); }
+};
+struct RuleFree {
+    void operator()(nftnl_rule* r) const { nftnl_rule_free(r); }
+};
+using Socket = std::unique_ptr<mnl_socket, SocketCloser>;
+using Table = std::unique_ptr<nftnl_table, TableFree>;
+using Chain = std::unique_ptr<nftnl_chain, ChainFree>;
+using Rule = std::unique_ptr<nftnl_rule, RuleFree>;
+
+Socket openSocket() {
+    Socket s(mnl_socket_open(NETLINK_NETFILTER));
+    if (!s) throwErrno("nftables: netlink socket");
+    if (mnl_socket_bind(s.get(), 0, MNL_SOCKET_AUTOPID) < 0) throwErrno("nftables: bind netlink socket");
+    return s;
+}
+
+void waitReadable(mnl_socket* s, const std::string& what) {
+    pollfd p{mnl_socket_get_fd(s), POLLIN, 0};
+    int rc;
+    while ((rc = ::poll(&p, 1, kAnswerTimeoutMs)) < 0 && errno == EINTR) {
+    }
+    if (rc < 0) throwErrno("nftables: " + what + ": poll");
+    if (rc == 0) throw Error("nftables: " + what + ": no answer from the kernel within " + std::to_string(kAnswerTimeoutMs) + " ms");
+}
+
+Rule newRule() {
+    Rule r(nftnl_rule_alloc());
+    if (!r) throw Error("nftables: out of memory");
+    nftnl_rule_set_u32(r.get(), NFTNL_RULE_FAMILY, NFPROTO_IPV4);
+    nftnl_rule_set_str(r.get(), NFTNL_RULE_TABLE, NftablesNat::kTable);
+    nftnl_rule_set_str(r.get(), NFTNL_RULE_CHAIN, NftablesNat::kChain);
+    return r;
+}
+
+void addExpr(nftnl_rule* r, nftnl_expr* e) {
+    if (!e) throw Error("nftables: out of memory");
+    nftnl_rule_add_expr(r, e);  // the rule owns it from here
+}
+
+// "ip saddr|daddr <prefix>": load the address, mask it, compare.
+void matchAddress(nftnl_rule* r, uint32_t offset, const IpPrefix& p) {
+    if (p.prefixLen == 0) return;
+    auto* load = nftnl_expr_alloc("payload");
+    addExpr(r, load);
+    nftnl_expr_set_u32(load, NFTNL_EXPR_PAYLOAD_DREG, NFT_REG_1);
+    nftnl_expr_set_u32(load, NFTNL_EXPR_PAYLOAD_BASE, NFT_PAYLOAD_NETWORK_HEADER);
+    nftnl_expr_set_u32(load, NFTNL_EXPR_PAYLOAD_OFFSET, offset);
+    nftnl_expr_set_u32(load, NFTNL_EXPR_PAYLOAD_LEN, 4);
+    if (p.prefixLen < 32) {
+        std::array<uint8_t, 4> mask{}, zero{};
+        for (int i = 0; i < p.prefixLen; ++i) mask[i / 8] |= static_cast<uint8_t>(0x80 >> (i % 8));
+        auto* bits = nftnl_expr_alloc("bitwise");
+        addExpr(r, bits);
+        nftnl_expr_set_u32(bits, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
+        nftnl_expr_set_u32(bits, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
+        nftnl_expr_set_u32(bits, NFTNL_EXPR_BITWISE_LEN, 4);
+        nftnl_expr_set(bits, NFTNL_EXPR_BITWISE_MASK, mask.data(), 4);
+        nftnl_expr_set(bits, NFTNL_EXPR_BITWISE_XOR, zero.data(), 4);
+    }
+    auto* cmp = nftnl_expr_alloc("cmp");
+    addExpr(r, cmp);
+    nftnl_expr_set_u32(cmp, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
+    nftnl_expr_set_u32(cmp, NFTNL_EXPR_CMP_OP, NFT_CMP_EQ);
+    auto net = p.network();
+    nftnl_expr_set(cmp, NFTNL_EXPR_CMP_DATA, net.bytes.data(), 4);
+}
+
+// One netlink batch (one nftables transaction). Every message asks for an
+// ack, so the first refusal is reported with the message it refused.
+class Batch {
+public:
+    explicit Batch(size_t messages) : buf_((messages + 4) * 1024), batch_(mnl_nlmsg_batch_start(buf_.data(), buf_.size())) {
+        nftnl_batch_begin(static_cast<char*>(mnl_nlmsg_batch_current(batch_)), seq_++);
+        mnl_nlmsg_batch_next(batch_);
+    }
+    ~Batch() { mnl_nlmsg_batch_stop(batch_); }
+    Batch(const Batch&) = delete;
+    Batch& operator=(const Batch&) = delete;
+
+    template <typename Build>
+    void add(uint16_t type, uint16_t flags, const std::string& what, Build build) {
+        auto* nlh = nftnl_nlmsg_build_hdr(static_cast<char*>(mnl_nlmsg_batch_current(batch_)), type, NFPROTO_IPV4,
+                                          flags | NLM_F_ACK, seq_);
+        build(nlh);
+        what_[seq_++] = what;
+        if (!mnl_nlmsg_batch_next(batch_)) throw Error("nftables: batch buffer too small at: " + what);
+    }
+
+    // Sends the batch; throws naming the first message the kernel refused,
+    // unless its error is `tolerated` (e.g. ENOENT when deleting what is gone).
+    void commit(int tolerated = 0) {
+        nftnl_batch_end(static_cast<char*>(mnl_nlmsg_batch_current(batch_)), seq_++);
+        mnl_nlmsg_batch_next(batch_);
+        auto sock = openSocket();
+        if (mnl_socket_sendto(sock.get(), mnl_nlmsg_batch_head(batch_), mnl_nlmsg_batch_size(batch_)) < 0)
+            throwErrno("nftables: send batch");
+        std::string refused;
+        size_t pending = what_.size();
+        std::vector<char> in(MNL_SOCKET_BUFFER_SIZE);
+        while (pending > 0) {
+            waitReadable(sock.get(), what_.begin()->second);
+            auto n = mnl_socket_recvfrom(sock.get(), in.data(), in.size());
+            if (n < 0) throwErrno("nftables: read answer");
+            int left = static_cast<int>(n);
+            for (auto* nlh = reinterpret_cast<nlmsghdr*>(in.data()); mnl_nlmsg_ok(nlh, left); nlh = mnl_nlmsg_next(nlh, &left)) {
+                if (nlh->nlmsg_type != NLMSG_ERROR) continue;
+                auto* err = static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(nlh));
+                --pending;
+                if (err->error != 0 && -err->error != tolerated && refused.empty()) {
+                    auto it = what_.find(nlh->nlmsg_seq);
+                    refused = (it == what_.end() ? std::string("batch") : it->second) + ": " + std::strerror(-err->error);
+                    pending = 0;  // the kernel aborts the whole batch: no more answers come
+                }
+            }
+        }
+        if (!refused.empty()) throw Error("nftables: " + refused);
+    }
+
+private:
+    std::vector<char> buf_;
+    mnl_nlmsg_batch* batch_;
+    uint32_t seq_ = 1;
+    std::map<uint32_t, std::string> what_;
+};
+
+struct Dump {
+    std::string text;
+};
+
+int exprText(nftnl_expr* e, void* data) {
+    char buf[512];
+    nftnl_expr_snprintf(buf, sizeof buf, e, NFTNL_OUTPUT_DEFAULT, 0);
+    auto& line = *static_cast<std::string*>(data);
+    line += std::string(line.empty() ? "" : " ") + "[ " + nftnl_expr_get_str(e, NFTNL_EXPR_NAME) + " " + buf + " ]";
+    return MNL_CB_OK;
+}
+
+int ruleText(const nlmsghdr* nlh, void* data) {
+    Rule r(nftnl_rule_alloc());
+    if (!r || nftnl_rule_nlmsg_parse(nlh, r.get()) < 0) return MNL_CB_ERROR;
+    std::string line;
+    nftnl_expr_foreach(r.get(), exprText, &line);
+    static_cast<Dump*>(data)->text += line + "\n";
+    return MNL_CB_OK;
+}
+
+}  // namespace
+
+void NftablesNat::replace(const EgressRules& rules) const {
+    Batch b(rules.keep.size() + rules.masquerade.size() + 4);
+    Table t(nftnl_table_alloc());
+    if (!t) throw Error("nftables: out of memory");
+    nftnl_table_set_u32(t.get(), NFTNL_TABLE_FAMILY, NFPROTO_IPV4);
+    nftnl_table_set_str(t.get(), NFTNL_TABLE_NAME, kTable);
+    b.add(NFT_MSG_NEWTABLE, NLM_F_CREATE, "add table ip kovs", [&](nlmsghdr* nlh) { nftnl_table_nlmsg_build_payload(nlh, t.get()); });
+
+    Chain c(nftnl_chain_alloc());
+    if (!c) throw Error("nftables: out of memory");
+    nftnl_chain_set_u32(c.get(), NFTNL_CHAIN_FAMILY, NFPROTO_IPV4);
+    nftnl_chain_set_str(c.get(), NFTNL_CHAIN_TABLE, kTable);
+    nftnl_chain_set_str(c.get(), NFTNL_CHAIN_NAME, kChain);
+    nftnl_chain_set_u32(c.get(), NFTNL_CHAIN_HOOKNUM, NF_INET_POST_ROUTING);
+    nftnl_chain_set_s32(c.get(), NFTNL_CHAIN_PRIO, kSrcNatPriority);
+    nftnl_chain_set_str(c.get(), NFTNL_CHAIN_TYPE, "nat");
+    nftnl_chain_set_u32(c.get(), NFTNL_CHAIN_POLICY, NF_ACCEPT);
+    b.add(NFT_MSG_NEWCHAIN, NLM_F_CREATE, "add chain ip kovs postrouting", [&](nlmsghdr* nlh) { nftnl_chain_nlmsg_build_payload(nlh, c.get()); });
+
+    auto flush = newRule();  // DELRULE without a handle: every rule of the chain
+    b.add(NFT_MSG_DELRULE, 0, "flush chain ip kovs postrouting", [&](nlmsghdr* nlh) { nftnl_rule_nlmsg_build_payload(nlh, flush.get()); });
+
+    std::vector<Rule> keep;  // alive until the batch is built
+    for (const auto& p : rules.keep) {
+        auto r = newRule();
+        matchAddress(r.get(), 16, p);
+        auto* verdict = nftnl_expr_alloc("immediate");
+        addExpr(r.get(), verdict);
+        nftnl_expr_set_u32(verdict, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
+        nftnl_expr_set_u32(verdict, NFTNL_EXPR_IMM_VERDICT, static_cast<uint32_t>(NFT_RETURN));
+        b.add(NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, "add rule ip daddr " + p.str() + " return",
+              [&](nlmsghdr* nlh) { nftnl_rule_nlmsg_build_payload(nlh, r.get()); });
+        keep.push_back(std::move(r));
+    }
+    for (const auto& p : rules.masquerade) {
+        auto r = newRule();
+        matchAddress(r.get(), 12, p);
+        addExpr(r.get(), nftnl_expr_alloc("masq"));
+        b.add(NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, "add rule ip saddr " + p.str() + " masquerade",
+              [&](nlmsghdr* nlh) { nftnl_rule_nlmsg_build_payload(nlh, r.get()); });
+        keep.push_back(std::move(r));
+    }
+    b.commit();
+}
+
+std::string NftablesNat::readBack() const {
+    auto sock = openSocket();
+    std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+    uint32_t seq = 1;
+    auto* nlh = nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETRULE, NFPROTO_IPV4, NLM_F_DUMP, seq);
+    auto filter = newRule();
+    nftnl_rule_nlmsg_build_payload(nlh, filter.get());
+    if (mnl_socket_sendto(sock.get(), nlh, nlh->nlmsg_len) < 0) throwErrno("nftables: list chain ip kovs postrouting");
+    auto portid = mnl_socket_get_portid(sock.get());
+    Dump dump;
+    while (true) {
+        waitReadable(sock.get(), "list chain ip kovs postrouting");
+        auto n = mnl_socket_recvfrom(sock.get(), buf.data(), buf.size());
+        if (n < 0) throwErrno("nftables: list chain ip kovs postrouting");
+        int rc = mnl_cb_run(buf.data(), static_cast<size_t>(n), seq, portid, ruleText, &dump);
+        if (rc == MNL_CB_STOP) break;
+        if (rc < 0) {
+            if (errno == ENOENT) return "";
+            throwErrno("nftables: list chain ip kovs postrouting");
+        }
+    }
+    return dump.text;
+}
+
+void NftablesNat::remove() const {
+    Batch b(1);
+    Table t(nftnl_table_alloc());
+    if (!t) throw Error("nftables: out of memory");
+    nftnl_table_set_u32(t.get(), NFTNL_TABLE_FAMILY, NFPROTO_IPV4);
+    nftnl_table_set_str(t.get(), NFTNL_TABLE_NAME, kTable);
+    b.add(NFT_MSG_DELTABLE, 0, "delete table ip kovs", [&](nlmsghdr* nlh) { nftnl_table_nlmsg_build_payload(nlh, t.get()); });
+    b.commit(ENOENT);
+}
+
+}  // namespace kovs::egress

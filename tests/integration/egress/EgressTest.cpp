@@ -1,0 +1,143 @@
+// The egress masquerade in a real kernel (this test's private network
+// namespace): the rules land in `table ip kovs` as planned, `nft` (the
+// independent witness) reads them back, a flushed ruleset is restored by the
+// agent's job within moments, and someone who keeps deleting the table is
+// not fought.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/EventLoop.hpp"
+#include "base/Process.hpp"
+#include "base/RepairLog.hpp"
+#include "egress/EgressReconciler.hpp"
+#include "egress/NftablesNat.hpp"
+
+using namespace kovs;
+using namespace kovs::egress;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string nft(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{"nft"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runChecked(argv);
+}
+
+// The rules of the chain as nft prints them, e.g. "ip daddr 10.244.0.0/16 return".
+std::vector<std::string> rules() {
+    auto j = nlohmann::json::parse(runProcess({"nft", "-j", "list", "chain", "ip", "kovs", "postrouting"}).out, nullptr, false);
+    std::vector<std::string> out;
+    if (j.is_discarded()) return out;
+    for (const auto& item : j["nftables"]) {
+        if (!item.contains("rule")) continue;
+        std::string text;
+        for (const auto& e : item["rule"]["expr"]) {
+            if (e.contains("match")) {
+                const auto& m = e["match"];
+                auto field = m["left"]["payload"]["field"].get<std::string>();
+                auto right = m["right"];
+                std::string value = right.is_string() ? right.get<std::string>()
+                                                      : right["prefix"]["addr"].get<std::string>() + "/" +
+                                                            std::to_string(right["prefix"]["len"].get<int>());
+                text += "ip " + field + " " + value + " ";
+            }
+            if (e.contains("return")) text += "return";
+            if (e.contains("masquerade")) text += "masquerade";
+        }
+        out.push_back(text);
+    }
+    return out;
+}
+
+EgressRules kindRules() {
+    EgressInputs in;
+    in.podCidrs = {IpPrefix::parse("10.244.1.0/24"), IpPrefix::parse("10.244.2.0/24")};
+    in.nodeAddresses = {IpPrefix::parse("172.18.0.2/16"), IpPrefix::parse("172.18.0.3")};
+    return planEgress(in);
+}
+
+}  // namespace
+
+TEST(NftablesNat, InstallsReadsBackReplacesAndRemoves) {
+    NftablesNat nat;
+    EXPECT_EQ(nat.readBack(), "") << "no table yet";
+    nat.replace(kindRules());
+    EXPECT_EQ(rules(), (std::vector<std::string>{"ip daddr 10.244.1.0/24 return", "ip daddr 10.244.2.0/24 return",
+                                                 "ip daddr 172.18.0.2 return", "ip daddr 172.18.0.3 return",
+                                                 "ip saddr 10.244.1.0/24 masquerade", "ip saddr 10.244.2.0/24 masquerade"}));
+    auto chain = nft({"list", "chain", "ip", "kovs", "postrouting"});
+    EXPECT_NE(chain.find("type nat hook postrouting priority srcnat; policy accept;"), std::string::npos) << chain;
+    auto first = nat.readBack();
+    EXPECT_NE(first, "");
+
+    // Replacing is one transaction and leaves exactly the new rules.
+    EgressRules one;
+    one.keep = {IpPrefix::parse("10.244.0.0/16")};
+    one.masquerade = {IpPrefix::parse("10.244.0.0/16")};
+    nat.replace(one);
+    EXPECT_EQ(rules(), (std::vector<std::string>{"ip daddr 10.244.0.0/16 return", "ip saddr 10.244.0.0/16 masquerade"}));
+    EXPECT_NE(nat.readBack(), first);
+
+    nat.remove();
+    EXPECT_EQ(nat.readBack(), "");
+    EXPECT_NO_THROW(nat.remove()) << "removing what is gone is fine";
+}
+
+TEST(NftablesNat, OtherTablesAreNotTouched) {
+    nft({"add", "table", "ip", "kube-proxy"});
+    nft({"add", "chain", "ip", "kube-proxy", "nat-postrouting", "{ type nat hook postrouting priority srcnat; }"});
+    nft({"add", "rule", "ip", "kube-proxy", "nat-postrouting", "mark", "0x4000", "masquerade"});
+    NftablesNat nat;
+    nat.replace(kindRules());
+    nat.remove();
+    auto theirs = nft({"list", "table", "ip", "kube-proxy"});
+    EXPECT_NE(theirs.find("meta mark 0x00004000 masquerade"), std::string::npos) << theirs;
+    nft({"delete", "table", "ip", "kube-proxy"});
+}
+
+TEST(EgressReconciler, RestoresAFlushedRulesetAndBacksOffFromAFight) {
+    EventLoop loop;
+    RepairLog repairs;
+    EgressOptions o;
+    o.localPodCidrs = {IpPrefix::parse("10.244.1.0/24")};
+    o.resync = 1h;  // the nftables notifications must do it
+    EgressReconciler job(loop, repairs, o);
+    job.setPeers({IpPrefix::parse("10.244.2.0/24")}, {IpPrefix::parse("172.18.0.3")});
+    job.start();
+    auto status = [&] {
+        nlohmann::json s;
+        job.status(s);
+        return s["egress"];
+    };
+    ASSERT_EQ(rules().size(), 5u) << status().dump();
+
+    // `nft flush ruleset`: the job hears of it and restores the table.
+    nft({"flush", "ruleset"});
+    ASSERT_TRUE(loop.runUntil([&] { return rules().size() == 5; }, 5s)) << status().dump();
+    EXPECT_EQ(status()["readBackRepairs"], 1);
+    EXPECT_EQ(repairs.count("egress"), 1u);
+
+    // Someone who keeps deleting it: the first repairs (the burst of 5, the
+    // flush above was one) come at once...
+    for (int i = 0; i < 4; ++i) {
+        nft({"delete", "table", "ip", "kovs"});
+        ASSERT_TRUE(loop.runUntil([&] { return !rules().empty(); }, 3s)) << i << " " << status().dump();
+    }
+    EXPECT_FALSE(status()["contested"].get<bool>()) << status().dump();
+    // ...then each one waits, longer each time, and the status says why.
+    auto heldBack = [&] {
+        nft({"delete", "table", "ip", "kovs"});
+        auto t0 = std::chrono::steady_clock::now();
+        EXPECT_FALSE(loop.runUntil([&] { return !rules().empty(); }, 500ms)) << "repaired at once: " << status().dump();
+        EXPECT_TRUE(status()["contested"].get<bool>()) << status().dump();
+        EXPECT_TRUE(loop.runUntil([&] { return rules().size() == 5; }, 10s)) << "the held-back repair never came: " << status().dump();
+        return std::chrono::steady_clock::now() - t0;
+    };
+    auto first = heldBack();
+    auto second = heldBack();
+    EXPECT_GT(second, first) << "the wait does not grow";
+    EXPECT_EQ(status()["readBackRepairs"], 7);
+    NftablesNat().remove();
+}
