@@ -5,6 +5,8 @@
 #include <net/if.h>
 
 #include <cstring>
+#include <fstream>
+#include <functional>
 
 #include <spdlog/spdlog.h>
 
@@ -13,8 +15,8 @@
 namespace kovs {
 
 struct GatewayGuard::Repairs {
-    uint64_t linkUp = 0, mtu = 0, addrAdded = 0, addrRemoved = 0, routeAdded = 0, routeRemoved = 0;
-    uint64_t total() const { return linkUp + mtu + addrAdded + addrRemoved + routeAdded + routeRemoved; }
+    uint64_t linkUp = 0, mtu = 0, addrAdded = 0, addrRemoved = 0, routeAdded = 0, routeRemoved = 0, sysctl = 0;
+    uint64_t total() const { return linkUp + mtu + addrAdded + addrRemoved + routeAdded + routeRemoved + sysctl; }
 };
 
 namespace {
@@ -170,6 +172,7 @@ void GatewayGuard::reconcile() {
             int ifindex = rtnl_link_get_ifindex(link.get());
             watcher_->setIfindex(ifindex);
             reconcileLink(link.get(), r);
+            reconcileSysctls(r);
             reconcileAddresses(ifindex, r);
             reconcileRoutes(ifindex, r);
         }
@@ -205,15 +208,16 @@ void GatewayGuard::reconcile() {
     stats_.addressesRemoved += r.addrRemoved;
     stats_.routesAdded += r.routeAdded;
     stats_.routesRemoved += r.routeRemoved;
+    stats_.sysctlsFixed += r.sysctl;
     if (r.total() > 0 && !failed) {
         ++stats_.restores;
         stats_.lastRestore = took;
         stats_.maxRestore = std::max(stats_.maxRestore, stats_.lastRestore);
         stats_.totalRestore += took;
         restoreLatency_.observe(took);
-        spdlog::info("gateway guard {}: repaired in {} us (link up {}, mtu {}, +addr {}, -addr {}, +route {}, -route {})",
+        spdlog::info("gateway guard {}: repaired in {} us (link up {}, mtu {}, sysctl {}, +addr {}, -addr {}, +route {}, -route {})",
                      opt_.name, std::chrono::duration_cast<std::chrono::microseconds>(took).count(), r.linkUp, r.mtu,
-                     r.addrAdded, r.addrRemoved, r.routeAdded, r.routeRemoved);
+                     r.sysctl, r.addrAdded, r.addrRemoved, r.routeAdded, r.routeRemoved);
     }
 }
 
@@ -230,6 +234,30 @@ bool GatewayGuard::reconcileLink(rtnl_link* link, Repairs& r) {
     r.linkUp += up ? 0 : 1;
     r.mtu += mtuOk ? 0 : 1;
     return true;
+}
+
+// Two sysctls of the gateway the Service paths depend on:
+// - rp_filter not strict: the reply of a hostNetwork Service backend on
+//   another node comes back in through gw0 (tunnel, table 40) while the
+//   request left through the uplink, so strict reverse-path filtering (1)
+//   would drop it; loose (2) keeps the protection against addresses with no
+//   route at all. The kernel applies max(all, gw0), so gw0 gets 2.
+// - send_redirects 0: the kernel forwards pod -> Service -> pod on the same
+//   node in and out of gw0 and would send the client an ICMP redirect to the
+//   backend, around the kernel that DNATs for it.
+void GatewayGuard::reconcileSysctls(Repairs& r) {
+    auto fix = [&](const char* key, const std::function<bool(const std::string&)>& ok, const char* value) {
+        std::string path = "/proc/sys/net/ipv4/conf/" + opt_.name + "/" + key, now;
+        if (!(std::ifstream(path) >> now)) return;  // no IPv4 on this link (yet)
+        if (ok(now)) return;
+        std::ofstream out(path);
+        out << value << "\n";
+        out.close();
+        if (!out) throw Error("gateway guard " + opt_.name + ": cannot set " + key + " to " + value);
+        ++r.sysctl;
+    };
+    fix("rp_filter", [](const std::string& v) { return v != "1"; }, "2");
+    fix("send_redirects", [](const std::string& v) { return v == "0"; }, "0");
 }
 
 void GatewayGuard::reconcileAddresses(int ifindex, Repairs& r) {
@@ -377,6 +405,7 @@ void GatewayGuard::metrics(MetricsText& m) const {
     m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.routesAdded), {{"kind", "route"}});
     m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.linkUp), {{"kind", "link_up"}});
     m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.mtuFixed), {{"kind", "mtu"}});
+    m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.sysctlsFixed), {{"kind", "sysctl"}});
     m.counter("kovs_gateway_restores_total", "Reconciles of the gateway that repaired something.", static_cast<double>(g.restores));
     std::lock_guard lock(statsMutex_);
     restoreLatency_.write(m, "kovs_gateway_restore_seconds", "Time from damage to the gateway to its repair.");

@@ -67,6 +67,7 @@ struct GatewayGuardStats {
     uint64_t addressesRemoved = 0;
     uint64_t routesAdded = 0;
     uint64_t routesRemoved = 0;
+    uint64_t sysctlsFixed = 0;   // rp_filter, send_redirects
     uint64_t failures = 0;       // reconciles that failed (gw0 changed under them, or an error); retried
     uint64_t restores = 0;       // reconciles that repaired something
     bool linkPresent = false;
@@ -111,6 +112,7 @@ private:
     void scheduleResync();
     void reconcile();
     bool reconcileLink(rtnl_link* link, Repairs& r);
+    void reconcileSysctls(Repairs& r);
     void reconcileAddresses(int ifindex, Repairs& r);
     void reconcileRoutes(int ifindex, Repairs& r);
     std::optional<IpPrefix> sourceFor(int family) const;

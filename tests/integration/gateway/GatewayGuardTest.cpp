@@ -5,6 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <thread>
 
 #include "gateway/GatewayGuard.hpp"
 #include "base/Error.hpp"
@@ -340,3 +342,27 @@ TEST_F(GatewayGuardTest, DisabledGuardLeavesDamageInPlace) {
 }
 
 }  // namespace
+
+// The Service paths need loose reverse-path filtering and no ICMP redirects
+// on the gateway (GatewayGuard::reconcileSysctls); someone setting them back
+// is undone by the next resync.
+TEST_F(GatewayGuardTest, KeepsReversePathFilteringLooseAndRedirectsOff) {
+    auto sysctl = [&](const char* key) {
+        std::string v;
+        std::ifstream("/proc/sys/net/ipv4/conf/" + dev_ + "/" + key) >> v;
+        return v;
+    };
+    auto set = [&](const char* key, const char* value) { std::ofstream("/proc/sys/net/ipv4/conf/" + dev_ + "/" + key) << value; };
+    set("rp_filter", "1");
+    set("send_redirects", "1");
+    opt_.resyncInterval = 100ms;
+    startGuard();
+    EXPECT_TRUE(pollUntil([&] { return sysctl("rp_filter") == "2" && sysctl("send_redirects") == "0"; }, 2s))
+        << "rp_filter " << sysctl("rp_filter") << ", send_redirects " << sysctl("send_redirects");
+    set("rp_filter", "1");
+    EXPECT_TRUE(pollUntil([&] { return sysctl("rp_filter") == "2"; }, 2s)) << sysctl("rp_filter");
+    set("rp_filter", "0");  // off is looser still: left alone
+    std::this_thread::sleep_for(300ms);
+    EXPECT_EQ(sysctl("rp_filter"), "0");
+    EXPECT_GE(guard_->stats().sysctlsFixed, 3u);
+}
