@@ -150,17 +150,34 @@ void Agent::startPeers() {
 
 void Agent::startServers() {
     jobs_.push_back(&cni_);
-    statusServer_ = std::make_unique<StatusServer>(loop_, config_.statusSocket, [this](const nlohmann::json& req) {
-        auto cmd = req.value("command", "");
-        if (cmd == "status") return status();
-        if (cmd == "cni-report") {
-            cni_.record(req);
-            return nlohmann::json{{"ok", true}};
-        }
-        throw Error("unknown command '" + cmd + "' (known: status, cni-report)");
-    });
+    statusServer_ = std::make_unique<StatusServer>(
+        loop_, config_.statusSocket, StatusServer::Handler([this](const nlohmann::json& req, const StatusServer::Reply& reply) {
+            auto cmd = req.value("command", "");
+            if (cmd == "status") return reply(status());
+            if (cmd == "cni-report") {
+                cni_.record(req);
+                return reply({{"ok", true}});
+            }
+            if (cmd == "port-ready") return portReady(req, reply);
+            throw Error("unknown command '" + cmd + "' (known: status, cni-report, port-ready)");
+        }));
     healthServer_ = std::make_unique<HealthServer>(loop_, config_.metricsAddress,
                                                    HealthHandlers{[this] { return readiness(); }, [this] { return metrics(); }});
+}
+
+// kovs-cni's ADD asks this before it returns, so that a pod's first packets
+// find their flows: {"command": "port-ready", "port": "kovs...", "timeoutMs": 3000}
+// -> {"ready": true} or {"ready": false, "why": "..."}.
+void Agent::portReady(const nlohmann::json& req, const StatusServer::Reply& reply) {
+    auto port = req.value("port", "");
+    auto timeout = req.value("timeoutMs", 0);
+    if (port.empty() || port.size() > 15 || port.find_first_of("/ ") != std::string::npos)
+        throw Error("port-ready: 'port' must be an interface name, got '" + port + "'");
+    if (timeout < 0 || timeout > 30000) throw Error("port-ready: 'timeoutMs' must be 0-30000");
+    if (!flows_) return reply({{"ready", true}, {"why", "no flow table on this node (companion mode)"}});
+    flows_->whenPortReady(port, std::chrono::milliseconds(timeout), [reply](bool ready, const std::string& why) {
+        reply({{"ready", ready}, {"why", why}});
+    });
 }
 
 void Agent::resync() {

@@ -65,6 +65,7 @@ private:
     void startJobs();
     void startPeers();
     void startServers();
+    void portReady(const nlohmann::json& req, const StatusServer::Reply& reply);
     void resync();
 
     EventLoop& loop_;

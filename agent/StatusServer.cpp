@@ -1,6 +1,5 @@
 #include "agent/StatusServer.hpp"
 
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -20,6 +19,11 @@ constexpr size_t kMaxRequest = 64 * 1024;
 
 }  // namespace
 
+StatusServer::StatusServer(EventLoop& loop, std::string path, SyncHandler handler)
+    : StatusServer(loop, std::move(path), Handler([handler = std::move(handler)](const nlohmann::json& req, const Reply& reply) {
+          reply(handler(req));
+      })) {}
+
 StatusServer::StatusServer(EventLoop& loop, std::string path, Handler handler)
     : loop_(loop), path_(std::move(path)), handler_(std::move(handler)) {
     auto addr = unixAddress(path_, "status socket");
@@ -38,7 +42,7 @@ StatusServer::StatusServer(EventLoop& loop, std::string path, Handler handler)
 }
 
 StatusServer::~StatusServer() {
-    for (auto& [fd, _] : clients_) loop_.unwatch(fd);
+    for (auto& [fd, _] : clients_) loop_.unwatch(fd);  // unwatching one that is waiting for its reply is harmless
     loop_.unwatch(listen_.get());
     ::unlink(path_.c_str());
 }
@@ -47,7 +51,9 @@ void StatusServer::accept() {
     while (true) {
         int fd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) return;
-        clients_[fd].fd.reset(fd);
+        auto& c = clients_[fd];
+        c.fd.reset(fd);
+        c.id = ++nextClient_;
         loop_.watch(fd, EPOLLIN, [this, fd](uint32_t) { onClient(fd); });
     }
 }
@@ -71,52 +77,30 @@ void StatusServer::onClient(int fd) {
         char probe;
         if (::recv(fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT) != 0) return;
     }
-    nlohmann::json reply;
+    // No more reading; the reply may come later (a handler that waits for
+    // the datapath), when the client may be gone and its fd number reused:
+    // the reply finds its client by id, not by fd alone.
+    loop_.unwatch(fd);
+    auto id = c.id;
+    Reply reply = [this, fd, id](const nlohmann::json& answer) {
+        auto it = clients_.find(fd);
+        if (it == clients_.end() || it->second.id != id) return;
+        std::string out = answer.dump() + "\n";
+        // Replies are small; a blocking write with a client that stopped
+        // reading could stall the loop, so give up on a short write.
+        [[maybe_unused]] auto w = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        clients_.erase(it);
+    };
     try {
-        reply = handler_(nlohmann::json::parse(c.in.substr(0, nl)));
+        handler_(nlohmann::json::parse(c.in.substr(0, nl)), reply);
     } catch (const std::exception& e) {
-        reply = {{"error", e.what()}};
+        reply({{"error", e.what()}});
     }
-    std::string out = reply.dump() + "\n";
-    // Replies are small; a blocking write with a client that stopped reading
-    // could stall the loop, so give up on a short write.
-    [[maybe_unused]] auto w = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    finish(fd);
 }
 
 void StatusServer::finish(int fd) {
     loop_.unwatch(fd);
     clients_.erase(fd);
-}
-
-nlohmann::json statusRequest(const std::string& path, const nlohmann::json& request, int timeoutMs) {
-    auto addr = unixAddress(path, "agent status socket");
-    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd) throwErrno("socket");
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0)
-        throwErrno("connect to the agent at " + path + " (is kovs-agent running?)");
-    std::string req = request.dump() + "\n";
-    if (::send(fd.get(), req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()))
-        throwErrno("send to " + path);
-    std::string in;
-    char buf[65536];
-    while (true) {
-        pollfd p{fd.get(), POLLIN, 0};
-        int r = ::poll(&p, 1, timeoutMs);
-        if (r == 0) throw Error("agent at " + path + ": no reply within " + std::to_string(timeoutMs) + " ms");
-        if (r < 0) throwErrno("poll " + path);
-        ssize_t n = ::read(fd.get(), buf, sizeof buf);
-        if (n < 0) throwErrno("read " + path);
-        if (n == 0) break;
-        in.append(buf, static_cast<size_t>(n));
-    }
-    try {
-        auto reply = nlohmann::json::parse(in);
-        if (reply.contains("error")) throw Error("agent: " + reply["error"].get<std::string>());
-        return reply;
-    } catch (const nlohmann::json::exception& e) {
-        throw Error("agent at " + path + ": unreadable reply: " + e.what());
-    }
 }
 
 }  // namespace kovs

@@ -1,8 +1,10 @@
 #pragma once
-// The agent's local control socket, for kovsctl: a unix stream socket (mode
-// 0600, root only) where each connection sends one JSON request line
-// ({"command": "status"}) and gets one JSON reply, then the agent closes it.
-// Runs on the agent's event loop, so handlers see consistent state.
+// The agent's local control socket, for kovsctl and kovs-cni: a unix stream
+// socket (mode 0600, root only) where each connection sends one JSON request
+// line ({"command": "status"}) and gets one JSON reply, then the agent closes
+// it (the client: base/UnixJsonRequest). Runs on the agent's event loop, so
+// handlers see consistent state; a handler may answer later (Reply), e.g.
+// once a pod's flows are installed.
 #include <nlohmann/json.hpp>
 
 #include <functional>
@@ -17,10 +19,15 @@ namespace kovs {
 
 class StatusServer {
 public:
-    using Handler = std::function<nlohmann::json(const nlohmann::json& request)>;
+    using Reply = std::function<void(const nlohmann::json& answer)>;
+    // Calls reply exactly once, now or later on the loop; a throw is answered
+    // as {"error": what}.
+    using Handler = std::function<void(const nlohmann::json& request, const Reply& reply)>;
+    using SyncHandler = std::function<nlohmann::json(const nlohmann::json& request)>;
 
     // Creates the socket's directory if needed and replaces a stale socket.
     StatusServer(EventLoop& loop, std::string path, Handler handler);
+    StatusServer(EventLoop& loop, std::string path, SyncHandler handler);
     ~StatusServer();
     StatusServer(const StatusServer&) = delete;
     StatusServer& operator=(const StatusServer&) = delete;
@@ -30,6 +37,7 @@ public:
 private:
     struct Client {
         UniqueFd fd;
+        uint64_t id = 0;
         std::string in;
     };
     void accept();
@@ -41,9 +49,7 @@ private:
     Handler handler_;
     UniqueFd listen_;
     std::map<int, Client> clients_;
+    uint64_t nextClient_ = 0;
 };
-
-// Client side (kovsctl): sends one request, returns the reply; throws kovs::Error.
-nlohmann::json statusRequest(const std::string& path, const nlohmann::json& request, int timeoutMs = 5000);
 
 }  // namespace kovs

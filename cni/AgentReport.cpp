@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "base/UniqueFd.hpp"
+#include "base/UnixJsonRequest.hpp"
 #include "base/UnixAddress.hpp"
 
 namespace kovs::cni {
@@ -26,6 +27,19 @@ bool sendAgentReport(const std::string& socketPath, const nlohmann::json& report
         return ::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT) == static_cast<ssize_t>(line.size());
     } catch (...) {
         return false;
+    }
+}
+
+PortFlows waitForPortFlows(const std::string& socketPath, const std::string& port, std::chrono::milliseconds timeout) noexcept {
+    try {
+        if (socketPath.empty()) return {false, "no agent socket configured"};
+        // The agent answers by the deadline itself; the extra second is for
+        // an agent that is wedged.
+        auto reply = unixJsonRequest(socketPath, {{"command", "port-ready"}, {"port", port}, {"timeoutMs", timeout.count()}},
+                                     static_cast<int>(timeout.count()) + 1000);
+        return {reply.value("ready", false), reply.value("why", "")};
+    } catch (const std::exception& e) {
+        return {false, e.what()};
     }
 }
 

@@ -9,6 +9,7 @@
 #include "base/Netlink.hpp"
 #include "base/Ethtool.hpp"
 #include "base/Netns.hpp"
+#include "cni/AgentReport.hpp"
 #include "cni/CniError.hpp"
 #include "cni/CniResult.hpp"
 #include "cni/IpamPlugin.hpp"
@@ -21,6 +22,9 @@ namespace kovs::cni {
 namespace {
 
 using namespace std::chrono_literals;
+
+// How long ADD waits for the agent to install the new pod's flows.
+constexpr auto kFlowWait = 3000ms;
 
 // Runtime failures below the CNI layer (netlink, ethtool, OVSDB) become code 100.
 template <typename Fn>
@@ -114,6 +118,8 @@ nlohmann::json MainMode::add() {
     rollback.add("remove port " + hostName, [&] { db.ports().remove(hostName); });
     internal("ADD", [&] { db.ports().add(port); });
     rollback.commit();
+    if (auto flows = waitForPortFlows(conf.agentSocket, hostName, kFlowWait); !flows.ready)
+        spdlog::warn("ADD {}/{}: going on without the pod's flows confirmed: {}", req_.containerId, req_.ifname, flows.why);
 
     CniResult result;
     result.interfaces = {{ends.hostName, ends.hostMac, "", mtu}, {ends.podName, ends.podMac, req_.netns, mtu}};

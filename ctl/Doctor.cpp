@@ -10,7 +10,7 @@
 #include "base/IpPrefix.hpp"
 #include "gateway/NetworkdDropins.hpp"
 #include "agent/NetworkdInterfaces.hpp"
-#include "agent/StatusServer.hpp"
+#include "base/UnixJsonRequest.hpp"
 #include "base/Netlink.hpp"
 #include "ovs/OvsdbClient.hpp"
 #include "ovs/PacketSocketBuffers.hpp"
@@ -80,7 +80,7 @@ std::vector<DoctorCheck> Doctor::run() {
 void Doctor::checkAgent(std::vector<DoctorCheck>& out) {
     try {
         // Short: doctor is most needed when the agent is hung.
-        agentStatus_ = statusRequest(config_.statusSocket, {{"command", "status"}}, 2000);
+        agentStatus_ = unixJsonRequest(config_.statusSocket, {{"command", "status"}}, 2000);
         out.push_back(ok("agent", "kovs-agent answers on " + config_.statusSocket));
     } catch (const std::exception& e) {
         agentStatus_ = nullptr;

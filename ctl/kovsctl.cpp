@@ -6,7 +6,7 @@
 
 #include "agent/Config.hpp"
 #include "ctl/Doctor.hpp"
-#include "agent/StatusServer.hpp"
+#include "base/UnixJsonRequest.hpp"
 #include "base/Log.hpp"
 
 namespace {
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
         kovs::setupLogging("warn");
         auto config = kovs::loadConfig(configPath);
         if (*status) {
-            auto s = kovs::statusRequest(socket.empty() ? config.statusSocket : socket, {{"command", "status"}});
+            auto s = kovs::unixJsonRequest(socket.empty() ? config.statusSocket : socket, {{"command", "status"}});
             if (json) std::cout << s.dump(2) << "\n";
             else printStatus(s);
             return 0;

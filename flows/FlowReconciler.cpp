@@ -25,6 +25,7 @@ FlowReconciler::FlowReconciler(EventLoop& loop, const OvsdbReplica& replica, Rep
     : loop_(loop), replica_(replica), repairs_(repairs), opts_(std::move(opts)), bridge_(opts_.bridge, opts_.rundir) {}
 
 FlowReconciler::~FlowReconciler() {
+    for (auto& [_, w] : waiters_) loop_.cancel(w.timer);
     if (verifyTimer_) loop_.cancel(*verifyTimer_);
     if (readBackTimer_) loop_.cancel(*readBackTimer_);
 }
@@ -77,16 +78,17 @@ FlowInputs FlowReconciler::inputs() const {
         auto ids = PodPortIds::parse(ovsdb::mapValue(row.value("external_ids", nlohmann::json())));
         if (ids.mac.empty() || ids.ipAddresses.empty()) continue;
         // A pod without an ofport yet is named in podsLeftOut by the render.
-        for (const auto& ip : ids.ipv4Addresses()) in.pods.push_back({ip, ids.mac, ofport.value_or(-1)});
+        for (const auto& ip : ids.ipv4Addresses()) in.pods.push_back({ip, ids.mac, ofport.value_or(-1), name});
     }
     return in;
 }
 
 void FlowReconciler::reconcile(bool readBack) {
     try {
-        std::vector<std::string> skipped;
-        desired_ = FlowTable::render(inputs(), &skipped);
-        skipped_ = std::move(skipped);
+        auto rendered = FlowTable::render(inputs());
+        desired_ = std::move(rendered.flows);
+        desiredPorts_ = std::move(rendered.ports);
+        skipped_ = std::move(rendered.skipped);
         if (skipped_ != skippedLogged_) {
             for (const auto& why : skipped_) spdlog::warn("flows: a pod left out of the table: {}", why);
             skippedLogged_ = skipped_;
@@ -116,6 +118,7 @@ void FlowReconciler::reconcile(bool readBack) {
         if (error_ != e.what()) spdlog::warn("flows: {}", e.what());
         error_ = e.what();
         installed_.clear();  // whatever the bridge holds now, the next pass installs
+        installedPorts_.clear();
         retry_.schedule();
     }
 }
@@ -123,11 +126,40 @@ void FlowReconciler::reconcile(bool readBack) {
 void FlowReconciler::install() {
     bridge_.replaceFlows(desired_);
     installed_ = desired_;
+    installedPorts_ = desiredPorts_;
     auto dump = bridge_.dumpFlows();
     countDrops(dump);
     expectedDump_ = dump.flows;
     ++installs_;
     spdlog::info("flows: installed {} flows on {}", dump.count, opts_.bridge);
+    notifyWaiters();
+}
+
+void FlowReconciler::whenPortReady(const std::string& port, std::chrono::milliseconds timeout, PortReady done) {
+    if (installedPorts_.count(port)) return done(true, "");
+    auto id = nextWaiter_++;
+    auto timer = loop_.after(timeout, [this, id, timeout] {
+        auto node = waiters_.extract(id);
+        if (node.empty()) return;
+        auto& w = node.mapped();
+        std::string why = "flows for " + w.port + " not installed within " + std::to_string(timeout.count()) + " ms";
+        if (!error_.empty()) why += ": " + error_;
+        w.done(false, why);
+    });
+    waiters_.emplace(id, Waiter{port, timer, std::move(done)});
+}
+
+void FlowReconciler::notifyWaiters() {
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+        if (!installedPorts_.count(it->second.port)) {
+            ++it;
+            continue;
+        }
+        auto w = std::move(it->second);
+        it = waiters_.erase(it);
+        loop_.cancel(w.timer);
+        w.done(true, "");
+    }
 }
 
 void FlowReconciler::countDrops(const FlowDump& dump) {

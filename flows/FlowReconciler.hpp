@@ -11,6 +11,9 @@
 // calls it when vswitchd restarts). A failed install is retried with backoff.
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +53,11 @@ public:
     void onDatabaseChange();
     // Read the table back soon (coalesced): vswitchd restarted, or may have.
     void verifySoon();
+    // kovs-cni's ADD waits for this, so a pod's first packets are not dropped
+    // by the ingress table before its flows exist: done(true, "") once the
+    // port's flows are installed, done(false, why) after `timeout`.
+    using PortReady = std::function<void(bool ready, const std::string& why)>;
+    void whenPortReady(const std::string& port, std::chrono::milliseconds timeout, PortReady done);
 
     std::string name() const override { return "flows"; }
     void status(nlohmann::json& out) const override;
@@ -66,6 +74,7 @@ private:
     void reconcile(bool readBack);
     void install();
     void countDrops(const FlowDump& dump);
+    void notifyWaiters();
     void scheduleReadBack();
 
     EventLoop& loop_;
@@ -78,6 +87,8 @@ private:
 
     std::string desired_;
     std::string installed_;    // what was last sent
+    std::set<std::string> installedPorts_;  // pod ports with their flows in it
+    std::set<std::string> desiredPorts_;
     std::string expectedDump_; // what dump-flows showed right after that
     std::vector<std::string> skipped_, skippedLogged_;
     std::string error_;
@@ -91,6 +102,13 @@ private:
     DropCounter tunnelUnknownSource_, podSpoofed_;
 
     RetryTimer retry_{loop_, std::chrono::milliseconds(200), std::chrono::seconds(10), [this] { reconcile(true); }};
+    struct Waiter {
+        std::string port;
+        EventLoop::TimerId timer;
+        PortReady done;
+    };
+    std::map<uint64_t, Waiter> waiters_;
+    uint64_t nextWaiter_ = 0;
     std::optional<EventLoop::TimerId> verifyTimer_;
     std::optional<EventLoop::TimerId> readBackTimer_;
 };

@@ -63,7 +63,8 @@ private:
 
 }  // namespace
 
-std::string FlowTable::render(const FlowInputs& in, std::vector<std::string>* skipped) {
+FlowTable::Rendered FlowTable::render(const FlowInputs& in) {
+    Rendered out;
     if (in.tunnelOfport <= 0) throw Error("flow table: tunnel port has no OpenFlow port yet");
     checkMac(in.gateway.mac, "gateway");
     if (in.gateway.ofport <= 0) throw Error("flow table: gateway: no OpenFlow port yet");
@@ -77,8 +78,9 @@ std::string FlowTable::render(const FlowInputs& in, std::vector<std::string>* sk
         try {
             checkEndpoint(p);
             pods.push_back(p);
+            if (!p.port.empty()) out.ports.insert(p.port);
         } catch (const Error& e) {
-            if (skipped) skipped->push_back(e.what());
+            out.skipped.push_back(e.what());
         }
     }
     const int gw = in.gateway.ofport, tun = in.tunnelOfport;
@@ -143,7 +145,8 @@ std::string FlowTable::render(const FlowInputs& in, std::vector<std::string>* sk
     // The gateway's own address (replies to the node), and pods without flows yet.
     f.add(kTunnelDelivery, 90, "ip,nw_dst={} actions={}", in.localCidr, toGateway);
     f.add(kTunnelDelivery, 0, "actions=drop");
-    return f.text();
+    out.flows = f.text();
+    return out;
 }
 
 }  // namespace kovs

@@ -25,6 +25,7 @@
 //            pod, e.g. a hostNetwork Service backend) goes to gw0, because the
 //            request left this node through its kernel and the uplink.
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,7 @@ struct FlowLocalEndpoint {
     std::string ip;  // IPv4 address, no prefix
     std::string mac;
     int ofport = -1;
+    std::string port;  // the OVS port's name
 };
 
 struct FlowRemoteSubnet {
@@ -65,12 +67,17 @@ public:
     static constexpr uint64_t kCookieTunnelUnknownSource = 0x6b01;
     static constexpr uint64_t kCookiePodSpoofed = 0x6b02;
 
-    // The flows, one per line, sorted. Throws kovs::Error when an input the
-    // whole table needs is unusable (tunnel or gateway without an ofport, a
-    // bad MAC, IP or CIDR). A pod that is unusable (no ofport yet, a bad
-    // address in its OVSDB row) only loses its own flows: it is left out and
-    // named in `skipped`.
-    static std::string render(const FlowInputs& in, std::vector<std::string>* skipped = nullptr);
+    struct Rendered {
+        std::string flows;                 // one per line, sorted
+        std::vector<std::string> skipped;  // pods left out, and why
+        std::set<std::string> ports;       // the pod ports that have their flows in `flows`
+    };
+
+    // Throws kovs::Error when an input the whole table needs is unusable
+    // (tunnel or gateway without an ofport, a bad MAC, IP or CIDR). A pod that
+    // is unusable (no ofport yet, a bad address in its OVSDB row) only loses
+    // its own flows: it is left out and named in `skipped`.
+    static Rendered render(const FlowInputs& in);
 };
 
 }  // namespace kovs

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <optional>
 #include <sstream>
 
 #include "base/EventLoop.hpp"
@@ -153,4 +154,31 @@ TEST_F(FlowReconcilerTest, TheReplyOfAConnectionTheKernelForwardedGoesBackToIt) 
     // A remote node's own address answering a pod (a hostNetwork Service backend) goes through the kernel.
     auto hostReply = trace("in_port=2,tun_src=172.18.0.3,tun_dst=172.18.0.2,ip,nw_src=172.18.0.3,nw_dst=10.244.1.5", "trk,new");
     EXPECT_NE(hostReply.find("output:1"), std::string::npos) << hostReply;
+}
+
+// kovs-cni's ADD waits on this: a new pod port is reported ready once its
+// flows are in the bridge, and a port that never gets them times out with a reason.
+TEST_F(FlowReconcilerTest, TellsWhenANewPodPortsFlowsAreIn) {
+    ASSERT_TRUE(installedWithPod());
+    int answers = 0;
+    bool ready1 = false;
+    flows->whenPortReady("pod1", 1s, [&](bool ready, const std::string&) { ready1 = ready, ++answers; });
+    EXPECT_TRUE(ready1) << "an installed port is ready at once";
+
+    std::optional<bool> ready2;
+    flows->whenPortReady("pod2", 10s, [&](bool ready, const std::string& why) { ready2 = ready, ++answers, (void)why; });
+    EXPECT_FALSE(ready2.has_value());
+    ovs.vsctl({"add-port", "br-int", "pod2", "--", "set", "interface", "pod2", "type=internal", "ofport_request=8",
+               "external_ids:attached-mac=\"0a:58:0a:f4:01:06\"", "external_ids:ip-address=\"10.244.1.6/24\""});
+    ASSERT_TRUE(runUntil([&] { return ready2.has_value(); })) << status().dump();
+    EXPECT_TRUE(*ready2);
+    EXPECT_NE(dump().find("nw_dst=10.244.1.6 "), std::string::npos) << dump();
+
+    std::string why;
+    std::optional<bool> ready3;
+    flows->whenPortReady("pod3", 200ms, [&](bool ready, const std::string& w) { ready3 = ready, why = w, ++answers; });
+    ASSERT_TRUE(runUntil([&] { return ready3.has_value(); }, 5s));
+    EXPECT_FALSE(*ready3);
+    EXPECT_EQ(why, "flows for pod3 not installed within 200 ms");
+    EXPECT_EQ(answers, 3) << "each waiter is answered exactly once";
 }

@@ -8,12 +8,14 @@
 
 #include <atomic>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "agent/CniStats.hpp"
 #include "agent/HealthServer.hpp"
 #include "base/Metrics.hpp"
 #include "agent/StatusServer.hpp"
+#include "base/UnixJsonRequest.hpp"
 #include "base/Error.hpp"
 #include "cni/AgentReport.hpp"
 #include "tests/support/Poll.hpp"
@@ -150,9 +152,9 @@ TEST(StatusServer, AnswersOneRequestPerConnectionOnARootOnlySocket) {
     struct stat st{};
     ASSERT_EQ(::stat(path.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u);
-    EXPECT_EQ(statusRequest(path, {{"command", "status"}})["node"], "n1");
+    EXPECT_EQ(unixJsonRequest(path, {{"command", "status"}})["node"], "n1");
     try {
-        statusRequest(path, {{"command", "bogus"}});
+        unixJsonRequest(path, {{"command", "bogus"}});
         FAIL() << "an unknown command was answered";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("unknown command 'bogus'"), std::string::npos) << e.what();
@@ -164,7 +166,7 @@ TEST(StatusServer, AnswersOneRequestPerConnectionOnARootOnlySocket) {
 
 TEST(StatusServer, ClientNamesTheSocketWhenNoAgentListens) {
     try {
-        statusRequest("/tmp/kovs-no-such-dir/agent.sock", {{"command", "status"}});
+        unixJsonRequest("/tmp/kovs-no-such-dir/agent.sock", {{"command", "status"}});
         FAIL();
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("/tmp/kovs-no-such-dir/agent.sock (is kovs-agent running?)"), std::string::npos)
@@ -315,4 +317,33 @@ TEST(HealthServer, AHandlerThatThrowsGetsA500) {
     EXPECT_EQ(exchange(server.port(), "GET /metrics HTTP/1.1\r\n\r\n"), "HTTP/1.1 500 Internal Server Error");
     EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK");
     lt.join();
+}
+
+// A handler may answer later (port-ready waits for flows); a client that left
+// meanwhile costs nothing, and its fd number reused by a new client does not
+// get the old answer.
+TEST(StatusServer, AnswersLaterAndDropsAnswersForClientsThatLeft) {
+    auto path = tempSocketPath();
+    LoopThread lt;
+    std::vector<StatusServer::Reply> pending;
+    std::mutex m;
+    StatusServer server(lt.loop, path, StatusServer::Handler([&](const nlohmann::json& req, const StatusServer::Reply& reply) {
+        if (req.value("command", "") == "now") return reply({{"now", true}});
+        std::lock_guard lock(m);
+        pending.push_back(reply);
+    }));
+    lt.start();
+    std::thread later([&] {
+        EXPECT_TRUE(test::pollUntil([&] { std::lock_guard lock(m); return pending.size() == 1; }));
+        lt.loop.post([&] { pending[0]({{"later", true}}); });
+    });
+    EXPECT_EQ(unixJsonRequest(path, {{"command", "wait"}}, 5000)["later"], true);
+    later.join();
+    // This client gives up before the answer comes; the next one is answered at once.
+    EXPECT_THROW(unixJsonRequest(path, {{"command", "wait"}}, 100), Error);
+    EXPECT_EQ(unixJsonRequest(path, {{"command", "now"}})["now"], true);
+    lt.loop.post([&] { pending[1]({{"late", true}}); });  // goes nowhere, harms nothing
+    EXPECT_EQ(unixJsonRequest(path, {{"command", "now"}})["now"], true);
+    lt.join();
+    std::filesystem::remove_all(std::filesystem::path(path).parent_path().parent_path());
 }
