@@ -100,6 +100,7 @@ class Kubelet:
         self.stopping = threading.Event()
         self.log_file = open(os.path.join(self.dir, "kubelet.log"), "a", encoding="utf-8", buffering=1)
         self.phase = "Pending"
+        self.started_at = time.time()
         self.init_status = [self.new_status(c) for c in self.spec.get("initContainers", [])]
         self.status = [self.new_status(c) for c in self.spec["containers"]]
         self.mounts = {}
@@ -118,7 +119,7 @@ class Kubelet:
             ready = self.phase == "Running" and all(s["ready"] for s in self.status)
             doc = {"name": self.name, "namespace": self.namespace, "uid": self.uid, "nodeName": self.node,
                    "phase": self.phase, "ready": ready, "initContainerStatuses": self.init_status,
-                   "containerStatuses": self.status, "updated": time.time()}
+                   "containerStatuses": self.status, "startedAt": self.started_at, "updated": time.time()}
             tmp = os.path.join(self.dir, "status.json.tmp")
             with open(tmp, "w", encoding="utf-8") as f:
                 json.dump(doc, f, indent=1)
@@ -280,7 +281,7 @@ class Kubelet:
         with self.lock:
             self.running.pop(c["name"], None)
             st.update(state="terminated", ready=False, started=False,
-                      lastExit={"exitCode": code, "finishedAt": now_iso(),
+                      lastExit={"exitCode": code, "finishedAt": now_iso(), "finishedAtUnix": time.time(),
                                 "reason": "Completed" if code == 0 else "Error"})
         self.event(f"container {c['name']} ({cid}) exited with {code}")
         self.write_status()
@@ -329,7 +330,7 @@ class Kubelet:
         probes = {k: c[k] for k in ("startupProbe", "livenessProbe", "readinessProbe") if k in c}
         if "readinessProbe" not in probes:
             with self.lock:
-                st["ready"] = True
+                st.update(ready=True, readyAtUnix=time.time())
         if "startupProbe" not in probes:
             with self.lock:
                 st["started"] = True
@@ -371,6 +372,8 @@ class Kubelet:
                         with self.lock:
                             was = st["ready"]
                             if ok and count[k][0] >= p.get("successThreshold", 1):
+                                if not st["ready"]:
+                                    st["readyAtUnix"] = time.time()
                                 st["ready"] = True
                             elif not ok and count[k][1] >= p.get("failureThreshold", 3):
                                 st["ready"] = False

@@ -106,7 +106,7 @@ node_up() {
     # volume, as kind puts /var on one (overlayfs snapshots cannot live on the
     # container's own overlay root).
     dk run -d --name "$c" --hostname "node$n" \
-        --label "kovs.cluster=$CLUSTER_PREFIX" --label "kovs.node=$n" \
+        --label "kovs.cluster=$CLUSTER_PREFIX" --label "kovs.node=$n" --label kovs.provider=kind-node \
         --network "$DOCKER_NETWORK" --ip "$(node_ip "$n")" \
         --cap-add NET_ADMIN --cap-add SYS_ADMIN --cap-add NET_RAW --cap-add IPC_LOCK --cap-add SYS_NICE \
         --cap-add SYS_PTRACE \
@@ -268,6 +268,12 @@ provider_node_debug() {
     for f in $(find "$d/logs" -name '*.log' 2>/dev/null | sort | tail -3); do
         _log "--- node $n: $f (last 20 lines)"; tail -20 "$f" >&2 || true
     done
+}
+
+# The common node_debug reads an agent log file; here the runner keeps the logs.
+node_debug() {
+    provider_node_debug "$1"
+    _log "--- node $1: ip addr"; in_node "$1" ip -br addr >&2 || true
 }
 
 cluster_hint() {

@@ -18,6 +18,9 @@
 # (docker save | ctr --namespace k8s.io images import).
 
 KOVS_IMAGE=${KOVS_IMAGE:-kovs:dev}
+# The build whose binaries go into the image: KOVS_BUILD unless that is a
+# sanitizer build (its kovs-cni cannot be the static binary the image ships).
+KOVS_IMAGE_BUILD=${KOVS_IMAGE_BUILD:-$KOVS_BUILD}
 KOVS_POD_IMAGE=kovs-pod:1
 # BuildKit (kind users' builder; it builds only the stages the target needs,
 # so the compile stage is skipped) through the engine's own CLI: the docker.io
@@ -137,14 +140,19 @@ apt_relay_down() {
 # source stage makes, from the binaries of KOVS_BUILD and kind/kovs-node-init.
 _prebuilt_context() {
     local ctx=$1 b
+    if ldd "$KOVS_IMAGE_BUILD/cni/kovs-cni" >/dev/null 2>&1; then
+        _log "$KOVS_IMAGE_BUILD/cni/kovs-cni is dynamically linked (a sanitizer build?): the image ships a static one."
+        _log "Build without -Dsanitize=true and name it in KOVS_IMAGE_BUILD (scripts/test.sh does)."
+        return 1
+    fi
     mkdir -p "$ctx/usr/local/bin"
     for b in agent/kovs-agent cni/kovs-cni ctl/kovsctl; do
-        install -m 0755 "$KOVS_BUILD/$b" "$ctx/usr/local/bin/${b##*/}"
+        install -m 0755 "$KOVS_IMAGE_BUILD/$b" "$ctx/usr/local/bin/${b##*/}" || return 1
     done
     install -m 0755 "$KOVS_REPO/kind/kovs-node-init" "$ctx/usr/local/bin/kovs-node-init"
     # What the source stage derives with ldd + dpkg -S inside the build image,
     # derived the same way here, where these binaries were linked.
-    _kovs_library_packages > "$ctx/runtime-packages" || return 1
+    KOVS_BUILD=$KOVS_IMAGE_BUILD _kovs_library_packages > "$ctx/runtime-packages" || return 1
 }
 
 kovs_image_build() {
