@@ -36,7 +36,12 @@ answer_pods() {
         in_node $(( 3 - n )) curl -sf -o /dev/null --max-time 2 "http://$ip:8000/" || fail "pod $n/$p does not answer from the other node"
     done; done
 }
-stop_pods() { local from=$1 to=$2 n p; for n in 1 2; do for p in $(seq "$from" "$to"); do pod_stop "$n" "$p" & done; done; wait; }
+# Not a bare `wait`: this shell's children include the private dockerd.
+stop_pods() {
+    local from=$1 to=$2 n p pids=()
+    for n in 1 2; do for p in $(seq "$from" "$to"); do pod_stop "$n" "$p" & pids+=($!); done; done
+    wait "${pids[@]}"
+}
 gone_pods() {
     local from=$1 to=$2 n p
     for n in 1 2; do for p in $(seq "$from" "$to"); do

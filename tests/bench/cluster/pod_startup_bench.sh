@@ -70,11 +70,12 @@ wait
 while ctr --namespace k8s.io containers ls -q | grep -q "^$tag-"; do sleep 0.1; done
 '
 measure() {
-    local net=$1 count=$2 tag=$3 n out=()
+    local net=$1 count=$2 tag=$3 n out=() pids=()
     for n in 1 2; do
         in_node "$n" bash -c "$probe" probe "$net" "$count" "$tag-$n" "docker.io/library/$KOVS_POD_IMAGE" > "$CLUSTER_DIR/probe-$n.out" &
+        pids+=($!)
     done
-    wait
+    wait "${pids[@]}"   # not a bare wait: the private dockerd is a child of this shell
     for n in 1 2; do
         mapfile -t out < "$CLUSTER_DIR/probe-$n.out"
         [ "${#out[@]}" -eq "$count" ] || die "node $n: $(( count - ${#out[@]} )) of $count pods ($net) never answered"

@@ -118,17 +118,19 @@ _apt_relay_pids=()
 apt_relay_up() {
     local sock=$KOVS_DOCKER_RUN/apt-relay.$CLUSTER_PREFIX.sock
     rm -f "$sock"
-    socat "UNIX-LISTEN:$sock,fork,mode=600" TCP:deb.debian.org:80 2>>"$CLUSTER_DIR/apt-relay.log" &
+    # Own process groups: apt_relay_down ends each listener with its forked children.
+    setsid socat "UNIX-LISTEN:$sock,fork,mode=600" TCP:deb.debian.org:80 2>>"$CLUSTER_DIR/apt-relay.log" &
     _apt_relay_pids+=($!)
     wait_for "the apt relay's socket" 10 test -S "$sock" || die "the apt relay did not start (log $CLUSTER_DIR/apt-relay.log)"
-    in_underlay socat TCP-LISTEN:80,bind=127.0.0.1,fork,reuseaddr "UNIX-CONNECT:$sock" 2>>"$CLUSTER_DIR/apt-relay.log" &
+    setsid ip netns exec "$(dockerhost_ns)" socat TCP-LISTEN:80,bind=127.0.0.1,fork,reuseaddr "UNIX-CONNECT:$sock" \
+        2>>"$CLUSTER_DIR/apt-relay.log" &
     _apt_relay_pids+=($!)
     wait_for "the apt relay's listener" 10 in_underlay bash -c 'exec 3<>/dev/tcp/127.0.0.1/80' ||
         die "the apt relay did not listen (log $CLUSTER_DIR/apt-relay.log)"
 }
 apt_relay_down() {
     local p
-    for p in "${_apt_relay_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${_apt_relay_pids[@]}"; do kill -- "-$p" 2>/dev/null || true; done
     for p in "${_apt_relay_pids[@]}"; do wait "$p" 2>/dev/null || true; done
     _apt_relay_pids=()
     rm -f "$KOVS_DOCKER_RUN/apt-relay.$CLUSTER_PREFIX.sock"
