@@ -287,8 +287,9 @@ _node_containers_down() {
     local n=$1 ids id
     dk exec "$(node_container "$n")" pkill -f kovs_kubelet.py >/dev/null 2>&1 || true
     ids=$(ctr_in "$n" tasks ls -q 2>/dev/null) || return 0
-    for id in $ids; do ctr_in "$n" tasks kill --signal SIGKILL "$id" >/dev/null 2>&1 || true; done
-    wait_for "node $n's containers to stop" 30 bash -c "[ -z \"\$(DOCKER_HOST=unix://$KOVS_DOCKER_SOCK docker exec $(node_container "$n") ctr -n k8s.io tasks ls -q 2>/dev/null)\" ]" || true
+    # delete --force kills a running task and removes a stopped one (a pod
+    # whose ctr run died leaves its task stopped), so runc removes its cgroups.
+    for id in $ids; do ctr_in "$n" tasks delete --force "$id" >/dev/null 2>&1 || true; done
     for id in $(ctr_in "$n" containers ls -q 2>/dev/null); do ctr_in "$n" containers delete "$id" >/dev/null 2>&1 || true; done
 }
 
