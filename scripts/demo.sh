@@ -4,8 +4,10 @@
 # OVS and kovs-agent), attaches 2 pods per node through kovs-cni, prints the
 # connectivity matrix and a throughput figure, and tears everything down.
 #
-#   scripts/demo.sh [--provider netns|docker] [--nodes N] [--pods-per-node M] [--keep]
-# (--provider docker: nodes are Docker containers, as kind makes them; see docs/kind.md)
+#   scripts/demo.sh [--provider netns|docker|kind-node] [--nodes N] [--pods-per-node M] [--keep]
+# (--provider docker: nodes are Docker containers, as kind makes them; --provider
+# kind-node: those nodes run containerd and kovs as a kind user gets it, image,
+# manifests and all; see docs/kind.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -19,6 +19,9 @@ packages=(
   # (started by the harness inside its own network namespace, never as the
   # machine's service) and debootstrap for the node image
   docker.io containerd runc tini iptables debootstrap debian-archive-keyring
+  # the kind-node provider: the test pods' image (static busybox), the kubelet
+  # runner's manifest reader, conntrack for the leak checks
+  busybox-static python3-yaml conntrack
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -7,7 +7,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 : "${KOVS_BUILD:?meson passes the build directory}"
 export CLUSTER_PREFIX=${CLUSTER_PREFIX:-kovse2e$$}
 [ "$(id -u)" -eq 0 ] || { echo "e2e tests need root"; exit 77; }
-if [ "${KOVS_PROVIDER:-netns}" = docker ]; then
+if [ "${KOVS_PROVIDER:-netns}" = docker ] || [ "${KOVS_PROVIDER:-netns}" = kind-node ]; then
     for b in dockerd docker debootstrap; do
         command -v "$b" >/dev/null || { echo "the docker provider needs $b (scripts/install-deps.sh installs it); skipped"; exit 77; }
     done

@@ -118,7 +118,7 @@ kube_api_up() {
         -addext "subjectAltName=IP:$api_addr" -keyout "$d/apiserver.key" -out "$d/apiserver.crt" 2>"$d/openssl.log" ||
         { cat "$d/openssl.log" >&2; die "openssl: cannot make the mock API server's certificate"; }
     openssl rand -hex 16 > "$d/token"
-    ip netns exec "$(uly)" python3 "$(dirname "$0")/kube_api_mock.py" --listen "$api_addr" --port "$api_port" \
+    ip netns exec "$(uly)" python3 "$root/tests/cluster/kube_api_mock.py" --listen "$api_addr" --port "$api_port" \
         --cert "$d/apiserver.crt" --key "$d/apiserver.key" --token-file "$d/token" --peers "$CLUSTER_DIR/peers.yaml" \
         --ready-file "$d/ready" --parent $$ --log "$d/requests.log" >"$d/mock.log" 2>&1 &
     disown   # its kill -9 by cluster_down is expected, not worth a "Killed" line from bash

@@ -8,8 +8,11 @@ case ${KOVS_PROVIDER:=netns} in
     docker)
         # shellcheck source=docker-cluster.sh
         source "$(dirname "${BASH_SOURCE[0]}")/docker-cluster.sh" ;;
+    kind-node)
+        # shellcheck source=kind-node-cluster.sh
+        source "$(dirname "${BASH_SOURCE[0]}")/kind-node-cluster.sh" ;;
     *)
-        printf 'KOVS_PROVIDER=%s: unknown node provider (netns or docker)\n' "$KOVS_PROVIDER" >&2
+        printf 'KOVS_PROVIDER=%s: unknown node provider (netns, docker or kind-node)\n' "$KOVS_PROVIDER" >&2
         exit 2 ;;
 esac
 export KOVS_PROVIDER

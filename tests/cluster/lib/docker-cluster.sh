@@ -338,7 +338,9 @@ _node_image_build() {
 node_image_ensure() {
     local suite mirror libs pkgs key tag old
     suite=$(_debian_suite) || exit 1
-    libs=$(_kovs_library_packages) || exit 1
+    # The kind-node provider's nodes run no kovs binary but the static kovs-cni.
+    libs=""
+    if [ "${KOVS_NODE_RUNS_KOVS:-1}" = 1 ]; then libs=$(_kovs_library_packages) || exit 1; fi
     mapfile -t pkgs < <(printf '%s\n' "${KOVS_NODE_PACKAGES[@]}" "$libs" | sed '/^$/d' | sort -u)
     # The tag names the recipe: suite, packages and the build steps themselves.
     key=$( { echo "$suite"; printf '%s\n' "${pkgs[@]}"; declare -f _node_image_build; } | sha256sum | cut -c1-12)

@@ -421,6 +421,24 @@ TEST_F(KindFiles, CapabilitiesAreExactlyTheDocumentedSix) {
     }
 }
 
+// Built for real only by the kind-node provider of the local cluster, on a
+// builder without Docker Hub: a "# syntax=" directive makes BuildKit fetch
+// the docker/dockerfile frontend image first, and nothing in the file needs
+// more than the built-in frontend. The runtime stage copies from "build",
+// which the KOVS_BINARIES argument points at the compile or the prebuilt stage.
+TEST_F(KindFiles, DockerfileBuildsWithTheBuiltinFrontendFromEitherBinaryStage) {
+    auto dockerfile = readFile(src_ / "kind/Dockerfile");
+    EXPECT_FALSE(std::regex_search(dockerfile, std::regex("(^|\\n)#\\s*syntax\\s*=", std::regex::icase)))
+        << "kind/Dockerfile has a syntax directive";
+    EXPECT_NE(dockerfile.find("ARG KOVS_BINARIES=source\n"), std::string::npos);
+    EXPECT_NE(dockerfile.find("FROM debian:${DEBIAN_TAG} AS source\n"), std::string::npos);
+    EXPECT_NE(dockerfile.find("FROM debian:${DEBIAN_TAG} AS prebuilt\n"), std::string::npos);
+    EXPECT_NE(dockerfile.find("FROM ${KOVS_BINARIES} AS build\n"), std::string::npos);
+    auto runtime = dockerfile.substr(dockerfile.rfind("\nFROM "));
+    EXPECT_EQ(runtime.rfind("\nFROM debian:${DEBIAN_TAG}-slim\n", 0), 0u) << "the last stage is not the runtime stage";
+    EXPECT_NE(runtime.find("COPY --from=build /out/usr/local/bin/ /usr/local/bin/"), std::string::npos);
+}
+
 TEST_F(KindFiles, OneImageNameEverywhere) {
     std::set<std::string> images;
     for (const auto& c : allContainers(podSpec_)) images.insert(c["image"].as<std::string>());
@@ -669,6 +687,32 @@ TEST_F(KovsKindDryRun, UpPrintsEveryStepInOrder) {
     // Numbered steps, each announced before its command.
     EXPECT_NE(r.out.find("==> [1] check prerequisites"), std::string::npos);
     EXPECT_NE(r.out.find("==> [8] next steps"), std::string::npos) << r.out;
+}
+
+// One list of steps: what --list-steps prints (the kind-node provider of the
+// local cluster runs exactly those) is what up announces, in order.
+TEST_F(KovsKindDryRun, ListStepsIsWhatUpRuns) {
+    auto dry = run({"up", "--dry-run", "--image", "reg.io/kovs:1"});
+    ASSERT_EQ(dry.exitCode, 0) << dry.err;
+    auto listed = run({"up", "--list-steps", "--image", "reg.io/kovs:1"});
+    ASSERT_EQ(listed.exitCode, 0) << listed.err;
+    std::vector<std::string> announced, titles;
+    std::istringstream d(dry.out), l(listed.out);
+    for (std::string line; std::getline(d, line);) {
+        std::smatch m;
+        if (std::regex_match(line, m, std::regex("==> \\[[0-9]+\\] (.*)"))) announced.push_back(m[1]);
+    }
+    for (std::string line; std::getline(l, line);) {
+        auto tab = line.find('\t');
+        ASSERT_NE(tab, std::string::npos) << "not id<TAB>title: " << line;
+        EXPECT_TRUE(std::regex_match(line.substr(0, tab), std::regex("[a-z_]+"))) << line;
+        titles.push_back(line.substr(tab + 1));
+    }
+    EXPECT_EQ(announced, titles);
+    EXPECT_NE(listed.out.find("build the image reg.io/kovs:1 from kind/Dockerfile"), std::string::npos) << listed.out;
+    auto down = run({"down", "--list-steps"});
+    EXPECT_EQ(down.exitCode, 2);
+    EXPECT_NE(down.err.find("only up has a list of steps"), std::string::npos) << down.err;
 }
 
 TEST_F(KovsKindDryRun, NameImageAndCompanionReachEveryStep) {

@@ -1,24 +1,39 @@
 #!/usr/bin/env python3
-"""Just enough of the Kubernetes API server for kovs-agent's peer source.
+"""Just enough of the Kubernetes API server for kovs: the Node objects.
 
-footprint_bench.sh runs it in the cluster's underlay namespace so that agents
-with `peers: {source: kubernetes}` can be measured the way kind users run
-them: HTTPS (the agent loads and initialises OpenSSL), bearer-token auth, a
-v1 NodeList, then a chunked watch that carries only bookmarks.
+Used by footprint_bench.sh (agents with `peers: {source: kubernetes}`, measured
+the way kind users run them) and by the kind-node provider of tests/cluster
+(kind-node-cluster.sh), where kovs-node-init (the init container) reads its own
+Node's podCIDR and the agent's Kubernetes peer source lists and watches the
+Nodes. HTTPS with a certificate the clients are given the CA of, bearer-token
+auth, the real server's JSON shapes and status codes:
 
   GET /api/v1/nodes
-      a v1 NodeList of the nodes in --peers (the peers file the bench
-      writes). Each Node is shaped and sized like one of kind's (labels,
-      annotations, managedFields, conditions, images, nodeInfo) unless
-      --node-shape minimal, because the agent parses the whole list at once
-      and its size is part of the footprint.
+      a v1 NodeList of the nodes in --peers (the peers file that write_peers in
+      tests/cluster/lib/cluster-common.sh writes). Each Node is shaped and sized
+      like one of kind's (labels, annotations, managedFields, conditions,
+      images, nodeInfo) unless --node-shape minimal, with spec.podCIDR(s) and an
+      InternalIP address; chunked, as the real server sends large lists.
+  GET /api/v1/nodes/NAME
+      that Node, or the real server's 404 NotFound Status.
   GET /api/v1/nodes?watch=true&resourceVersion=N[&allowWatchBookmarks=true][&timeoutSeconds=T]
-      Transfer-Encoding: chunked, one BOOKMARK event every
+      Transfer-Encoding: chunked: the ADDED / MODIFIED / DELETED events after
+      resourceVersion N (with --watch-peers: nodes join and leave when the
+      peers file changes, each change a new resourceVersion), a BOOKMARK every
       --bookmark-interval seconds (with allowWatchBookmarks), closed cleanly
       after timeoutSeconds as the real server does, or when the client goes.
+      resourceVersion 0 starts with an ADDED event per node; a version older
+      than the oldest event kept gets the real server's 410 Gone ERROR event.
 
-A request without `Authorization: Bearer <the token>` gets the API server's
-401 Status. Everything else is a 404 or 405 Status. Standard library only.
+A request without `Authorization: Bearer <the token>` gets the API server's 401
+Status; other paths 404, other methods 405.
+
+Left out of the real API: every resource but nodes (no pods, DaemonSets,
+Services, leases, events), writes of any kind, label and field selectors,
+pagination (limit/continue), protobuf and table output, RBAC and real token
+review (one shared token stands for every service account), and resource
+versions other objects would move on (bookmarks stand in for those).
+Standard library only.
 """
 
 import argparse
@@ -46,13 +61,13 @@ def read_peers(path):
     three lines per peer. Anything else is an error, not a guess."""
     with open(path, encoding="utf-8") as f:
         lines = f.read().splitlines()
-    if not lines or len(lines) % 3:
-        sys.exit(f"kube_api_mock: {path}: expected 3 lines per peer, got {len(lines)} lines")
+    if len(lines) % 3:
+        raise ValueError(f"{path}: expected 3 lines per peer, got {len(lines)} lines")
     peers = []
     for i in range(0, len(lines), 3):
         m = [rx.fullmatch(line) for rx, line in zip(PEER_LINES, lines[i:i + 3])]
         if not all(m):
-            sys.exit(f"kube_api_mock: {path}:{i + 1}: not a peer entry: {lines[i:i + 3]}")
+            raise ValueError(f"{path}:{i + 1}: not a peer entry: {lines[i:i + 3]}")
         cidrs = [c.strip() for c in m[2]["cidrs"].split(",") if c.strip()]
         peers.append((m[0]["name"], m[1]["ip"], cidrs))
     return peers
@@ -153,23 +168,80 @@ def status(code, reason, message):
 
 
 class Api:
+    """The Nodes, their resourceVersions and the events that changed them."""
+
     def __init__(self, peers, shape, token, bookmark_interval):
-        make = kind_node if shape == "kind" else minimal_node
+        self.make = kind_node if shape == "kind" else minimal_node
         self.token = token
         self.bookmark_interval = bookmark_interval
-        nodes = [make(name, ip, cidrs, str(1000 + 10 * i), i) for i, (name, ip, cidrs) in enumerate(peers)]
-        self.lock = threading.Lock()
-        self.rv = 1000 + 10 * len(peers)
-        self.node_list = json.dumps({"kind": "NodeList", "apiVersion": "v1",
-                                     "metadata": {"resourceVersion": str(self.rv)}, "items": nodes},
-                                    separators=(",", ":")).encode()
+        self.changed = threading.Condition()
+        self.rv = 1000
+        self.nodes = {}      # name -> (peer tuple, Node object)
+        self.events = []     # (resourceVersion, type, Node object), oldest first
+        self.index = 0       # node objects made, for their uids and stamps
+        self.update(peers)
+        self.events.clear()  # the first nodes are the initial state, not events
+        self.oldest = self.rv
+
+    def update(self, peers):
+        """Takes the peers file's new contents: one event per node that joined,
+        changed or left, each with a resourceVersion of its own."""
+        with self.changed:
+            wanted = {name: (name, ip, cidrs) for name, ip, cidrs in peers}
+            for name in [n for n in self.nodes if n not in wanted]:
+                self.rv += 1
+                _, node = self.nodes.pop(name)
+                gone = json.loads(json.dumps(node))
+                gone["metadata"]["resourceVersion"] = str(self.rv)
+                self.events.append((self.rv, "DELETED", gone))
+            for name, peer in wanted.items():
+                if name in self.nodes and self.nodes[name][0] == peer:
+                    continue
+                self.rv += 1
+                kind = "MODIFIED" if name in self.nodes else "ADDED"
+                node = self.make(*peer, str(self.rv), self.index)
+                self.index += 1
+                self.nodes[name] = (peer, node)
+                self.events.append((self.rv, kind, node))
+            self.changed.notify_all()
+
+    def list_body(self):
+        with self.changed:
+            return json.dumps({"kind": "NodeList", "apiVersion": "v1",
+                               "metadata": {"resourceVersion": str(self.rv)},
+                               "items": [node for _, node in self.nodes.values()]},
+                              separators=(",", ":")).encode()
+
+    def node(self, name):
+        with self.changed:
+            entry = self.nodes.get(name)
+            return entry[1] if entry else None
 
     def next_rv(self):
         # Other objects (leases, events) move the cluster's resourceVersion on,
         # so a real bookmark carries a newer one than the list did.
-        with self.lock:
+        with self.changed:
             self.rv += 1
             return str(self.rv)
+
+
+def watch_peers_file(path, api, server):
+    """Re-reads the peers file whenever it changes (write_peers renames a
+    complete file into place): nodes join and leave the API through it."""
+    seen = None
+    while not server.stopping.wait(0.2):
+        try:
+            st = os.stat(path)
+            key = (st.st_ino, st.st_mtime_ns, st.st_size)
+            if key == seen:
+                continue
+            seen = key
+            before = api.rv
+            api.update(read_peers(path))
+            if api.rv != before:
+                server.log(f"peers file changed: {len(api.nodes)} nodes, resourceVersion {api.rv}")
+        except (OSError, ValueError) as e:
+            server.log(f"peers file {path}: {e}; keeping the nodes as they were")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -199,6 +271,15 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
             return
         url = urlsplit(self.path)
+        m = re.fullmatch(r"/api/v1/nodes/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)", url.path)
+        if m:
+            node = api.node(m[1])
+            if node is None:
+                self.send_json(404, {**status(404, "NotFound", f'nodes "{m[1]}" not found'),
+                                     "details": {"name": m[1], "kind": "nodes"}})
+            else:
+                self.send_json(200, node)
+            return
         if url.path != "/api/v1/nodes":
             self.send_json(404, status(404, "NotFound", "the server could not find the requested resource"))
             return
@@ -220,13 +301,13 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        body = api.node_list
+        body = api.list_body()
         for i in range(0, len(body), 32768):
             self.chunk(body[i:i + 32768])
         self.wfile.write(b"0\r\n\r\n")
 
     def watch(self, api, query):
-        rv, timeout = query.get("resourceVersion", ""), query.get("timeoutSeconds", "")
+        rv, timeout = query.get("resourceVersion", "0") or "0", query.get("timeoutSeconds", "")
         if not rv.isdigit() or (timeout and not timeout.isdigit()):
             self.send_json(400, status(400, "BadRequest", f"bad resourceVersion '{rv}' or timeoutSeconds '{timeout}'"))
             return
@@ -241,20 +322,48 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.flush()
         end = time.monotonic() + (int(timeout) if timeout else 1800)
-        sent = 0
+        sent = {"events": 0, "bookmarks": 0}
+
+        def send(kind, obj):
+            self.chunk(json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n")
+
         try:
-            while not self.server.stopping.wait(min(api.bookmark_interval, max(0.0, end - time.monotonic()))):
-                if time.monotonic() >= end:
+            last = int(rv)
+            if last == 0:
+                # "Any version": the current state as ADDED events, then changes.
+                with api.changed:
+                    current, last = [node for _, node in api.nodes.values()], api.rv
+                for node in current:
+                    send("ADDED", node)
+                    sent["events"] += 1
+            elif last < api.oldest:
+                send("ERROR", status(410, "Expired", f"too old resource version: {last} ({api.oldest})"))
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            next_bookmark = time.monotonic() + api.bookmark_interval
+            while not self.server.stopping.is_set():
+                now = time.monotonic()
+                if now >= end:
                     break
-                if bookmarks:
-                    event = {"type": "BOOKMARK", "object": {"kind": "Node", "apiVersion": "v1",
-                                                            "metadata": {"resourceVersion": api.next_rv()}}}
-                    self.chunk(json.dumps(event, separators=(",", ":")).encode() + b"\n")
-                    sent += 1
+                with api.changed:
+                    pending = [e for e in api.events if e[0] > last]
+                    if not pending:
+                        api.changed.wait(min(end, next_bookmark) - now)
+                        pending = [e for e in api.events if e[0] > last]
+                for erv, kind, obj in pending:
+                    send(kind, obj)
+                    last = erv
+                    sent["events"] += 1
+                if bookmarks and time.monotonic() >= next_bookmark:
+                    send("BOOKMARK", {"kind": "Node", "apiVersion": "v1", "metadata": {"resourceVersion": api.next_rv()}})
+                    sent["bookmarks"] += 1
+                    next_bookmark = time.monotonic() + api.bookmark_interval
             self.wfile.write(b"0\r\n\r\n")
-            self.server.log(f"{self.client_address[0]} watch ended after {sent} bookmarks (timeoutSeconds)")
+            self.server.log(f"{self.client_address[0]} watch ended after {sent['events']} events, "
+                            f"{sent['bookmarks']} bookmarks (timeoutSeconds)")
         except (OSError, ssl.SSLError) as e:
-            self.server.log(f"{self.client_address[0]} watch ended after {sent} bookmarks: client gone ({e})")
+            self.server.log(f"{self.client_address[0]} watch ended after {sent['events']} events, "
+                            f"{sent['bookmarks']} bookmarks: client gone ({e})")
 
 
 class Server(ThreadingHTTPServer):
@@ -300,6 +409,8 @@ def main():
     p.add_argument("--key", required=True, help="PEM private key")
     p.add_argument("--token-file", required=True, help="file holding the bearer token clients must send")
     p.add_argument("--peers", required=True, help="peers file (write_peers format) to serve as Nodes")
+    p.add_argument("--watch-peers", action="store_true",
+                   help="follow changes of the peers file: nodes join and leave, watchers get the events")
     p.add_argument("--node-shape", choices=("kind", "minimal"), default="kind")
     p.add_argument("--bookmark-interval", type=float, default=5.0, help="seconds between BOOKMARK events")
     p.add_argument("--ready-file", help="written once the socket listens")
@@ -318,7 +429,7 @@ def main():
         log = open(a.log, "a", encoding="utf-8") if a.log else sys.stderr  # open for the process's life
         Server.address_family = socket.AF_INET6 if ":" in a.listen else socket.AF_INET
         server = Server((a.listen, a.port), api, context, log)
-    except (OSError, ssl.SSLError) as e:
+    except (OSError, ssl.SSLError, ValueError) as e:
         sys.exit(f"kube_api_mock: {e}")
 
     def stop(*_):
@@ -329,11 +440,14 @@ def main():
     signal.signal(signal.SIGINT, stop)
     if a.parent:
         threading.Thread(target=watch_parent, args=(a.parent, server), daemon=True).start()
-    server.log(f"listening on {a.listen}:{a.port}, {len(api.node_list) // 1024} KiB NodeList "
+    if a.watch_peers:
+        threading.Thread(target=watch_peers_file, args=(a.peers, api, server), daemon=True).start()
+    size = len(api.list_body())
+    server.log(f"listening on {a.listen}:{a.port}, {size // 1024} KiB NodeList "
                f"({a.node_shape} nodes), bookmark every {a.bookmark_interval} s")
     if a.ready_file:
         with open(a.ready_file + ".tmp", "w", encoding="utf-8") as f:
-            f.write(f"{len(api.node_list)}\n")
+            f.write(f"{size}\n")
         os.rename(a.ready_file + ".tmp", a.ready_file)
     server.serve_forever(poll_interval=0.5)
     server.server_close()

@@ -1,0 +1,309 @@
+# shellcheck shell=bash source-path=SCRIPTDIR
+# The "kind-node" node provider: the docker provider's nodes made as close to
+# kind's nodes as this machine allows, running kovs exactly as a kind user gets it.
+#
+#   nodes        Docker containers on the network "kind" (docker-cluster.sh), each
+#                running containerd + runc (Debian's, as kindest/node runs
+#                containerd) with kind's CNI paths: /etc/cni/net.d, /opt/cni/bin
+#                holding host-local, portmap, loopback and ptp (node-boot.sh)
+#   kovs:dev     built from kind/Dockerfile (runtime stage as shipped, binaries of
+#                KOVS_BUILD) and loaded into every node's containerd as
+#                `kind load docker-image` does (kind-node-images.sh)
+#   kubelet      tests/cluster/kubelet/kovs_kubelet.py in every node: the DaemonSet
+#                pod of kind/manifests/kovs.yaml (or the companion overlay), run
+#                through containerd as kubelet would (init containers, probes,
+#                restarts); it refuses any spec field it does not implement
+#   API server   tests/cluster/kube_api_mock.py on the Docker host side at
+#                172.18.0.1:6443, reached from pods at the kubernetes Service
+#                address 10.96.0.1:443 (a DNAT rule in each node, kube-proxy's
+#                job): the Node objects kovs-node-init and the agent read
+#   pods         `ctr run --cni`: containerd's own CNI client (go-cni/libcni) runs
+#                ADD with the node's conflist, and DEL when the pod stops
+#
+# cluster_up runs the steps of `kind/kovs-kind up` (kovs-kind up --list-steps),
+# each by a kind_step_<id> function below, so both stay one sequence.
+# Select it with KOVS_PROVIDER=kind-node.
+
+# shellcheck source=docker-cluster.sh
+source "$(dirname "${BASH_SOURCE[0]}")/docker-cluster.sh"
+# shellcheck source=kind-node-images.sh
+source "$(dirname "${BASH_SOURCE[0]}")/kind-node-images.sh"
+# The docker provider's teardown, which cluster_down below extends.
+eval "_docker_$(declare -f cluster_down)"
+
+KOVS_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+KOVS_KUBELET_DIR=/opt/kovs-kubelet
+# kovs-cni as containerd runs it: installed by the DaemonSet's init container.
+KOVS_BIN=/opt/cni/bin
+KOVS_NODE_IMAGE_REPO=kovs-kind-node
+KOVS_NODE_RUNS_KOVS=0
+KOVS_NODE_PACKAGES=(
+    containerd runc containernetworking-plugins iproute2 iptables conntrack ethtool
+    socat iperf3 iputils-ping jq procps python3 curl tcpdump util-linux
+)
+KIND_NODE_COMPANION=${KIND_NODE_COMPANION:-0}
+API_ADDR=172.18.0.1 API_PORT=6443
+# The kubernetes Service, as kind's kube-proxy makes it reachable from every node.
+API_SERVICE_IP=10.96.0.1 API_SERVICE_PORT=443
+_steps_done=()
+
+in_node() { local n=$1; shift; dk exec -i "$(node_container "$n")" "$@"; }
+ctr_in() { local n=$1; shift; in_node "$n" ctr --namespace k8s.io "$@"; }
+# A pod's network namespace is its task's (ctr pins none): entered by pid.
+in_pod() {
+    local n=$1 p=$2 pid; shift 2
+    pid=$(cat "$(node_dir "$n")/pod-$p.pid") || return 1
+    in_node "$n" nsenter --net="/proc/$pid/ns/net" "$@"
+}
+api_dir() { echo "$CLUSTER_DIR/kube-api"; }
+kubelet_dir() { echo "$(node_dir "$1")/kubelet"; }
+pod_status() { cat "$(kubelet_dir "$1")/status.json" 2>/dev/null; }
+# The id of the running container NAME of node N's kovs pod (the runner names
+# each attempt of a container anew, as kubelet does).
+container_id() { pod_status "$1" | jq -er --arg c "$2" '.containerStatuses[] | select(.name == $c and .state == "running") | .containerID'; }
+# A command in a container of node N's kovs pod (kubectl exec -c NAME).
+in_container() {
+    local n=$1 name=$2 id; shift 2
+    id=$(container_id "$n" "$name") || { _log "node $n: container $name is not running"; return 1; }
+    ctr_in "$n" tasks exec --exec-id "x$$-$RANDOM" "$id" "$@"
+}
+in_agent() { local n=$1; shift; in_container "$n" kovs-agent "$@"; }
+
+# --- the mock API server ------------------------------------------------------
+
+api_up() {
+    local d; d=$(api_dir)
+    mkdir -p "$d"
+    # A CA the pods trust (their service account's ca.crt) and a serving
+    # certificate for every name the API server is reached by, as kubeadm makes.
+    {
+        openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=kubernetes -keyout "$d/ca.key" -out "$d/ca.crt" &&
+        openssl req -newkey rsa:2048 -nodes -subj /CN=kube-apiserver -keyout "$d/apiserver.key" -out "$d/apiserver.csr" &&
+        printf 'subjectAltName=IP:%s,IP:%s,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\n' \
+            "$API_SERVICE_IP" "$API_ADDR" > "$d/san.ext" &&
+        openssl x509 -req -in "$d/apiserver.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 1 \
+            -extfile "$d/san.ext" -out "$d/apiserver.crt"
+    } >"$d/openssl.log" 2>&1 || { cat "$d/openssl.log" >&2; die "openssl: cannot make the mock API server's certificates"; }
+    openssl rand -hex 16 > "$d/token"
+    write_peers
+    in_underlay python3 "$KOVS_REPO/tests/cluster/kube_api_mock.py" --listen "$API_ADDR" --port "$API_PORT" \
+        --cert "$d/apiserver.crt" --key "$d/apiserver.key" --token-file "$d/token" --peers "$CLUSTER_DIR/peers.yaml" \
+        --watch-peers --node-shape kind --ready-file "$d/ready" --log "$d/requests.log" >"$d/mock.log" 2>&1 &
+    disown   # cluster_down ends it with the namespace's other processes
+    wait_for "the mock API server to listen" 15 test -s "$d/ready" ||
+        { tail -5 "$d/mock.log" >&2; die "the mock API server did not start"; }
+}
+
+# --- nodes --------------------------------------------------------------------
+
+node_up() {
+    local n=$1 c; c=$(node_container "$n")
+    mkdir -p "$(node_dir "$n")" "$(kubelet_dir "$n")"
+    # kind's node container, less --privileged (refused here): the capabilities
+    # OVS and runc need; seccomp and AppArmor unconfined as kind's privileged
+    # nodes are (runc needs keyctl); a private cgroup namespace so the cgroup
+    # tree node-boot.sh mounts is the node's own; /var/lib/containerd on a
+    # volume, as kind puts /var on one (overlayfs snapshots cannot live on the
+    # container's own overlay root).
+    dk run -d --name "$c" --hostname "node$n" \
+        --label "kovs.cluster=$CLUSTER_PREFIX" --label "kovs.node=$n" --label kovs.provider=kind-node \
+        --network "$DOCKER_NETWORK" --ip "$(node_ip "$n")" \
+        --cap-add NET_ADMIN --cap-add SYS_ADMIN --cap-add NET_RAW --cap-add IPC_LOCK --cap-add SYS_NICE \
+        --cap-add SYS_PTRACE \
+        --device /dev/net/tun --sysctl net.ipv4.ip_forward=1 --init \
+        --cgroupns=private --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+        --tmpfs /run --tmpfs /tmp --mount type=volume,dst=/var/lib/containerd \
+        -v "$CLUSTER_DIR:$CLUSTER_DIR" -v "$KOVS_REPO/tests/cluster/kubelet:$KOVS_KUBELET_DIR:ro" \
+        "$KOVS_NODE_IMAGE" "$KOVS_KUBELET_DIR/node-boot.sh" >/dev/null
+    wait_for "containerd in node $n" 30 ctr_in "$n" version ||
+        { dk logs --tail 20 "$c" >&2; die "containerd did not start in node $n"; }
+    # kube-proxy's rule for the kubernetes Service, for host-network pods.
+    in_node "$n" iptables -t nat -A OUTPUT -d "$API_SERVICE_IP/32" -p tcp --dport "$API_SERVICE_PORT" \
+        -j DNAT --to-destination "$API_ADDR:$API_PORT"
+}
+
+# The runner, as a node's kubelet: started once the manifests are applied.
+kubelet_start() {
+    local n=$1 d; d=$(kubelet_dir "$n")
+    dk exec -d "$(node_container "$n")" python3 "$KOVS_KUBELET_DIR/kovs_kubelet.py" \
+        --node "node$n" --pod "$CLUSTER_DIR/manifests/pod.json" --dir "$d" \
+        --api-token "$(api_dir)/token" --api-ca "$(api_dir)/ca.crt" \
+        --service-host "$API_SERVICE_IP" --service-port "$API_SERVICE_PORT"
+    wait_for "the kubelet runner of node $n to start" 10 test -s "$d/status.json"
+}
+
+# --- the steps of kind/kovs-kind up ---------------------------------------------
+
+kind_step_check_prerequisites() {
+    local b
+    for b in dockerd debootstrap socat openssl python3 jq busybox "$KOVS_BUILD_CLI"; do
+        command -v "$b" >/dev/null || die "$b not found: the kind-node provider needs it (scripts/install-deps.sh installs it)"
+    done
+    python3 -c 'import yaml' 2>/dev/null || die "python3-yaml not found: the kubelet runner reads the manifests with it"
+    docker_prepare
+}
+kind_step_build_image() { kovs_image_build; pod_image_ensure; }
+kind_step_create_cluster() {
+    local n
+    underlay_up
+    api_up
+    for n in $(seq 1 "$CLUSTER_NODES"); do node_up "$n"; done
+}
+kind_step_load_image() {
+    local n
+    for n in $(seq 1 "$CLUSTER_NODES"); do image_load "$n" "$KOVS_IMAGE"; image_load "$n" "$KOVS_POD_IMAGE"; done
+}
+kind_step_apply_manifests() {
+    local src=$KOVS_REPO/kind/manifests n
+    [ "$KIND_NODE_COMPANION" = 1 ] && src=$KOVS_REPO/kind/overlays/companion
+    mkdir -p "$CLUSTER_DIR/manifests"
+    python3 "$KOVS_REPO/tests/cluster/kubelet/manifests.py" "$src" --image "$KOVS_IMAGE" \
+        --image-config "$(dk image inspect -f '{{json .Config}}' "$KOVS_IMAGE")" --out "$CLUSTER_DIR/manifests/pod.json" || die "the kubelet runner cannot run the manifests of $src"
+    for n in $(seq 1 "$CLUSTER_NODES"); do kubelet_start "$n"; done
+}
+_pod_ready() { pod_status "$1" | jq -e '.ready' >/dev/null; }
+kind_step_wait_agents() {
+    local n
+    for n in $(seq 1 "$CLUSTER_NODES"); do
+        wait_for "node $n's kovs pod to be Ready" 180 _pod_ready "$n" || { node_debug "$n"; return 1; }
+    done
+}
+# NetworkReady as containerd's CRI decides it: a conflist in /etc/cni/net.d
+# whose every plugin type is a binary in /opt/cni/bin.
+_network_ready() {
+    # shellcheck disable=SC2016
+    in_node "$1" sh -c 'f=$(ls /etc/cni/net.d/*.conflist 2>/dev/null | head -1) && [ -n "$f" ] &&
+        for t in $(jq -r ".plugins[].type" "$f"); do [ -x "/opt/cni/bin/$t" ] || { echo "$f: no plugin $t"; exit 1; }; done'
+}
+kind_step_wait_nodes_ready() {
+    local n
+    for n in $(seq 1 "$CLUSTER_NODES"); do
+        wait_for "node $n to be network-ready (conflist + plugins)" 60 _network_ready "$n" || return 1
+        wait_for "node $n's agent to program its peers" 60 node_ready "$n" || { node_debug "$n"; return 1; }
+    done
+}
+kind_step_next_steps() { :; }
+
+# The steps kind/kovs-kind up runs, as "id<TAB>title" lines.
+kind_up_steps() {
+    local args=(up --list-steps)
+    [ "$KIND_NODE_COMPANION" = 1 ] && args+=(--companion)
+    "$KOVS_REPO/kind/kovs-kind" "${args[@]}"
+}
+
+cluster_up() {
+    CLUSTER_NODES=$1
+    local id title steps t0
+    steps=$(kind_up_steps) || die "kind/kovs-kind up --list-steps failed"
+    while IFS=$'\t' read -r -u 3 id title; do
+        declare -F "kind_step_$id" >/dev/null ||
+            die "kind/kovs-kind up has a step '$id' ($title) that the kind-node provider does not run: add kind_step_$id"
+    done 3<<<"$steps"
+    mkdir -p "$CLUSTER_DIR"
+    : > "$CLUSTER_DIR/steps.log"
+    while IFS=$'\t' read -r -u 3 id title; do
+        t0=$(date +%s%N)
+        _log "  [kind-node] $title"
+        "kind_step_$id" || return 1
+        printf '%s\t%s\t%d\n' "$id" "$title" "$(( ($(date +%s%N) - t0) / 1000000 ))" >> "$CLUSTER_DIR/steps.log"
+    done 3<<<"$steps"
+}
+
+# Ready as kind users see it: the pod Ready (readiness probe) and the agent's
+# own status with every peer's route and tunnel neighbour.
+node_ready() {
+    local n=$1 s
+    _pod_ready "$n" || { echo "node $n: kovs pod not Ready: $(pod_status "$n" | jq -c '[.containerStatuses[] | {name, state, ready}]')"; return 1; }
+    s=$(in_agent "$n" kovsctl status --json) || return 1
+    jq -e --argjson peers "$(( CLUSTER_NODES - $(find "$CLUSTER_DIR" -mindepth 2 -maxdepth 2 -path "$CLUSTER_DIR/n*/left" | wc -l) - 1 ))" \
+        '.ready and (.peers | length == $peers) and all(.peers[]; .route and .neighbour)' <<<"$s" >/dev/null ||
+        { echo "$s" | jq -c '{ready, notReadyReason, peers: [.peers[] | {name, route}]}'; return 1; }
+}
+
+agent_start() { die "kind-node: the kubelet runner runs the agent (restartPolicy Always); kill its container instead"; }
+agent_stop() { agent_start; }
+
+# --- pods through containerd's CNI ------------------------------------------------
+
+# ctr run --cni in the foreground (ctr 1.6 calls CNI DEL only when the
+# foreground run ends, as a runtime tears a pod's network down when it stops),
+# left running in the node; the pod's network namespace is its task's own.
+pod_start() {
+    local n=$1 p=$2 d; d=$(node_dir "$n")
+    rm -f "$d/pod-$p.pid" "$d/pod-$p.result"
+    # shellcheck disable=SC2016 # expanded by the node's shell
+    dk exec -d "$(node_container "$n")" sh -c 'exec "$@" >>"$0" 2>&1' "$d/pod-$p.ctr.log" \
+        ctr --namespace k8s.io run --rm --cni --null-io --pid-file "$d/pod-$p.pid" \
+        "docker.io/library/$KOVS_POD_IMAGE" "pod-$n-$p"
+}
+# Done when the task runs and libcni cached the ADD's result.
+_pod_added() {
+    local n=$1 p=$2
+    in_node "$n" test -s "/var/lib/cni/results/kovs-k8s.io-pod-$n-$p-eth0" && ctr_in "$n" tasks ls | awk -v id="pod-$n-$p" '$1 == id && $3 == "RUNNING" {f = 1} END {exit !f}'
+}
+pod_add() {
+    local n=$1 p=$2 d; d=$(node_dir "$n")
+    pod_start "$n" "$p"
+    wait_for "pod $n/$p to run with its network" 60 _pod_added "$n" "$p" ||
+        { tail -5 "$d/pod-$p.ctr.log" >&2; return 1; }
+    in_node "$n" jq '.result' "/var/lib/cni/results/kovs-k8s.io-pod-$n-$p-eth0" > "$d/pod-$p.result"
+}
+_pod_gone() { ! ctr_in "$1" containers ls -q | grep -qx "pod-$1-$2"; }
+pod_stop() { ctr_in "$1" tasks kill --signal SIGKILL "pod-$1-$2" >/dev/null 2>&1 || true; }
+pod_del() {
+    local n=$1 p=$2
+    pod_stop "$n" "$p"
+    wait_for "pod $n/$p to be removed (CNI DEL)" 60 _pod_gone "$n" "$p" || return 1
+    rm -f "$(node_dir "$n")/pod-$p.pid"
+}
+
+# --- debugging and teardown -------------------------------------------------------
+
+provider_node_debug() {
+    local n=$1 d; d=$(kubelet_dir "$n")
+    _log "--- node $n: container $(dk ps -a --filter "name=^$(node_container "$n")\$" --format '{{.Names}} {{.Status}}' 2>&1)"
+    _log "--- node $n: kovs pod: $(pod_status "$n" | jq -c '{ready, containerStatuses: [.containerStatuses[] | {name, state, restartCount, ready, lastExit}]}' 2>&1)"
+    _log "--- node $n: kubelet runner log (last 15 lines)"; tail -15 "$d/kubelet.log" >&2 2>/dev/null || true
+    local f
+    for f in $(find "$d/logs" -name '*.log' 2>/dev/null | sort | tail -3); do
+        _log "--- node $n: $f (last 20 lines)"; tail -20 "$f" >&2 || true
+    done
+}
+
+# The common node_debug reads an agent log file; here the runner keeps the logs.
+node_debug() {
+    provider_node_debug "$1"
+    _log "--- node $1: ip addr"; in_node "$1" ip -br addr >&2 || true
+}
+
+cluster_hint() {
+    echo "DOCKER_HOST=unix://$KOVS_DOCKER_SOCK docker exec -it $(node_container 1) ctr -n k8s.io tasks ls"
+}
+
+# Every container of a node stopped through containerd, so runc removes
+# their cgroups (a node removed with containers inside would leave their
+# cgroup directories behind in the machine's hierarchy).
+_node_containers_down() {
+    local n=$1 ids id
+    dk exec "$(node_container "$n")" pkill -f kovs_kubelet.py >/dev/null 2>&1 || true
+    ids=$(ctr_in "$n" tasks ls -q 2>/dev/null) || return 0
+    # delete --force kills a running task and removes a stopped one (a pod
+    # whose ctr run died leaves its task stopped), so runc removes its cgroups.
+    for id in $ids; do ctr_in "$n" tasks delete --force "$id" >/dev/null 2>&1 || true; done
+    for id in $(ctr_in "$n" containers ls -q 2>/dev/null); do ctr_in "$n" containers delete "$id" >/dev/null 2>&1 || true; done
+}
+
+cluster_down() {
+    local n
+    apt_relay_down
+    if _dockerd_ours; then
+        for n in $(dk ps --filter "label=kovs.cluster=$CLUSTER_PREFIX" --format '{{.Label "kovs.node"}}' 2>/dev/null); do
+            _node_containers_down "$n"
+        done
+        local c; c=$(dk ps -aq --filter "label=kovs.cluster=$CLUSTER_PREFIX")
+        # shellcheck disable=SC2086
+        [ -z "$c" ] || dk rm -f -v $c >/dev/null 2>&1 || true
+    fi
+    # The docker provider's teardown: network, engine, namespace, CLUSTER_DIR.
+    _docker_cluster_down
+}

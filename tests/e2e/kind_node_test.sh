@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# kovs as a kind user gets it, on the kind-node provider: the image built from
+# kind/Dockerfile, kind/manifests/kovs.yaml run by the kubelet runner through
+# containerd, pods created by containerd's CNI client. 3 nodes:
+#  - the provider ran exactly the steps of `kind/kovs-kind up` (--dry-run prints them);
+#  - what runs is the shipped image: its runtime stage and entrypoints, the
+#    binaries under test, kovs-node-init as in the repo;
+#  - every agent became ready through the init container: podCIDR from the API
+#    server's Node, conflist and plugin where containerd looks, then the agent
+#    with peers from the API (list + watch);
+#  - the demo's connectivity matrix over pods that containerd made;
+#  - a node leaves and joins through the API, and the agents follow;
+#  - an agent that stops answering its liveness probe is restarted by the
+#    runner, and the node comes back.
+export KOVS_PROVIDER=kind-node
+source "$(dirname "$0")/lib.sh"
+for b in busybox socat openssl; do
+    command -v "$b" >/dev/null || { echo "the kind-node provider needs $b (scripts/install-deps.sh installs it); skipped"; exit 77; }
+done
+
+t0=$(ms_now)
+cluster_up 3
+echo "cluster up through the kovs-kind steps in $(( ($(ms_now) - t0) / 1000 ))s"
+
+# One sequence of steps: what kovs-kind up --dry-run announces, what it lists,
+# and what the provider ran.
+dry=$("$root/kind/kovs-kind" up --dry-run | sed -n 's/^==> \[[0-9]*\] //p')
+listed=$("$root/kind/kovs-kind" up --list-steps | cut -f2)
+ran=$(cut -f2 "$CLUSTER_DIR/steps.log")
+[ "$dry" = "$listed" ] || fail "kovs-kind up --dry-run and --list-steps differ:
+$dry
+---
+$listed"
+[ "$ran" = "$listed" ] || fail "the kind-node provider ran other steps than kovs-kind up:
+$ran
+---
+$listed"
+pass "the provider ran the $(wc -l <<<"$ran") steps of kovs-kind up, in order: $(cut -f1 "$CLUSTER_DIR/steps.log" | tr '\n' ' ')"
+
+# The shipped image: kind/Dockerfile's runtime stage and CMD, this build's binaries.
+cfg=$(dk image inspect -f '{{json .Config}}' "$KOVS_IMAGE")
+want_cmd=$(sed -n 's/^CMD \(\[.*\]\)$/\1/p' "$root/kind/Dockerfile" | jq -c .)
+[ "$(jq -c .Cmd <<<"$cfg")" = "$want_cmd" ] || fail "image CMD $(jq -c .Cmd <<<"$cfg"), kind/Dockerfile says $want_cmd"
+dk image history --no-trunc --format '{{.CreatedBy}}' "$KOVS_IMAGE" | grep -q 'apt-get install -y --no-install-recommends.*openvswitch-switch' ||
+    fail "$KOVS_IMAGE has no layer of the Dockerfile's runtime stage (apt-get install openvswitch-switch ...)"
+sum() { sha256sum | cut -d' ' -f1; }
+for n in 1 2 3; do
+    id=$(container_id "$n" kovs-agent) || fail "node $n: no running kovs-agent container"
+    img=$(ctr_in "$n" containers info "$id" | jq -r .Image)
+    [ "$img" = "docker.io/library/$KOVS_IMAGE" ] || fail "node $n: the agent runs image $img"
+    [ "$(in_agent "$n" cat /usr/local/bin/kovs-node-init | sum)" = "$(sum < "$root/kind/kovs-node-init")" ] ||
+        fail "node $n: the image's kovs-node-init is not kind/kovs-node-init"
+    [ "$(in_agent "$n" cat /usr/local/bin/kovs-agent | sum)" = "$(sum < "$KOVS_IMAGE_BUILD/agent/kovs-agent")" ] ||
+        fail "node $n: the image's kovs-agent is not the one under test"
+    [ "$(in_node "$n" cat /opt/cni/bin/kovs | sum)" = "$(sum < "$KOVS_IMAGE_BUILD/cni/kovs-cni")" ] ||
+        fail "node $n: /opt/cni/bin/kovs is not the kovs-cni under test"
+done
+pass "every node runs $KOVS_IMAGE from kind/Dockerfile's runtime stage, with the binaries under test"
+
+for n in 1 2 3; do
+    st=$(pod_status "$n")
+    jq -e '.initContainerStatuses[0] | .name == "install-cni" and .state == "terminated" and .lastExit.exitCode == 0' <<<"$st" >/dev/null ||
+        fail "node $n: install-cni did not complete: $(jq -c .initContainerStatuses <<<"$st")"
+    jq -e '.ready and (.containerStatuses[] | select(.name == "kovs-agent") | .ready and .restartCount == 0)' <<<"$st" >/dev/null ||
+        fail "node $n: kovs-agent not ready: $(jq -c .containerStatuses <<<"$st")"
+    grep -qF " $(node_ip "$n") \"GET /api/v1/nodes/node$n HTTP/1.1\" 200 " "$(api_dir)/requests.log" ||
+        fail "node $n: kovs-node-init never read its Node from the API server"
+    grep -qF " $(node_ip "$n") \"GET /api/v1/nodes HTTP/1.1\" 200 " "$(api_dir)/requests.log" ||
+        fail "node $n: the agent never listed the Nodes"
+    grep -qF " $(node_ip "$n") \"GET /api/v1/nodes?watch=true&" "$(api_dir)/requests.log" ||
+        fail "node $n: the agent never watched the Nodes"
+    conf=$(in_node "$n" cat /etc/cni/net.d/10-kovs.conflist)
+    [ "$(jq -r '.plugins[0].ipam.ranges[0][0].subnet' <<<"$conf")" = "$(node_pod_cidr "$n")" ] ||
+        fail "node $n: conflist subnet is not the Node's podCIDR: $conf"
+    [ "$(jq -r '[.plugins[].type] | join(",")' <<<"$conf")" = "kovs,portmap" ] || fail "node $n: conflist plugins: $conf"
+    in_agent "$n" grep -qx "  podCIDR: $(node_pod_cidr "$n")" /etc/kovs/agent.yaml || fail "node $n: agent.yaml lacks the podCIDR"
+done
+pass "init container -> agent on every node: podCIDR from the Node, conflist + plugin in containerd's dirs, peers listed and watched"
+
+for n in 1 2 3; do for p in 1 2; do pod_add "$n" "$p"; done; done
+grep -q 'ADD k8s.io-pod-1-1/eth0' < <(in_node 1 cat /var/log/kovs/cni.log) || fail "kovs-cni logged no ADD from containerd"
+start_servers 3 2
+connectivity_matrix 3 2
+[ "$matrix_failed" -eq 0 ] || fail "connectivity matrix has failures"
+pass "connectivity matrix over 6 pods created by containerd (ctr run --cni -> libcni -> kovs-cni)"
+
+# Node 3 leaves the API and comes back: the other agents drop and re-add it.
+touch "$(node_dir 3)/left"; write_peers
+for n in 1 2; do wait_for "node $n to drop node 3 (DELETED from the watch)" 30 node_ready "$n" || fail "node $n kept node 3"; done
+rm "$(node_dir 3)/left"; write_peers
+for n in 1 2; do wait_for "node $n to add node 3 back (ADDED)" 30 node_ready "$n" || fail "node $n did not re-add node 3"; done
+tcp_ok "$(pod_ip 3 1)" in_pod 1 1 || fail "pod 1/1 cannot reach pod 3/1 after node 3 rejoined"
+pass "a node leaves and rejoins through the API server's watch; traffic to it works again"
+
+# Liveness: a stopped agent answers no /healthz; the runner kills and restarts it.
+pid=$(ctr_in 1 tasks ls | awk -v id="$(container_id 1 kovs-agent)" '$1 == id {print $2}')
+in_node 1 kill -STOP "$pid"
+restarted() { pod_status 1 | jq -e '.containerStatuses[] | select(.name == "kovs-agent") | .restartCount >= 1 and .state == "running"' >/dev/null; }
+wait_for "the runner to restart the agent after failed liveness probes" 120 restarted || fail "the agent was not restarted"
+grep -q 'Killing container kovs-agent .*failed liveness probe' "$(kubelet_dir 1)/kubelet.log" || fail "no liveness kill in the runner's log"
+wait_for "node 1 to be ready again" 90 node_ready 1 || fail "node 1 did not come back after the restart"
+wait_for "pod 1/1 to reach pod 2/1 again" 30 tcp_ok "$(pod_ip 2 1)" in_pod 1 1 || fail "traffic from node 1 did not come back"
+pass "an agent failing its liveness probe is killed and restarted, and node 1 is ready again"
+
+echo "$checks passed, 0 failed"
