@@ -47,13 +47,19 @@ Socket openSocket() {
     return s;
 }
 
-void waitReadable(mnl_socket* s, const std::string& what) {
+// False when nothing came within `timeoutMs`.
+bool readable(mnl_socket* s, const std::string& what, int timeoutMs) {
     pollfd p{mnl_socket_get_fd(s), POLLIN, 0};
     int rc;
-    while ((rc = ::poll(&p, 1, kAnswerTimeoutMs)) < 0 && errno == EINTR) {
+    while ((rc = ::poll(&p, 1, timeoutMs)) < 0 && errno == EINTR) {
     }
     if (rc < 0) throwErrno("nftables: " + what + ": poll");
-    if (rc == 0) throw Error("nftables: " + what + ": no answer from the kernel within " + std::to_string(kAnswerTimeoutMs) + " ms");
+    return rc > 0;
+}
+
+void waitReadable(mnl_socket* s, const std::string& what) {
+    if (!readable(s, what, kAnswerTimeoutMs))
+        throw Error("nftables: " + what + ": no answer from the kernel within " + std::to_string(kAnswerTimeoutMs) + " ms");
 }
 
 Rule newRule() {
@@ -98,8 +104,11 @@ void matchAddress(nftnl_rule* r, uint32_t offset, const IpPrefix& p) {
     nftnl_expr_set(cmp, NFTNL_EXPR_CMP_DATA, net.bytes.data(), 4);
 }
 
-// One netlink batch (one nftables transaction). Every message asks for an
-// ack, so the first refusal is reported with the message it refused.
+// One netlink batch (one nftables transaction). The kernel reports every
+// message it refuses (and then aborts the whole batch); only the last message
+// asks for an ack, which then means the batch went through. (An ack per
+// message overflows the socket's receive buffer on a large batch: ENOBUFS
+// with 100 peers.)
 class Batch {
 public:
     explicit Batch(size_t messages) : buf_((messages + 4) * 1024), batch_(mnl_nlmsg_batch_start(buf_.data(), buf_.size())) {
@@ -113,8 +122,9 @@ public:
     template <typename Build>
     void add(uint16_t type, uint16_t flags, const std::string& what, Build build) {
         auto* nlh = nftnl_nlmsg_build_hdr(static_cast<char*>(mnl_nlmsg_batch_current(batch_)), type, NFPROTO_IPV4,
-                                          flags | NLM_F_ACK, seq_);
+                                          flags, seq_);
         build(nlh);
+        last_ = nlh;
         what_[seq_++] = what;
         if (!mnl_nlmsg_batch_next(batch_)) throw Error("nftables: batch buffer too small at: " + what);
     }
@@ -122,15 +132,20 @@ public:
     // Sends the batch; throws naming the first message the kernel refused,
     // unless its error is `tolerated` (e.g. ENOENT when deleting what is gone).
     void commit(int tolerated = 0) {
+        if (!last_) return;
+        last_->nlmsg_flags |= NLM_F_ACK;
+        const uint32_t lastSeq = last_->nlmsg_seq;
         nftnl_batch_end(static_cast<char*>(mnl_nlmsg_batch_current(batch_)), seq_++);
         mnl_nlmsg_batch_next(batch_);
         auto sock = openSocket();
         if (mnl_socket_sendto(sock.get(), mnl_nlmsg_batch_head(batch_), mnl_nlmsg_batch_size(batch_)) < 0)
             throwErrno("nftables: send batch");
         std::string refused;
-        size_t pending = what_.size();
+        bool done = false;
         std::vector<char> in(MNL_SOCKET_BUFFER_SIZE);
-        while (pending > 0) {
+        while (!done) {
+            // After a refusal the kernel may or may not answer the rest.
+            if (!refused.empty() && !readable(sock.get(), "batch", 100)) break;
             waitReadable(sock.get(), what_.begin()->second);
             auto n = mnl_socket_recvfrom(sock.get(), in.data(), in.size());
             if (n < 0) throwErrno("nftables: read answer");
@@ -138,12 +153,12 @@ public:
             for (auto* nlh = reinterpret_cast<nlmsghdr*>(in.data()); mnl_nlmsg_ok(nlh, left); nlh = mnl_nlmsg_next(nlh, &left)) {
                 if (nlh->nlmsg_type != NLMSG_ERROR) continue;
                 auto* err = static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(nlh));
-                --pending;
                 if (err->error != 0 && -err->error != tolerated && refused.empty()) {
                     auto it = what_.find(nlh->nlmsg_seq);
                     refused = (it == what_.end() ? std::string("batch") : it->second) + ": " + std::strerror(-err->error);
-                    pending = 0;  // the kernel aborts the whole batch: no more answers come
                 }
+                // A refusal aborts the whole batch; the last message's answer comes either way.
+                if (nlh->nlmsg_seq == lastSeq) done = true;
             }
         }
         if (!refused.empty()) throw Error("nftables: " + refused);
@@ -153,6 +168,7 @@ private:
     std::vector<char> buf_;
     mnl_nlmsg_batch* batch_;
     uint32_t seq_ = 1;
+    nlmsghdr* last_ = nullptr;
     std::map<uint32_t, std::string> what_;
 };
 

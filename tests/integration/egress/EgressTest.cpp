@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/Error.hpp"
 #include "base/EventLoop.hpp"
 #include "base/Process.hpp"
 #include "base/RepairLog.hpp"
@@ -140,4 +141,35 @@ TEST(EgressReconciler, RestoresAFlushedRulesetAndBacksOffFromAFight) {
     EXPECT_GT(second, first) << "the wait does not grow";
     EXPECT_EQ(status()["readBackRepairs"], 7);
     NftablesNat().remove();
+}
+
+// A batch the kernel refuses changes nothing (one transaction) and the error
+// names the message it refused.
+TEST(NftablesNat, ARefusedBatchChangesNothingAndSaysWhy) {
+    nft({"add", "table", "ip", "kovs"});
+    nft({"add", "chain", "ip", "kovs", "postrouting", "{ type filter hook postrouting priority 0; }"});
+    nft({"add", "rule", "ip", "kovs", "postrouting", "counter"});
+    try {
+        NftablesNat().replace(kindRules());
+        FAIL() << "a nat chain over a filter chain was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("nftables: add chain ip kovs postrouting: "), std::string::npos) << e.what();
+    }
+    auto chain = nft({"list", "chain", "ip", "kovs", "postrouting"});
+    EXPECT_NE(chain.find("type filter hook postrouting"), std::string::npos) << chain;
+    EXPECT_NE(chain.find("counter"), std::string::npos) << "the flush of the refused batch happened anyway:\n" << chain;
+    EXPECT_EQ(chain.find("masquerade"), std::string::npos) << chain;
+    NftablesNat().remove();
+}
+
+// A big cluster's rules fit one batch (an ack per message overflowed the socket: ENOBUFS).
+TEST(NftablesNat, AThousandNodesFitOneBatch) {
+    EgressRules big;
+    for (int i = 0; i < 1000; ++i)
+        big.keep.push_back(IpPrefix::parse("172.18." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1)));
+    big.masquerade = {IpPrefix::parse("10.244.0.0/16")};
+    NftablesNat nat;
+    nat.replace(big);
+    EXPECT_EQ(rules().size(), 1001u);
+    nat.remove();
 }
