@@ -1,111 +1,131 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# Pod -> pod TCP throughput across nodes (issue 6): the kovs userspace
-# datapath against a kernel VXLAN + Linux bridge network of the same shape
-# (tests/cluster/lib/kernel-vxlan-reference.sh), on the same underlay, in the same run.
-# Nodes 1-2 are a kovs cluster (OVS netdev, kovs-agent, kovs-cni), nodes 3-4
-# the reference; one pod per node, iperf3 from the pod on the first node of
-# each pair to the pod on the second. The runs alternate (ref, kovs, kovs,
-# ref, ...) so that load from other work on the machine hits both alike;
-# every run is printed, then the medians with their spread and the ratio.
-# As context, the reference is also measured with TX checksum offload off in
-# its pods, the rule kovs's pods live by (the userspace datapath cannot
-# complete a checksum left to offload): that costs the kernel its TSO too.
+# Pod -> pod TCP throughput across nodes at the underlay's MTU (1500 unless
+# KOVS_UNDERLAY_MTU), every network on the same underlay in the same run, runs
+# alternating so that load from other work hits all alike:
+#
+#   kovs            kovs as shipped (nodes 1 -> 2): shim uplink, Services reply path
+#   kovs-noct       the same with flows.conntrack: false (nodes 3 -> 4): what the
+#                   Services reply path (OVS conntrack) costs, same binary
+#   kovs-svc        nodes 1 -> 2 again, through a ClusterIP (kube-proxy's DNAT on
+#                   node 1, tests/cluster/lib/kube-proxy.sh when present)
+#   netdev-ref      OVS netdev set up by hand as the seeds did (nodes 7 -> 8,
+#                   tests/cluster/lib/netdev-reference.sh): the target's reference
+#   kernel          kernel VXLAN + Linux bridge (nodes 5 -> 6,
+#                   tests/cluster/lib/kernel-vxlan-reference.sh), context
+#   kernel-txoff    the same with TX checksum offload off in its pods (context: the
+#                   rule kovs's pods live by, which costs the kernel its TSO)
+#
+# Targets (printed, never asserted): kovs >= 1.5x netdev-ref; the Services
+# reply path costs at most 10 % (kovs / kovs-noct >= 0.90).
 #
 #   KOVS_BENCH_THROUGHPUT_SECONDS  iperf3 seconds per run (default 5, plus 1 s omitted for slow start)
 #   KOVS_BENCH_THROUGHPUT_REPEATS  runs per network (default 3)
-#   KOVS_UNDERLAY_MTU              underlay MTU for both networks (default 1500; kovs follows it)
+#   KOVS_UNDERLAY_MTU              underlay MTU for every network (default 1500; kovs follows it)
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=../../cluster/lib/kernel-vxlan-reference.sh
 source "$root/tests/cluster/lib/kernel-vxlan-reference.sh"
+# shellcheck source=../../cluster/lib/netdev-reference.sh
+source "$root/tests/cluster/lib/netdev-reference.sh"
 
 seconds=${KOVS_BENCH_THROUGHPUT_SECONDS:-5}
 repeats=${KOVS_BENCH_THROUGHPUT_REPEATS:-3}
 [[ $seconds =~ ^[1-9][0-9]*$ ]] || die "KOVS_BENCH_THROUGHPUT_SECONDS: expected a positive integer, got '$seconds'"
 [[ $repeats =~ ^[1-9][0-9]?$ ]] || die "KOVS_BENCH_THROUGHPUT_REPEATS: expected 1-99, got '$repeats'"
 
-need_netns_provider "the kernel VXLAN reference (bare nodes)"
-echo "pod -> pod TCP throughput across nodes: kovs (OVS userspace datapath) vs kernel VXLAN + Linux bridge"
+need_netns_provider "the reference networks (bare nodes)"
+echo "pod -> pod TCP throughput across nodes: kovs vs OVS netdev by hand (target) and kernel VXLAN (context)"
 echo "build: $(build_description)"
 echo "machine: $(machine_description)"
 
-cluster_up 2
-pod_add 1 1
-pod_add 2 1
-ref_node_up 3 "$UNDERLAY_MTU"
-ref_node_up 4 "$UNDERLAY_MTU"
-ref_connect 3 4
-ref_pod_add 3 1
-ref_pod_add 4 1
+SVC_IP=10.96.0.50
+cluster_up 4
+for n in 1 2 3 4; do pod_add "$n" 1; done
+# Nodes 3-4: the same agent without the conntrack stage.
+for n in 3 4; do
+    printf 'flows: {conntrack: false}\n' >> "$(node_dir "$n")/agent.yaml"
+    agent_stop "$n"; agent_start "$n"
+done
+for n in 3 4; do wait_for "node $n agent without conntrack" 60 node_ready "$n" || { node_debug "$n"; exit 1; }; done
+# The ClusterIP kovs-svc goes through: kube-proxy's rules for one TCP
+# Service with pod 2/1 behind it, on node 1 (the client's node).
+if declare -F kube_proxy_sync >/dev/null; then
+    services_file=$CLUSTER_DIR/bench-services.json
+    printf '{"services": [{"name": "iperf", "clusterIP": "%s", "ports": [{"port": 5201, "protocol": "TCP"}],
+             "endpoints": [{"ip": "%s", "node": "node2"}]}]}\n' "$SVC_IP" "$(pod_ip 2 1)" > "$services_file"
+    kube_proxy_sync 1 iptables "$services_file"
+    svc_rules="kube-proxy iptables-mode rules"
+else
+    in_node 1 iptables -t nat -A PREROUTING -d "$SVC_IP/32" -p tcp --dport 5201 -j DNAT --to-destination "$(pod_ip 2 1):5201"
+    svc_rules="one DNAT rule"
+fi
+ref_node_up 5 "$UNDERLAY_MTU"; ref_node_up 6 "$UNDERLAY_MTU"; ref_connect 5 6
+ref_pod_add 5 1; ref_pod_add 6 1
+netdev_ref_node_up 7 "$UNDERLAY_MTU"; netdev_ref_node_up 8 "$UNDERLAY_MTU"
+netdev_ref_pod_add 7 1; netdev_ref_pod_add 8 1
+netdev_ref_connect 7 8
 
-# network name -> "source node, destination node"
-declare -A pair=([kovs]="1 2" [reference]="3 4" [ref_tx_off]="3 4")
-for net in reference kovs; do
-    read -r src dst <<<"${pair[$net]}"
+# network -> "source node, destination node, destination address (pod_ip if empty)"
+declare -A pair=([kovs]="1 2" [kovs-noct]="3 4" [kovs-svc]="1 2 $SVC_IP" [netdev-ref]="7 8" [kernel]="5 6" [kernel-txoff]="5 6")
+networks=(kovs kovs-noct kovs-svc netdev-ref kernel kernel-txoff)
+for dst in 2 4 6 8; do
     in_pod "$dst" 1 iperf3 -s -D --logfile "$(node_dir "$dst")/log/iperf3-server.log"
     wait_for "iperf3 server in pod $dst/1" 10 port_listening 5201 in_pod "$dst" 1
+done
+for net in "${networks[@]}"; do
+    read -r src dst addr <<<"${pair[$net]}"
     wait_for "$net: ping pod $src/1 -> pod $dst/1" 10 in_pod "$src" 1 ping -c1 -W1 -q "$(pod_ip "$dst" 1)"
 done
-echo "pod MTU: kovs $(in_pod 1 1 cat /sys/class/net/eth0/mtu), reference $(in_pod 3 1 cat /sys/class/net/eth0/mtu);" \
-    "pod TX checksum offload: kovs $(in_pod 1 1 ethtool -k eth0 | awk '/^tx-checksumming:/{print $2}')," \
-    "reference $(in_pod 3 1 ethtool -k eth0 | awk '/^tx-checksumming:/{print $2}')"
-# Which MAC each kovs pod reaches its gateway at: gw0's, or the host end of
-# its own veth (the node's kernel answered the ARP first; it then forwards
-# every packet the pod sends a second time, through gw0, next to OVS).
-for n in 1 2; do
-    mac=$(in_pod "$n" 1 ip neigh show "$(node_gw_ip "$n")" | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}')
-    case $mac in
-    "$(in_node "$n" cat /sys/class/net/gw0/address)") seen="gw0's MAC" ;;
-    "$(jq -r '.interfaces[0].mac' "$(node_dir "$n")/pod-1.result")") seen="its host veth's MAC (duplicates: the node's kernel forwards its packets too)" ;;
-    *) seen="${mac:-no MAC} (neither gw0's nor its host veth's)" ;;
-    esac
-    echo "kovs pod $n/1 reaches its gateway at $seen"
-done
-echo "iperf3 ${seconds} s per run (after 1 s omitted), $repeats runs per network, alternating"
+echo "pod MTU: kovs $(in_pod 1 1 cat /sys/class/net/eth0/mtu), netdev-ref $(in_pod 7 1 cat /sys/class/net/eth0/mtu)," \
+    "kernel $(in_pod 5 1 cat /sys/class/net/eth0/mtu); kovs-svc through $SVC_IP ($svc_rules on node 1)"
+echo "iperf3 ${seconds} s per run (after 1 s omitted), $repeats runs per network, order reversed every other run"
 echo
 
-ref_pods_tx() { local n; for n in 3 4; do in_pod "$n" 1 ethtool -K eth0 tx "$1" >/dev/null; done; }
+ref_pods_tx() { local n; for n in 5 6; do in_pod "$n" 1 ethtool -K eth0 tx "$1" >/dev/null; done; }
 
 # One run: prints "<Gbit/s> <retransmits>".
 measure() {
-    local net=$1 src dst out rc=0
-    read -r src dst <<<"${pair[$net]}"
-    [ "$net" = ref_tx_off ] && ref_pods_tx off
-    out=$(in_pod "$src" 1 iperf3 -c "$(pod_ip "$dst" 1)" -t "$seconds" -O 1 -J 2>&1) || rc=$?
-    [ "$net" = ref_tx_off ] && ref_pods_tx on
+    local net=$1 src dst addr out rc=0
+    read -r src dst addr <<<"${pair[$net]}"
+    [ "$net" = kernel-txoff ] && ref_pods_tx off
+    out=$(in_pod "$src" 1 iperf3 -c "${addr:-$(pod_ip "$dst" 1)}" -t "$seconds" -O 1 -J 2>&1) || rc=$?
+    [ "$net" = kernel-txoff ] && ref_pods_tx on
     if [ "$rc" != 0 ]; then
-        die "$net: iperf3 pod $src/1 -> pod $dst/1 failed: $(jq -r '.error // empty' <<<"$out" 2>/dev/null || echo "$out")"
+        die "$net: iperf3 pod $src/1 -> ${addr:-pod $dst/1} failed: $(jq -r '.error // empty' <<<"$out" 2>/dev/null || echo "$out")"
     fi
     jq -r '"\(.end.sum_received.bits_per_second / 1e9) \(.end.sum_sent.retransmits)"' <<<"$out"
 }
 
-declare -A gbps=([kovs]="" [reference]="" [ref_tx_off]="")
+declare -A gbps=()
 for i in $(seq 1 "$repeats"); do
-    order=(reference kovs ref_tx_off)
-    (( i % 2 == 0 )) && order=(ref_tx_off kovs reference)
-    line="run $i:"
+    order=("${networks[@]}")
+    if (( i % 2 == 0 )); then
+        order=()
+        for (( k = ${#networks[@]} - 1; k >= 0; k-- )); do order+=("${networks[$k]}"); done
+    fi
+    echo "run $i:"
     for net in "${order[@]}"; do
-        res=$(measure "$net")
-        read -r g retr <<<"$res"
+        read -r g retr <<<"$(measure "$net")"
         gbps[$net]+=" $g"
-        line+=$(printf '  %-10s %6.2f Gbit/s (%s retr.)' "$net" "$g" "$retr")
+        printf '  %-13s %6.2f Gbit/s (%s retr.)\n' "$net" "$g" "$retr"
     done
-    echo "$line"
 done
 
-# shellcheck disable=SC2086 # the lists are meant to split
-{
-    kovs_median=$(median ${gbps[kovs]})
-    ref_median=$(median ${gbps[reference]})
-    tx_off_median=$(median ${gbps[ref_tx_off]})
-    echo
-    printf 'kovs                   %s Gbit/s  median (min-max) of %d runs\n' "$(spread ${gbps[kovs]})" "$repeats"
-    printf 'reference              %s Gbit/s\n' "$(spread ${gbps[reference]})"
-    printf 'reference, pod TX off  %s Gbit/s  (context)\n' "$(spread ${gbps[ref_tx_off]})"
-}
-ratio=$(echo "$kovs_median / $ref_median" | bc -l)
-printf 'ratio kovs / kernel VXLAN: %.3f (target >= 0.30: %s)\n' "$ratio" \
-    "$( [ "$(echo "$ratio >= 0.30" | bc -l)" = 1 ] && echo met || echo MISSED)"
-printf 'context: kernel VXLAN with pod TX checksum off / kernel VXLAN: %.3f; kovs / that: %.3f\n' \
-    "$(echo "$tx_off_median / $ref_median" | bc -l)" "$(echo "$kovs_median / $tx_off_median" | bc -l)"
+echo
+declare -A med=()
+for net in "${networks[@]}"; do
+    # shellcheck disable=SC2086 # the list is meant to split
+    med[$net]=$(median ${gbps[$net]})
+    # shellcheck disable=SC2086
+    printf '%-13s %s Gbit/s  median (min-max) of %d runs\n' "$net" "$(spread ${gbps[$net]})" "$repeats"
+done
+ratio() { echo "${med[$1]} / ${med[$2]}" | bc -l; }
+verdict() { [ "$(echo "$1 >= $2" | bc -l)" = 1 ] && echo met || echo MISSED; }
+r=$(ratio kovs netdev-ref)
+printf 'kovs / netdev-ref (OVS netdev by hand):     %.3f  (target >= 1.5: %s)\n' "$r" "$(verdict "$r" 1.5)"
+r=$(ratio kovs kovs-noct)
+printf 'kovs / kovs-noct (Services reply path):     %.3f  (target: costs at most 10 %%, >= 0.90: %s)\n' "$r" "$(verdict "$r" 0.90)"
+printf 'kovs-svc / kovs (through a ClusterIP):      %.3f\n' "$(ratio kovs-svc kovs)"
+printf 'context: kovs / kernel VXLAN %.3f; kovs / kernel with pod TX off %.3f; kernel TX off / kernel %.3f\n' \
+    "$(ratio kovs kernel)" "$(ratio kovs kernel-txoff)" "$(ratio kernel-txoff kernel)"
