@@ -47,6 +47,7 @@ _image_build_dir=""
 KOVS_NODE_PACKAGES=(
     openvswitch-switch iproute2 ethtool iperf3 socat jq procps iputils-ping
     containernetworking-plugins systemd dbus python3 curl iptables tcpdump
+    nftables conntrack dnsmasq-base bind9-dnsutils
 )
 
 dk() { docker -H "unix://$KOVS_DOCKER_SOCK" "$@"; }
@@ -171,8 +172,13 @@ dockerd_start() {
 }
 
 dockerd_stop() {
-    local pid ns
+    local pid ns lock=""
     ns=$(dockerhost_ns)
+    # Under the engine's lock: a cluster waiting in dockerd_start must not see
+    # the engine gone and start its own before this cleanup, which removes the
+    # owner file and the exec root (the waiting engine's sockets) too.
+    # (Bounded: an interrupted dockerd_start of this very process may still hold it.)
+    if [ -d "$KOVS_DOCKER_RUN" ]; then exec {lock}>"$KOVS_DOCKER_RUN/docker.lock"; flock -w 90 "$lock" || true; fi
     if [ "$(_dockerd_owner)" = "$CLUSTER_PREFIX" ]; then
         if pid=$(_dockerd_pid); then
             kill -TERM "$pid" 2>/dev/null || true
@@ -186,6 +192,7 @@ dockerd_stop() {
             rm -f "$KOVS_DOCKER_RUN/run-containerd.made"
         fi
     fi
+    [ -z "$lock" ] || exec {lock}>&-
     # containerd and its shims, if dockerd could not stop them.
     if ip netns list | grep -q "^$ns\b"; then
         for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
