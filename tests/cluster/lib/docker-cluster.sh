@@ -120,13 +120,26 @@ dockerd_start() {
     if [ ! -d /run/containerd ]; then mkdir /run/containerd && : > "$KOVS_DOCKER_RUN/run-containerd.made"; fi
     exec {lock}>"$KOVS_DOCKER_RUN/docker.lock"
     flock "$lock"
-    while pid=$(_dockerd_pid); do
-        if (( waited == 0 )); then
-            _log "  the private Docker engine (pid $pid, data root $KOVS_DOCKER_ROOT) is in use by cluster $(_dockerd_owner); waiting up to ${timeout}s."
-            _log "  A cluster left up with --keep is removed with: tests/cluster/local-cluster down --prefix $(_dockerd_owner)"
-        fi
-        (( waited >= timeout )) && { exec {lock}>&-; die "the private Docker engine is still in use by cluster $(_dockerd_owner) after ${timeout}s"; }
-        flock -u "$lock"; sleep 2; waited=$(( waited + 2 )); flock "$lock"
+    local grace
+    while true; do
+        while pid=$(_dockerd_pid); do
+            if (( waited == 0 )); then
+                _log "  the private Docker engine (pid $pid, data root $KOVS_DOCKER_ROOT) is in use by cluster $(_dockerd_owner); waiting up to ${timeout}s."
+                _log "  A cluster left up with --keep is removed with: tests/cluster/local-cluster down --prefix $(_dockerd_owner)"
+            fi
+            (( waited >= timeout )) && { exec {lock}>&-; die "the private Docker engine is still in use by cluster $(_dockerd_owner) after ${timeout}s"; }
+            flock -u "$lock"; sleep 2; waited=$(( waited + 2 )); flock "$lock"
+        done
+        # The engine just stopped: its cluster's dockerd_stop removes the owner
+        # file and the exec root next (copies of this file older than the lock
+        # in dockerd_stop do it without the lock). Wait for the owner file to
+        # go, at most 20 s in case that cluster died before cleaning up.
+        grace=0
+        while [ -e "$KOVS_DOCKER_RUN/docker.owner" ] && [ "$(_dockerd_owner)" != "$CLUSTER_PREFIX" ] &&
+            (( grace < 20 )) && ! _dockerd_pid >/dev/null; do
+            flock -u "$lock"; sleep 1; grace=$(( grace + 1 )); flock "$lock"
+        done
+        _dockerd_pid >/dev/null || break
     done
     t0=$(date +%s%N)
     printf '%s\n' "$CLUSTER_PREFIX" > "$KOVS_DOCKER_RUN/docker.owner"
