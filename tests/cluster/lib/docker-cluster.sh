@@ -424,6 +424,11 @@ node_up() {
     missing=$(in_node "$n" ldd "$KOVS_BIN/kovs-agent" "$KOVS_BIN/kovsctl" 2>&1 | grep 'not found' || true)
     [ -z "$missing" ] || die "node image $KOVS_NODE_IMAGE lacks libraries of the kovs binaries:
 $missing"
+    # Docker mounts /proc/sys read-only in an unprivileged container; kind's
+    # privileged nodes have it writable, and what runs there writes the node's
+    # per-netns net.* sysctls (portmap: route_localnet on the pods' gateway;
+    # kube-proxy: its conntrack settings). Only this container's mount changes.
+    in_node "$n" mount -o remount,rw,bind /proc/sys || die "node $n: cannot make /proc/sys writable"
     agent_start "$n"
 }
 

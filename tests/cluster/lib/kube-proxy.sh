@@ -26,20 +26,14 @@ _kp_mode() {
     case $1 in iptables|nftables) ;; *) _log "kube-proxy mode '$1': expected iptables or nftables"; return 2 ;; esac
 }
 
-# Sets net.* sysctls in node N's network namespace. A node container's /proc/sys
-# is read-only (Docker's default; kind's privileged nodes have it writable), so
-# there the write goes through a private mount namespace with /proc/sys
-# remounted read-write: the values are per network namespace, nothing global.
+# Sets net.* sysctls in node N's network namespace (each is per namespace).
 _kp_sysctl() {
     local n=$1; shift
     local kv
     for kv in "$@"; do
         [[ $kv =~ ^net\.[a-z0-9_.]+=[0-9]+$ ]] || { _log "kube-proxy sysctl '$kv': not a net.* key=number"; return 2; }
     done
-    in_node "$n" sysctl -qw "$@" 2>/dev/null && return 0
-    # shellcheck disable=SC2016 # expanded by the inner shell
-    in_node "$n" unshare --mount sh -c 'mount -o remount,rw /proc/sys && exec sysctl -qw "$@"' kube-proxy-sysctl "$@" ||
-        { _log "node $n: cannot set $*"; return 1; }
+    in_node "$n" sysctl -qw "$@" || { _log "node $n: cannot set $*"; return 1; }
 }
 
 kube_proxy_sync() {
