@@ -25,6 +25,11 @@ _kp_mode "$MODE" || exit 2
 echo "kube-proxy mode: $MODE"
 
 cluster_up 3
+# The harness's conflist chains the plugins the kind manifests ship.
+chain() { jq -c '[.plugins[] | {type, capabilities}]'; }
+shipped=$(sed -n '/10-kovs.conflist: |/,/^---/p' "$root/kind/manifests/kovs.yaml" | sed '1d;$d' | chain)
+[ -n "$shipped" ] && [ "$(chain < "$(node_dir 1)/10-kovs.conflist")" = "$shipped" ] ||
+    fail "the harness conflist's plugins $(chain < "$(node_dir 1)/10-kovs.conflist") are not the shipped ones: $shipped"
 pod_add 1 1     # the client of every row
 pod_add 1 2
 pod_add 2 1 '[{"hostPort": 8081, "containerPort": 8080, "protocol": "tcp"},
@@ -222,12 +227,12 @@ old_pid=$(node_status 2 | jq '.vswitchd.pid')
 in_node 2 kill -9 "$old_pid"
 killed=$(ms_now)
 back() { whoami_probe "$client" tcp 10.96.0.11:80 1 1 1 | grep -q '^ok n2/p1 '; }
-if wait_for "ClusterIP 10.96.0.11 -> n2/p1 after vswitchd kill -9 on node 2" 30 back; then
+if wait_for "ClusterIP 10.96.0.11 -> n2/p1 after vswitchd kill -9 on node 2" 60 back; then
     recovered=$(ms_now)
     row_ok "ovs-vswitchd kill -9 on the backend's node: Service traffic back after $(( recovered - killed )) ms"
     expect_answer "ClusterIP -> pod on another node after the vswitchd restart" "$client" udp 10.96.0.11:80 n2/p1 "$cip"
 else
-    row_fail "ovs-vswitchd kill -9 on the backend's node" "ClusterIP 10.96.0.11 -> n2/p1 not answered within 30 s" \
+    row_fail "ovs-vswitchd kill -9 on the backend's node" "ClusterIP 10.96.0.11 -> n2/p1 not answered within 60 s" \
         "$(whoami_probe "$client" tcp 10.96.0.11:80 1 1 1)"
 fi
 
