@@ -15,6 +15,12 @@
 # (prints the stall), and ovs-vswitchd kill -9 on the backend's node (prints
 # the time until Service traffic is back).
 # Every row runs and prints what it saw; the scenario fails if any row did.
+#
+# KOVS_SERVICES_POD_NETWORK=reference (netns provider) runs the same rows on
+# a known-good pod network instead of kovs, to check the test bed itself: the
+# kernel VXLAN + bridge network of tests/cluster/lib/kernel-vxlan-reference.sh
+# (flannel's shape), bridge with hairpinMode then portmap, and kind-masq-agent's
+# egress masquerade. Every row passes there but the vswitchd one (no OVS).
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=../cluster/lib/kube-proxy.sh
 source "$root/tests/cluster/lib/kube-proxy.sh"
@@ -22,14 +28,49 @@ source "$root/tests/cluster/lib/kube-proxy.sh"
 source "$root/tests/cluster/lib/services.sh"
 MODE=${KOVS_PROXY_MODE:-iptables}
 _kp_mode "$MODE" || exit 2
-echo "kube-proxy mode: $MODE"
+POD_NETWORK=${KOVS_SERVICES_POD_NETWORK:-kovs}
+echo "kube-proxy mode: $MODE; pod network: $POD_NETWORK"
 
-cluster_up 3
-# The harness's conflist chains the plugins the kind manifests ship.
-chain() { jq -c '[.plugins[] | {type, capabilities}]'; }
-shipped=$(sed -n '/10-kovs.conflist: |/,/^---/p' "$root/kind/manifests/kovs.yaml" | sed '1d;$d' | chain)
-[ -n "$shipped" ] && [ "$(chain < "$(node_dir 1)/10-kovs.conflist")" = "$shipped" ] ||
-    fail "the harness conflist's plugins $(chain < "$(node_dir 1)/10-kovs.conflist") are not the shipped ones: $shipped"
+kovs_pod_network_up() {
+    cluster_up 3
+    # The harness's conflist chains the plugins the kind manifests ship.
+    chain() { jq -c '[.plugins[] | {type, capabilities}]'; }
+    shipped=$(sed -n '/10-kovs.conflist: |/,/^---/p' "$root/kind/manifests/kovs.yaml" | sed '1d;$d' | chain)
+    [ -n "$shipped" ] && [ "$(chain < "$(node_dir 1)/10-kovs.conflist")" = "$shipped" ] ||
+        fail "the harness conflist's plugins $(chain < "$(node_dir 1)/10-kovs.conflist") are not the shipped ones: $shipped"
+}
+
+reference_pod_network_up() {
+    [ "$KOVS_PROVIDER" = netns ] || { echo "the reference pod network needs the netns provider"; exit 77; }
+    # shellcheck source=../cluster/lib/kernel-vxlan-reference.sh
+    source "$root/tests/cluster/lib/kernel-vxlan-reference.sh"
+    CLUSTER_NODES=3
+    underlay_up
+    local n m
+    for n in 1 2 3; do ref_node_up "$n" "$UNDERLAY_MTU"; done
+    ref_connect 1 2 3
+    export CNI_CONFLIST=10-ref.conflist
+    for n in 1 2 3; do
+        jq -n --arg dir "$(node_dir "$n")/ipam" --arg subnet "$(node_pod_cidr "$n")" --arg gw "$(node_gw_ip "$n")" \
+            --argjson mtu $(( UNDERLAY_MTU - 50 )) '{cniVersion: "1.0.0", name: "kernel-vxlan-reference", plugins: [
+              {type: "bridge", bridge: "cni0", isGateway: true, isDefaultGateway: true, ipMasq: false,
+               hairpinMode: true, mtu: $mtu,
+               ipam: {type: "host-local", dataDir: $dir, ranges: [[{subnet: $subnet, gateway: $gw}]]}},
+              {type: "portmap", capabilities: {portMappings: true}}]}' > "$(node_dir "$n")/$CNI_CONFLIST"
+        # kind-masq-agent's egress masquerade, keeping pod and node destinations unmasqueraded.
+        in_node "$n" iptables -t nat -N KIND-MASQ-AGENT
+        in_node "$n" iptables -t nat -A POSTROUTING -m addrtype ! --dst-type LOCAL -j KIND-MASQ-AGENT
+        in_node "$n" iptables -t nat -A KIND-MASQ-AGENT -d 10.244.0.0/16 -j RETURN
+        for m in 1 2 3; do in_node "$n" iptables -t nat -A KIND-MASQ-AGENT -d "$(node_ip "$m")" -j RETURN; done
+        in_node "$n" iptables -t nat -A KIND-MASQ-AGENT -j MASQUERADE
+    done
+}
+
+case $POD_NETWORK in
+    kovs) kovs_pod_network_up ;;
+    reference) reference_pod_network_up ;;
+    *) echo "KOVS_SERVICES_POD_NETWORK=$POD_NETWORK: expected kovs or reference"; exit 2 ;;
+esac
 pod_add 1 1     # the client of every row
 pod_add 1 2
 pod_add 2 1 '[{"hostPort": 8081, "containerPort": 8080, "protocol": "tcp"},
@@ -124,12 +165,18 @@ expect_silence() {
     esac
 }
 
-echo "Rows (client n1/p1 = $cip unless said; the server names what it saw):"
+# Where masquerading is due, the server sees one of the entry node's own
+# addresses: the one on the interface the packet leaves by (gw0 with kovs,
+# vxlan0 or cni0 on the reference).
+node_addresses() { in_node "$1" ip -4 -o addr show | awk '$2 != "lo" {sub("/.*", "", $4); print $4}' | sort -u | tr '\n' ' '; }
+node1_addrs=$(node_addresses 1)
+echo "Rows (client n1/p1 = $cip unless said; the server names what it saw; node 1's addresses: ${node1_addrs% }):"
 for proto in tcp udp; do
     expect_answer "ClusterIP -> pod on another node" "$client" "$proto" 10.96.0.11:80 n2/p1 "$cip"
     expect_answer "ClusterIP -> pod on the same node" "$client" "$proto" 10.96.0.12:80 n1/p2 "$cip"
+    # shellcheck disable=SC2086 # one address per word
     expect_answer "ClusterIP -> the client itself (hairpin, masqueraded)" "$client" "$proto" 10.96.0.13:80 n1/p1 \
-        "$(node_gw_ip 1)" "$(node_ip 1)"
+        $node1_addrs
     expect_answer "ClusterIP 10.96.0.1:443 -> hostNetwork on another node (API server)" "$client" "$proto" \
         10.96.0.1:443 node2 "$cip"
     expect_answer "ClusterIP -> hostNetwork on the client's node" "$client" "$proto" 10.96.0.2:80 node1 "$cip"
@@ -151,10 +198,12 @@ for proto in tcp udp; do
 done
 
 for proto in tcp udp; do
+    # shellcheck disable=SC2086 # one address per word
     expect_answer "NodePort Cluster: Docker host -> node1:30080 -> pod on node 2 (masqueraded)" host "$proto" \
-        "$(node_ip 1):30080" n2/p1 "$(node_gw_ip 1)" "$(node_ip 1)"
+        "$(node_ip 1):30080" n2/p1 $node1_addrs
+    # shellcheck disable=SC2086
     expect_answer "NodePort Cluster: node 3 -> node1:30080 -> pod on node 2 (masqueraded)" node:3 "$proto" \
-        "$(node_ip 1):30080" n2/p1 "$(node_gw_ip 1)" "$(node_ip 1)"
+        "$(node_ip 1):30080" n2/p1 $node1_addrs
     expect_answer "NodePort Local: Docker host -> node2:30081 (source kept)" host "$proto" \
         "$(node_ip 2):30081" n2/p1 "$DOCKER_HOST_IP"
     expect_answer "NodePort Local: node 3 -> node2:30081 (source kept)" node:3 "$proto" \
@@ -223,6 +272,10 @@ fi
 expect_answer "ClusterIP -> pod on another node after the re-sync" "$client" tcp 10.96.0.11:80 n2/p1 "$cip"
 
 # --- chaos 2: ovs-vswitchd kill -9 on the backend's node.
+if [ "$POD_NETWORK" = reference ]; then
+    echo "$checks passed, $rows_failed failed (reference pod network: no ovs-vswitchd to kill)"
+    [ "$rows_failed" -eq 0 ]; exit
+fi
 old_pid=$(node_status 2 | jq '.vswitchd.pid')
 in_node 2 kill -9 "$old_pid"
 killed=$(ms_now)

@@ -12,7 +12,9 @@
 # declares), here from pod-P.portmappings, a JSON array in the CRI's shape
 # ([{"hostPort": 8081, "containerPort": 8080, "protocol": "tcp"}]).
 # The first plugin that fails stops the chain, as libcni does, and its error
-# (the CNI error JSON) is what the chain prints. Needs cluster-common.sh.
+# (the CNI error JSON) is what the chain prints. The conflist is the node's
+# $CNI_CONFLIST (default 10-kovs.conflist, cni_conflist's). Needs cluster-common.sh.
+CNI_CONFLIST=${CNI_CONFLIST:-10-kovs.conflist}
 
 # Where a plugin binary is inside a node: kovs-cni under its type name in
 # KOVS_BIN, the reference plugins (host-local, portmap, ...) in CNI_PLUGIN_DIR.
@@ -30,14 +32,14 @@ cni_plugin_config() {
         .plugins[$i] + {cniVersion: .cniVersion, name: .name}
         + (if ($prev | length) > 0 then {prevResult: $prev[0]} else {} end)
         + (if (.plugins[$i].capabilities.portMappings // false) and $pm != null
-           then {runtimeConfig: {portMappings: $pm}} else {} end)' "$d/10-kovs.conflist"
+           then {runtimeConfig: {portMappings: $pm}} else {} end)' "$d/$CNI_CONFLIST"
 }
 
 # cni_exec CMD N P: CMD (ADD, CHECK, DEL) for pod P of node N over the whole chain.
 cni_exec() {
     local cmd=$1 n=$2 p=$3 d count order i type bin prev="" out step
     d=$(node_dir "$n")
-    count=$(jq '.plugins | length' "$d/10-kovs.conflist")
+    count=$(jq '.plugins | length' "$d/$CNI_CONFLIST")
     case $cmd in
         ADD|CHECK) order=$(seq 0 $(( count - 1 ))) ;;
         DEL) order=$(seq $(( count - 1 )) -1 0) ;;
@@ -47,7 +49,7 @@ cni_exec() {
     [ "$cmd" != ADD ] && [ -s "$d/pod-$p.result" ] && prev=$d/pod-$p.result
     step=$(mktemp "$d/cni-step.XXXXXX")
     for i in $order; do
-        type=$(jq -r ".plugins[$i].type" "$d/10-kovs.conflist")
+        type=$(jq -r ".plugins[$i].type" "$d/$CNI_CONFLIST")
         bin=$(_cni_plugin_path "$type") || { rm -f "$step" "$step.prev"; return 1; }
         if ! out=$(CNI_PORT_MAPPINGS_FILE=$d/pod-$p.portmappings cni_plugin_config "$n" "$i" "$prev" |
             in_node "$n" env CNI_COMMAND="$cmd" CNI_CONTAINERID="pod-$n-$p" CNI_NETNS="/run/netns/$(pod_ns "$n" "$p")" \
