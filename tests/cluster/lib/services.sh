@@ -148,6 +148,7 @@ demo_services_up() {
 answered_by() {
     local place=$1 to=$2 want=$3 seen_want=${4:-} status name seen
     read -r status name seen _ < <(whoami_probe "$place" tcp "$to" 1 1 1 | tail -1)
-    echo "${seen:-nothing}"
+    [ -n "$seen" ] && [ "$seen" != - ] || seen=nothing
+    echo "$seen"
     [ "$status" = ok ] && [ "$name" = "$want" ] && { [ -z "$seen_want" ] || [ "$seen" = "$seen_want" ]; }
 }
