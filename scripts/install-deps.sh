@@ -14,7 +14,10 @@ packages=(
   # runtime and tests
   openvswitch-switch openvswitch-common containernetworking-plugins iproute2
   ethtool iperf3 bc procps systemd dbus python3 socat jq util-linux
-  iputils-ping openssl nftables conntrack
+  iputils-ping openssl
+  # the Services e2e scenario: kube-proxy's two modes (iptables above), the
+  # nodes' conntrack table, a CoreDNS-shaped DNS server and a DNS client
+  nftables conntrack dnsmasq-base bind9-dnsutils tcpdump
   # the docker node provider of tests/cluster/local-cluster: a private Docker engine
   # (started by the harness inside its own network namespace, never as the
   # machine's service) and debootstrap for the node image

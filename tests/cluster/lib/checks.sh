@@ -1,6 +1,6 @@
 # shellcheck shell=bash disable=SC2034 # matrix_failed is set here for the callers
 # Traffic checks over a cluster from tests/cluster/lib (either provider): progress output, TCP
-# echo servers, the connectivity matrix and a short throughput test.
+# echo servers, the connectivity matrix, the Services rows and a short throughput test.
 
 _step_start=0
 step() { _step_start=$(date +%s%N); printf '• %s ... ' "$*"; }
@@ -64,6 +64,39 @@ connectivity_matrix() {
     node_row "node -> pod on the next node (TCP)"; for n in $(seq 1 "$nodes"); do
         m=$(( n % nodes + 1 )); mark tcp_ok "$(pod_ip "$m" 1)" in_node "$n"; done; echo
     node_row "docker host -> node (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_ip "$n")" in_underlay; done; echo
+}
+
+# Rows over the demo's Services (services.sh: demo_services_up), one column per
+# node: its client is pod 2 (pod 1 serves), or pod 1 when there is only one.
+services_matrix() {
+    local nodes=$1 pods=$2 n m c seen saw=()
+    echo "Services (kube-proxy v1.31 iptables-mode rules on every node, TCP; on each node the client is pod $([ "$pods" -ge 2 ] && echo 2 || echo 1);"
+    echo "ClusterIP 10.96.1.N -> pod N/1, NodePort 30080 -> n1/p1, the API server is hostNetwork on n1):"
+    node_row "on node"; for n in $(seq 1 "$nodes"); do printf '%-9s' "n$n"; done; echo
+    _client() { echo "pod:$1:$([ "$pods" -ge 2 ] && echo 2 || echo 1)"; }
+    _cell() { if "$@" >/dev/null; then printf '%-9s' ok; else printf '%-9s' FAIL; matrix_failed=1; fi; }
+    node_row "ClusterIP -> pod on the same node"
+    for n in $(seq 1 "$nodes"); do
+        if [ "$pods" -lt 2 ]; then printf '%-9s' "-"; continue; fi
+        c=$(_client "$n"); _cell answered_by "$c" "10.96.1.$n:80" "n$n/p1" "$(place_ip "$c")"
+    done; echo
+    node_row "ClusterIP -> pod on the next node"
+    for n in $(seq 1 "$nodes"); do
+        m=$(( n % nodes + 1 )); [ "$m" = "$n" ] && { printf '%-9s' "-"; continue; }
+        c=$(_client "$n"); _cell answered_by "$c" "10.96.1.$m:80" "n$m/p1" "$(place_ip "$c")"
+    done; echo
+    node_row "API server 10.96.0.1:443 (n1:6443)"
+    for n in $(seq 1 "$nodes"); do c=$(_client "$n"); _cell answered_by "$c" 10.96.0.1:443 node1 "$(place_ip "$c")"; done; echo
+    node_row "docker host -> NodePort 30080"
+    for n in $(seq 1 "$nodes"); do _cell answered_by host "$(node_ip "$n"):30080" n1/p1; done; echo
+    node_row "egress: pod -> docker host (TCP)"
+    for n in $(seq 1 "$nodes"); do
+        c=$(_client "$n")
+        if seen=$(answered_by "$c" "$DOCKER_HOST_IP:9000" dockerhost "$(node_ip "$n")"); then printf '%-9s' ok
+        else printf '%-9s' FAIL; matrix_failed=1; fi
+        saw+=("n$n $seen")
+    done; echo
+    printf '  (the docker host saw the pods as: %s; each node IP is the right answer)\n' "$(IFS=,; echo "${saw[*]}" | sed 's/,/, /g')"
 }
 
 throughput_summary() {

@@ -116,7 +116,8 @@ node_debug() {
     _log "--- node $n: ip addr"; in_node "$n" ip -br addr >&2 || true
 }
 
-# The conflist the kind manifests install, with this node's IPAM range.
+# The conflist the kind manifests install (the same plugins: kovs, then
+# portmap for hostPorts), with this node's paths and IPAM range.
 cni_conflist() {
     local n=$1 d; d=$(node_dir "$n")
     cat <<JSON
@@ -124,31 +125,38 @@ cni_conflist() {
   "type": "kovs", "bridge": "br-int", "ovsdb": "unix:$d/run/db.sock", "agentSocket": "$d/run/kovs-agent.sock",
   "ipam": {"type": "host-local", "dataDir": "$d/ipam",
            "ranges": [[{"subnet": "$(node_pod_cidr "$n")", "gateway": "$(node_gw_ip "$n")"}]]}
+}, {
+  "type": "portmap", "capabilities": {"portMappings": true}
 }]}
 JSON
 }
 
-# Runs one CNI command of the conflist's first plugin, as containerd would
-# (it passes IgnoreUnknown=1 so IPAM plugins accept the K8S_* args).
-cni_exec() {
-    local cmd=$1 n=$2 p=$3 d; d=$(node_dir "$n")
-    jq -c '.plugins[0] + {cniVersion: .cniVersion, name: .name}' "$d/10-kovs.conflist" |
-        in_node "$n" env CNI_COMMAND="$cmd" CNI_CONTAINERID="pod-$n-$p" CNI_NETNS="/run/netns/$(pod_ns "$n" "$p")" \
-            CNI_IFNAME=eth0 CNI_PATH="$KOVS_BIN:$CNI_PLUGIN_DIR" \
-            CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=pod-$n-$p" "$KOVS_BIN/kovs"
-}
+# cni_exec CMD N P runs the conflist's plugin chain as containerd would (it
+# passes IgnoreUnknown=1 so IPAM plugins accept the K8S_* args).
+# shellcheck source=cni-chain.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cni-chain.sh"
 
+# pod_add N P [PORT_MAPPINGS]: pod P on node N through the CNI chain;
+# PORT_MAPPINGS is the CRI's hostPort list as JSON, e.g.
+# '[{"hostPort": 8081, "containerPort": 8080, "protocol": "tcp"}]'.
 pod_add() {
-    local n=$1 p=$2
+    local n=$1 p=$2 mappings=${3:-} d; d=$(node_dir "$n")
+    if [ -n "$mappings" ]; then
+        jq -e 'type == "array" and all(.[]; (.hostPort | type) == "number" and (.containerPort | type) == "number"
+                 and (.protocol == "tcp" or .protocol == "udp"))' <<<"$mappings" >/dev/null 2>&1 ||
+            { _log "pod $n/$p: port mappings must be [{hostPort, containerPort, protocol: tcp|udp}], got: $mappings"; return 1; }
+        printf '%s\n' "$mappings" > "$d/pod-$p.portmappings"
+    fi
     pod_netns_add "$n" "$p"
-    cni_exec ADD "$n" "$p" > "$(node_dir "$n")/pod-$p.result" 2>>"$(node_dir "$n")/log/kovs-cni.log" ||
-        { cat "$(node_dir "$n")/pod-$p.result" >&2; tail -5 "$(node_dir "$n")/log/kovs-cni.log" >&2; return 1; }
+    cni_exec ADD "$n" "$p" > "$d/pod-$p.result" 2>>"$d/log/kovs-cni.log" ||
+        { cat "$d/pod-$p.result" >&2; tail -5 "$d/log/kovs-cni.log" >&2; return 1; }
 }
 
 pod_del() {
-    local n=$1 p=$2
-    cni_exec DEL "$n" "$p" >/dev/null 2>>"$(node_dir "$n")/log/kovs-cni.log" || true
+    local n=$1 p=$2 d; d=$(node_dir "$n")
+    cni_exec DEL "$n" "$p" >/dev/null 2>>"$d/log/kovs-cni.log" || true
     pod_netns_del "$n" "$p"
+    rm -f "$d/pod-$p.result" "$d/pod-$p.portmappings"
 }
 
 pod_ip() { jq -r '.ips[0].address' "$(node_dir "$1")/pod-$2.result" | cut -d/ -f1; }

@@ -47,6 +47,7 @@ _image_build_dir=""
 KOVS_NODE_PACKAGES=(
     openvswitch-switch iproute2 ethtool iperf3 socat jq procps iputils-ping
     containernetworking-plugins systemd dbus python3 curl iptables tcpdump
+    nftables conntrack dnsmasq-base bind9-dnsutils
 )
 
 dk() { docker -H "unix://$KOVS_DOCKER_SOCK" "$@"; }
@@ -119,13 +120,26 @@ dockerd_start() {
     if [ ! -d /run/containerd ]; then mkdir /run/containerd && : > "$KOVS_DOCKER_RUN/run-containerd.made"; fi
     exec {lock}>"$KOVS_DOCKER_RUN/docker.lock"
     flock "$lock"
-    while pid=$(_dockerd_pid); do
-        if (( waited == 0 )); then
-            _log "  the private Docker engine (pid $pid, data root $KOVS_DOCKER_ROOT) is in use by cluster $(_dockerd_owner); waiting up to ${timeout}s."
-            _log "  A cluster left up with --keep is removed with: tests/cluster/local-cluster down --prefix $(_dockerd_owner)"
-        fi
-        (( waited >= timeout )) && { exec {lock}>&-; die "the private Docker engine is still in use by cluster $(_dockerd_owner) after ${timeout}s"; }
-        flock -u "$lock"; sleep 2; waited=$(( waited + 2 )); flock "$lock"
+    local grace
+    while true; do
+        while pid=$(_dockerd_pid); do
+            if (( waited == 0 )); then
+                _log "  the private Docker engine (pid $pid, data root $KOVS_DOCKER_ROOT) is in use by cluster $(_dockerd_owner); waiting up to ${timeout}s."
+                _log "  A cluster left up with --keep is removed with: tests/cluster/local-cluster down --prefix $(_dockerd_owner)"
+            fi
+            (( waited >= timeout )) && { exec {lock}>&-; die "the private Docker engine is still in use by cluster $(_dockerd_owner) after ${timeout}s"; }
+            flock -u "$lock"; sleep 2; waited=$(( waited + 2 )); flock "$lock"
+        done
+        # The engine just stopped: its cluster's dockerd_stop removes the owner
+        # file and the exec root next (copies of this file older than the lock
+        # in dockerd_stop do it without the lock). Wait for the owner file to
+        # go, at most 20 s in case that cluster died before cleaning up.
+        grace=0
+        while [ -e "$KOVS_DOCKER_RUN/docker.owner" ] && [ "$(_dockerd_owner)" != "$CLUSTER_PREFIX" ] &&
+            (( grace < 20 )) && ! _dockerd_pid >/dev/null; do
+            flock -u "$lock"; sleep 1; grace=$(( grace + 1 )); flock "$lock"
+        done
+        _dockerd_pid >/dev/null || break
     done
     t0=$(date +%s%N)
     printf '%s\n' "$CLUSTER_PREFIX" > "$KOVS_DOCKER_RUN/docker.owner"
@@ -171,8 +185,13 @@ dockerd_start() {
 }
 
 dockerd_stop() {
-    local pid ns
+    local pid ns lock=""
     ns=$(dockerhost_ns)
+    # Under the engine's lock: a cluster waiting in dockerd_start must not see
+    # the engine gone and start its own before this cleanup, which removes the
+    # owner file and the exec root (the waiting engine's sockets) too.
+    # (Bounded: an interrupted dockerd_start of this very process may still hold it.)
+    if [ -d "$KOVS_DOCKER_RUN" ]; then exec {lock}>"$KOVS_DOCKER_RUN/docker.lock"; flock -w 90 "$lock" || true; fi
     if [ "$(_dockerd_owner)" = "$CLUSTER_PREFIX" ]; then
         if pid=$(_dockerd_pid); then
             kill -TERM "$pid" 2>/dev/null || true
@@ -186,6 +205,7 @@ dockerd_stop() {
             rm -f "$KOVS_DOCKER_RUN/run-containerd.made"
         fi
     fi
+    [ -z "$lock" ] || exec {lock}>&-
     # containerd and its shims, if dockerd could not stop them.
     if ip netns list | grep -q "^$ns\b"; then
         for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
@@ -406,6 +426,11 @@ node_up() {
     missing=$(in_node "$n" ldd "$KOVS_BIN/kovs-agent" "$KOVS_BIN/kovsctl" 2>&1 | grep 'not found' || true)
     [ -z "$missing" ] || die "node image $KOVS_NODE_IMAGE lacks libraries of the kovs binaries:
 $missing"
+    # Docker mounts /proc/sys read-only in an unprivileged container; kind's
+    # privileged nodes have it writable, and what runs there writes the node's
+    # per-netns net.* sysctls (portmap: route_localnet on the pods' gateway;
+    # kube-proxy: its conntrack settings). Only this container's mount changes.
+    in_node "$n" mount -o remount,rw,bind /proc/sys || die "node $n: cannot make /proc/sys writable"
     agent_start "$n"
 }
 

@@ -1,0 +1,154 @@
+# shellcheck shell=bash
+# Servers and clients for checking Services on a cluster from this harness
+# (either provider): whoami servers that answer with the peer address they saw
+# (tests/cluster/whoami.py), a CoreDNS-shaped DNS server (dnsmasq), and probes
+# that say what they saw. A place names where a command runs:
+#   pod:N:P    pod P of node N          node:N    node N's network namespace
+#   host       the Docker host (the underlay; it has no route to pod CIDRs)
+# Needs cluster-common.sh (a provider) sourced first.
+
+# The tools are copied under CLUSTER_DIR, which every node sees at the same path.
+SVC_TOOLS=$CLUSTER_DIR/tools
+SVC_PY=/usr/bin/python3           # Debian's, on this machine and in the node image
+DOCKER_HOST_IP=172.18.0.1         # kind's network gateway: the Docker host as nodes see it
+
+svc_tools_install() {
+    mkdir -p "$SVC_TOOLS"
+    cp "$(dirname "${BASH_SOURCE[0]}")/../whoami.py" "$SVC_TOOLS/whoami.py"
+}
+
+_place_check() {
+    [[ $1 =~ ^(pod:[0-9]+:[0-9]+|node:[0-9]+|host)$ ]] || { _log "place '$1': expected pod:N:P, node:N or host"; return 2; }
+}
+
+in_place() {
+    local place=$1; shift
+    _place_check "$place" || return 2
+    case $place in
+        pod:*) local n p; IFS=: read -r _ n p <<<"$place"; in_pod "$n" "$p" "$@" ;;
+        node:*) in_node "${place#node:}" "$@" ;;
+        host) in_underlay "$@" ;;
+    esac
+}
+
+place_ip() {
+    _place_check "$1" || return 2
+    case $1 in
+        pod:*) local n p; IFS=: read -r _ n p <<<"$1"; pod_ip "$n" "$p" ;;
+        node:*) node_ip "${1#node:}" ;;
+        host) echo "$DOCKER_HOST_IP" ;;
+    esac
+}
+
+# The node whose conntrack table a flow from PLACE to IP passes first: the
+# client's own node, or for the Docker host the node it sends to.
+place_node() {
+    local place=$1 ip=$2 n
+    case $place in
+        pod:*) cut -d: -f2 <<<"$place" ;;
+        node:*) echo "${place#node:}" ;;
+        host) for n in $(seq 1 "$CLUSTER_NODES"); do [ "$(node_ip "$n")" = "$ip" ] && { echo "$n"; return; }; done ;;
+    esac
+}
+
+_listening() {
+    local place=$1 proto=$2 port=$3 flag
+    flag=$([ "$proto" = udp ] && echo -Hlun || echo -Hltn)
+    in_place "$place" ss "$flag" "sport = :$port" | grep -q .
+}
+
+# whoami_serve PLACE NAME PORT...: a whoami server on TCP and UDP PORT, bound
+# to the place's address, answering "NAME PEER".
+whoami_serve() {
+    local place=$1 name=$2; shift 2
+    local ip args=() port log
+    ip=$(place_ip "$place") || return 1
+    for port in "$@"; do args+=(--tcp "$port" --udp "$port"); done
+    log=$CLUSTER_DIR/whoami-${name//\//-}.log
+    in_place "$place" "$SVC_PY" "$SVC_TOOLS/whoami.py" serve --name "$name" --bind "$ip" "${args[@]}" \
+        </dev/null >>"$log" 2>&1 &
+    for port in "$@"; do
+        wait_for "whoami $name on $ip:$port/tcp" 10 _listening "$place" tcp "$port" || { cat "$log" >&2; return 1; }
+        wait_for "whoami $name on $ip:$port/udp" 10 _listening "$place" udp "$port" || { cat "$log" >&2; return 1; }
+    done
+}
+
+# whoami_probe PLACE PROTO IP:PORT [COUNT [MAX_FAILURES [TIMEOUT]]]: whoami.py probe's lines.
+whoami_probe() {
+    local place=$1 proto=$2 to=$3 count=${4:-1} maxf=${5:-1} timeout=${6:-2}
+    in_place "$place" "$SVC_PY" "$SVC_TOOLS/whoami.py" probe --proto "$proto" --to "$to" \
+        --count "$count" --max-failures "$maxf" --timeout "$timeout" </dev/null
+}
+
+# The conntrack entries of a flow's first node, for a failure message.
+flow_conntrack() {
+    local place=$1 proto=$2 to=$3 n
+    n=$(place_node "$place" "${to%:*}")
+    [ -n "$n" ] || return 0
+    in_node "$n" conntrack -L -p "$proto" --orig-dst "${to%:*}" --orig-port-dst "${to##*:}" 2>/dev/null |
+        sed "s/^/node $n conntrack: /" | head -3
+}
+
+# dns_serve PLACE: dnsmasq answering like CoreDNS for a few cluster names, on
+# UDP and TCP port 53 of the place's address only.
+DNS_RECORDS=("kubernetes.default.svc.cluster.local,10.96.0.1" "kube-dns.kube-system.svc.cluster.local,10.96.0.10")
+dns_serve() {
+    local place=$1 ip args=() r dir=$CLUSTER_DIR/dns
+    ip=$(place_ip "$place") || return 1
+    mkdir -p "$dir"
+    for r in "${DNS_RECORDS[@]}"; do args+=(--host-record="$r"); done
+    in_place "$place" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
+        --bind-interfaces --listen-address="$ip" --port=53 --user=root --pid-file="$dir/dnsmasq.pid" \
+        --local=/cluster.local/ --log-queries --log-facility="$dir/dnsmasq.log" "${args[@]}" \
+        </dev/null >>"$dir/dnsmasq.out" 2>&1 &
+    wait_for "dnsmasq on $ip:53/udp" 10 _listening "$place" udp 53 || { cat "$dir/dnsmasq.out" >&2; return 1; }
+    wait_for "dnsmasq on $ip:53/tcp" 10 _listening "$place" tcp 53 || { cat "$dir/dnsmasq.out" >&2; return 1; }
+}
+
+# dns_query PLACE SERVER NAME udp|tcp: dig's whole answer (one try, 2 s).
+dns_query() {
+    local place=$1 server=$2 name=$3 proto=$4 flags=(+tries=1 +time=2)
+    [ "$proto" = tcp ] && flags+=(+tcp)
+    in_place "$place" dig "@$server" "$name" A "${flags[@]}" </dev/null 2>&1 || true
+}
+
+# --- the demo's Services (tests/cluster/local-cluster demo) --------------------
+# kube-proxy's iptables-mode rules (kind's default) on every node for:
+#   default/kubernetes  10.96.0.1:443 -> node 1's IP:6443 (hostNetwork, as the
+#                       API server on kind's control-plane node)
+#   default/pod-N       10.96.1.N:80 -> pod N/1:8090, one per node
+#   default/nodeport    NodePort 30080 -> pod 1/1:8090 (externalTrafficPolicy Cluster)
+# and whoami servers behind them, plus one on the Docker host (port 9000).
+# Needs kube-proxy.sh.
+DEMO_PORT=8090
+demo_services_up() {
+    local nodes=$1 n eps=()
+    svc_tools_install
+    for n in $(seq 1 "$nodes"); do
+        eps+=("$(jq -cn --arg n "$n" --arg ip "$(pod_ip "$n" 1)" --argjson port "$DEMO_PORT" \
+            '{namespace: "default", name: "pod-\($n)", clusterIP: "10.96.1.\($n)",
+              ports: [{protocol: "TCP", port: 80, targetPort: $port}], endpoints: [{ip: $ip, node: "node\($n)"}]}')")
+    done
+    jq -n --arg api "$(node_ip 1)" --arg p1 "$(pod_ip 1 1)" --argjson port "$DEMO_PORT" --argjson pods "$(printf '%s\n' "${eps[@]}" | jq -s .)" \
+        '{clusterCIDR: "10.244.0.0/16", services: ([
+            {namespace: "default", name: "kubernetes", clusterIP: "10.96.0.1",
+             ports: [{name: "https", protocol: "TCP", port: 443, targetPort: 6443}],
+             endpoints: [{ip: $api, node: "node1", hostNetwork: true}]},
+            {namespace: "default", name: "nodeport", clusterIP: "10.96.0.80", type: "NodePort",
+             ports: [{protocol: "TCP", port: 80, targetPort: $port, nodePort: 30080}],
+             endpoints: [{ip: $p1, node: "node1"}]}] + $pods)}' > "$KOVS_SERVICES"
+    for n in $(seq 1 "$nodes"); do kube_proxy_sync "$n" iptables || return 1; done
+    for n in $(seq 1 "$nodes"); do whoami_serve "pod:$n:1" "n$n/p1" "$DEMO_PORT" || return 1; done
+    whoami_serve node:1 node1 6443 || return 1
+    whoami_serve host dockerhost 9000
+}
+
+# answered_by PLACE IP:PORT NAME [SEEN]: one TCP request is answered by NAME
+# (which saw the client as SEEN, when given). Prints what the server saw.
+answered_by() {
+    local place=$1 to=$2 want=$3 seen_want=${4:-} status name seen
+    read -r status name seen _ < <(whoami_probe "$place" tcp "$to" 1 1 1 | tail -1)
+    [ -n "$seen" ] && [ "$seen" != - ] || seen=nothing
+    echo "$seen"
+    [ "$status" = ok ] && [ "$name" = "$want" ] && { [ -z "$seen_want" ] || [ "$seen" = "$seen_want" ]; }
+}
