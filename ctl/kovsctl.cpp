@@ -43,15 +43,27 @@ void printStatus(const nlohmann::json& s) {
     if (s.contains("flows")) {
         const auto& f = s["flows"];
         std::string err = f.value("error", "");
-        std::cout << fmt::format("flows      installs {}{}\n", f.value("installs", 0), err.empty() ? "" : "  error: " + err);
+        auto dropped = f.value("dropped", nlohmann::json::object());
+        std::cout << fmt::format("flows      installs {}  read-back repairs {}  Services reply path {}  dropped: unknown tunnel source {}, "
+                                 "spoofed {}{}\n",
+                                 f.value("installs", 0), f.value("readBackRepairs", 0), f.value("serviceReplyPath", false) ? "on" : "off",
+                                 dropped.value("tunnelUnknownSource", 0), dropped.value("podSpoofed", 0), err.empty() ? "" : "  error: " + err);
         for (const auto& why : f.value("podsLeftOut", nlohmann::json::array())) std::cout << "  left out: " << why.get<std::string>() << "\n";
+    }
+    if (s.contains("egress")) {
+        const auto& e = s["egress"];
+        std::string err = e.value("error", "");
+        std::cout << fmt::format("egress     {}{}{}\n", e.value("rules", ""), e.value("contested", false) ? "  CONTESTED (repairs held back)" : "",
+                                 err.empty() ? "" : "  error: " + err);
     }
     auto peers = s.value("peers", nlohmann::json::array());
     std::cout << fmt::format("peers      {}\n", peers.size());
     for (const auto& p : peers) {
-        std::cout << fmt::format("  {:<16} {:<16} route {:<3} neighbour {:<3} {}\n", p.value("name", "?"), p.value("nodeIP", "?"),
-                                 yesNo(p.value("route", false)), yesNo(p.value("neighbour", false)), p.value("mac", ""));
+        std::cout << fmt::format("  {:<16} {:<16} route {:<3} neighbour {:<3}\n", p.value("name", "?"), p.value("nodeIP", "?"),
+                                 yesNo(p.value("route", false)), yesNo(p.value("neighbour", false)));
     }
+    for (const auto& r : s.value("rejectedPeers", nlohmann::json::array()))
+        std::cout << fmt::format("  REFUSED {:<16} {}\n", r.value("name", "?"), r.value("reason", ""));
     auto repairs = s.value("recentRepairs", nlohmann::json::array());
     if (!repairs.empty()) std::cout << "recent repairs\n";
     for (const auto& r : repairs) std::cout << fmt::format("  {}  {:<10} {}\n", r.value("time", ""), r.value("kind", ""), r.value("detail", ""));
