@@ -98,7 +98,7 @@ pid_of() {
 activity() {
     agent_metrics "$1" 2>/dev/null |
         awk '/^kovs_tunnel_commands_total /{c=$2} /^kovs_ovsdb_transactions_total /{t=$2}
-             /^kovs_reconciles_total/{r+=$2} /^kovs_flow_installs_total /{f=$2}
+             /^kovs_bridge_repairs_total |^kovs_gateway_restores_total /{r+=$2} /^kovs_flow_installs_total /{f=$2}
              END {if (NR) printf "%d %d %d %d\n", c, t, r, f}' || true
 }
 
