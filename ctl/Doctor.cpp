@@ -127,7 +127,7 @@ void Doctor::checkOvs(std::vector<DoctorCheck>& out) {
         out.push_back(fail("ovsdb", e.what(), "start ovsdb-server, or set ovs.manage: true so the agent runs it"));
     }
     try {
-        UnixctlClient ctl(config_.ovs.rundir);
+        BlockingUnixctlClient ctl(config_.ovs.rundir);
         ctl.call("version");
         out.push_back(ok("vswitchd", fmt::format("ovs-vswitchd answers (pid {})", ctl.pid())));
         checkSocketBuffers(out);
@@ -279,7 +279,7 @@ void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
     }
     std::string routes, neigh;
     try {
-        UnixctlClient ctl(config_.ovs.rundir);
+        BlockingUnixctlClient ctl(config_.ovs.rundir);
         routes = ctl.call("ovs/route/show");
         neigh = ctl.call("tnl/neigh/show");
     } catch (const std::exception& e) {

@@ -30,7 +30,18 @@ OvsTunnelState parseOvsTunnelState(const std::string& routeShow, const std::stri
     std::istringstream routes(routeShow);
     for (std::string line; std::getline(routes, line);) {
         auto w = words(line);
-        if (w.size() >= 4 && w[0] == "User:" && w[2] == "dev" && w[3] == bridge) st.userRoutes.insert(w[1]);
+        if (w.size() < 4 || w[0] != "User:" || w[1].find('/') == std::string::npos) continue;
+        OvsRoute r;
+        bool marked = false;
+        // Keyword-value pairs after the prefix, in the order 3.1 prints them.
+        for (size_t i = 2; i + 1 < w.size(); ++i) {
+            if (w[i] == "MARK") marked = true;
+            else if (w[i] == "dev") r.dev = w[i + 1];
+            else if (w[i] == "GW") r.gateway = w[i + 1];
+            else continue;
+            ++i;
+        }
+        if (!marked && !r.dev.empty()) st.userRoutes[w[1]] = r;
     }
     std::istringstream neighs(neighShow);
     for (std::string line; std::getline(neighs, line);) {
