@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "base/IpPrefix.hpp"
 #include "gateway/NetworkdDropins.hpp"
@@ -19,6 +20,9 @@
 #include "base/Netns.hpp"
 #include "cni/PodPorts.hpp"
 #include "peers/PeerFile.hpp"
+#include "tunnel/NeighbourTable.hpp"
+#include "tunnel/OvsTunnelState.hpp"
+#include "tunnel/TunnelPlanner.hpp"
 
 namespace kovs {
 namespace {
@@ -51,7 +55,10 @@ bool hasRouteTo(nl_sock* sock, int ifindex, const std::string& dst) {
     for (auto* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
         auto* r = reinterpret_cast<rtnl_route*>(o);
         if (rtnl_route_get_table(r) != RT_TABLE_MAIN || nl::toString(rtnl_route_get_dst(r)) != dst) continue;
-        if (rtnl_route_get_nnexthops(r) > 0 && rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(r, 0)) == ifindex) return true;
+        // Any next hop will do: a multipath route also reaches gw0.
+        for (int i = 0; i < rtnl_route_get_nnexthops(r); ++i) {
+            if (rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(r, i)) == ifindex) return true;
+        }
     }
     return false;
 }
@@ -264,6 +271,8 @@ std::optional<std::vector<std::pair<std::string, std::string>>> Doctor::knownPee
     return peers;
 }
 
+// A dry run of the tunnel job: observe as it does, plan with no memory of
+// earlier passes; every step of the plan is something vswitchd lacks.
 void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
     std::string origin;
     std::optional<std::vector<std::pair<std::string, std::string>>> peers;
@@ -277,30 +286,62 @@ void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
         out.push_back(skipped("peers", "the agent did not answer and peers come from the Kubernetes API: peer list unknown"));
         return;
     }
-    std::string routes, neigh;
+    const auto& bridge = config_.bridge.physical;
+    tunnel::TunnelDesired desired{bridge, {}};
+    for (const auto& [name, ip] : *peers) desired.peerIPs.insert(ip);
+    tunnel::TunnelObserved observed;
     try {
         BlockingUnixctlClient ctl(config_.ovs.rundir);
-        routes = ctl.call("ovs/route/show");
-        neigh = ctl.call("tnl/neigh/show");
+        auto shown = ctl.pipeline({{"ovs/route/show", {}}, {"tnl/neigh/show", {}}});
+        if (!shown.unreachable.empty()) throw Error(shown.unreachable);
+        for (const auto& r : shown.replies) {
+            if (!r.ok) throw Error(r.text);
+        }
+        observed.vswitchdPid = shown.pid;
+        observed.ovs = tunnel::parseOvsTunnelState(shown.replies[0].text, shown.replies[1].text, bridge);
     } catch (const std::exception& e) {
         out.push_back(skipped("peers", std::string("ovs-vswitchd not reachable: ") + e.what()));
         return;
     }
-    size_t good = 0;
-    for (const auto& [name, ip] : *peers) {
-        bool hasRoute = routes.find(ip + "/" + (ip.find(':') == std::string::npos ? "32" : "128") + " dev " +
-                                    config_.bridge.physical) != std::string::npos;
-        bool hasNeigh = neigh.find(ip + " ") != std::string::npos;
-        if (hasRoute && hasNeigh) {
-            ++good;
-            continue;
-        }
-        out.push_back(fail("peers",
-                           fmt::format("peer {} ({}):{}{}", name, ip, hasRoute ? "" : " no OVS route", hasNeigh ? "" : " no tunnel neighbour"),
-                           "the tunnel reconciler re-programs peers on resync; ovs-appctl ovs/route/show and tnl/neigh/show show what OVS has"));
+    try {
+        observed.kernelMacs = tunnel::KernelNeighbourTable().resolved(bridge);
+    } catch (const std::exception&) {
+        // No bridge, no MACs: every peer then shows up without a neighbour.
     }
-    if (good == peers->size())
-        out.push_back(ok("peers", fmt::format("all {} peers (from {}) have an OVS route and a tunnel neighbour", good, origin)));
+    auto plan = tunnel::planTunnel(desired, observed, {});
+
+    std::map<std::string, std::vector<std::string>> problems, fixes;  // by ip
+    for (const auto& step : plan.steps) {
+        problems[step.ip].push_back(step.why);
+        fixes[step.ip].push_back("ovs-appctl " + step.command.describe());
+    }
+    for (const auto& ip : plan.unresolved) {
+        problems[ip].push_back("no tunnel neighbour (the kernel has no MAC for it on " + bridge + ")");
+        fixes[ip].push_back("ping " + ip + " (is that node up?)");
+    }
+    auto join = [](const std::vector<std::string>& v, const char* sep) {
+        std::string s;
+        for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+        return s;
+    };
+    const std::string agentFixes = "kovs-agent's tunnel job repairs this on its next pass (is it running?); by hand: ";
+    size_t failed = 0;
+    for (const auto& [name, ip] : *peers) {
+        auto p = problems.find(ip);
+        if (p == problems.end()) continue;
+        ++failed;
+        out.push_back(fail("peers", fmt::format("peer {} ({}): {}", name, ip, join(p->second, ", ")),
+                           agentFixes + join(fixes[ip], "; ")));
+        problems.erase(p);
+    }
+    for (const auto& [ip, why] : problems) {  // routes to IPs that are no peer
+        ++failed;
+        out.push_back(fail("peers", join(why, ", "), agentFixes + join(fixes[ip], "; ")));
+    }
+    if (failed == 0)
+        out.push_back(ok("peers", fmt::format("all {} peers (from {}) have an OVS route and a tunnel neighbour with "
+                                              "the kernel's MAC",
+                                              peers->size(), origin)));
 }
 
 // Whether systemd-networkd manages links in this network namespace: a
