@@ -50,6 +50,25 @@ private:
     UniqueFd listen_, conn_;
 };
 
+// A TCP socket bound to a free loopback port, listening with `backlog`
+// unless that is negative; `remote` is its tcp:127.0.0.1:PORT.
+struct LoopbackSocket {
+    UniqueFd fd{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    sockaddr_in addr{};
+    std::string remote;
+    explicit LoopbackSocket(int backlog) {
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+        if (backlog >= 0) {
+            EXPECT_EQ(::listen(fd.get(), backlog), 0);
+        }
+        socklen_t len = sizeof addr;
+        ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+        remote = "tcp:127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+    }
+};
+
 }  // namespace
 
 TEST(JsonRpcConnection, RepliesMatchedByIdEvenOutOfOrderAndSplit) {
@@ -129,17 +148,10 @@ TEST(JsonRpcConnection, GarbageClosesTheConnectionWithTheReason) {
 }
 
 TEST(JsonRpcConnection, SpeaksOverTcp) {
-    UniqueFd l(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::bind(l.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-    ASSERT_EQ(::listen(l.get(), 1), 0);
-    socklen_t len = sizeof sa;
-    ::getsockname(l.get(), reinterpret_cast<sockaddr*>(&sa), &len);
+    LoopbackSocket l(1);
     EventLoop loop;
-    JsonRpcConnection c(loop, "tcp:127.0.0.1:" + std::to_string(ntohs(sa.sin_port)));
-    UniqueFd peer(::accept(l.get(), nullptr, nullptr));
+    JsonRpcConnection c(loop, l.remote);
+    UniqueFd peer(::accept(l.fd.get(), nullptr, nullptr));
     std::string reply = R"({"id":1,"result":{"ok":true},"error":null})";
     ASSERT_EQ(::write(peer.get(), reply.data(), reply.size()), ssize_t(reply.size()));
     EXPECT_EQ(c.call("get_schema", json::array({"x"})), json::parse(R"({"ok":true})"));
@@ -155,6 +167,14 @@ TEST(JsonRpcConnection, BadRemotesAreClearErrors) {
     }
     EXPECT_THROW(JsonRpcConnection(loop, "ssl:1.2.3.4:6640"), kovs::Error);
     EXPECT_THROW(JsonRpcConnection(loop, "tcp:nohostport"), kovs::Error);
+    // A host name is refused rather than looked up: the lookup would block the loop.
+    try {
+        JsonRpcConnection c(loop, "tcp:ovsdb.example:6640");
+        FAIL();
+    } catch (const kovs::Error& e) {
+        EXPECT_STREQ(e.what(), "connect tcp:ovsdb.example:6640: 'ovsdb.example' is not an IP address (host names are "
+                               "not looked up: that would block the agent)");
+    }
 }
 
 namespace {
@@ -164,25 +184,16 @@ namespace {
 // unreachable host (no root, no netns needed).
 class FullListener {
 public:
-    FullListener() : listen_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-        sockaddr_in sa{};
-        sa.sin_family = AF_INET;
-        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        EXPECT_EQ(::bind(listen_.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-        EXPECT_EQ(::listen(listen_.get(), 0), 0);
-        socklen_t len = sizeof sa;
-        ::getsockname(listen_.get(), reinterpret_cast<sockaddr*>(&sa), &len);
-        port_ = ntohs(sa.sin_port);
+    FullListener() {
         for (int i = 0; i < 3; ++i) {
             fillers_.emplace_back(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-            ::connect(fillers_.back().get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+            ::connect(fillers_.back().get(), reinterpret_cast<sockaddr*>(&listen_.addr), sizeof listen_.addr);
         }
     }
-    std::string remote() const { return "tcp:127.0.0.1:" + std::to_string(port_); }
+    const std::string& remote() const { return listen_.remote; }
 
 private:
-    UniqueFd listen_;
-    int port_ = 0;
+    LoopbackSocket listen_{0};
     std::vector<UniqueFd> fillers_;
 };
 
@@ -210,16 +221,7 @@ TEST(JsonRpcConnection, AConnectThatHangsTimesOutWithoutBlockingTheLoop) {
 
 TEST(JsonRpcConnection, ARefusedTcpConnectIsReportedOnTheLoop) {
     // A port nobody listens on: bind one, read its number, close it.
-    sockaddr_in sa{};
-    {
-        UniqueFd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        sa.sin_family = AF_INET;
-        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ASSERT_EQ(::bind(s.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-        socklen_t len = sizeof sa;
-        ::getsockname(s.get(), reinterpret_cast<sockaddr*>(&sa), &len);
-    }
-    std::string remote = "tcp:127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
+    std::string remote = LoopbackSocket(-1).remote;
     EventLoop loop;
     std::string failure;
     try {
@@ -230,15 +232,4 @@ TEST(JsonRpcConnection, ARefusedTcpConnectIsReportedOnTheLoop) {
         failure = e.what();  // the kernel may refuse a loopback connect at once
     }
     EXPECT_EQ(failure, "connect " + remote + ": Connection refused");
-}
-
-TEST(JsonRpcConnection, HostNamesAreRefusedRatherThanLookedUp) {
-    EventLoop loop;
-    try {
-        JsonRpcConnection c(loop, "tcp:ovsdb.example:6640");
-        FAIL();
-    } catch (const kovs::Error& e) {
-        EXPECT_STREQ(e.what(), "connect tcp:ovsdb.example:6640: 'ovsdb.example' is not an IP address (host names are "
-                               "not looked up: that would block the agent)");
-    }
 }
