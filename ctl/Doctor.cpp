@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <map>
 
 #include "base/IpPrefix.hpp"
 #include "gateway/NetworkdDropins.hpp"
@@ -291,14 +290,9 @@ void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
     for (const auto& [name, ip] : *peers) desired.peerIPs.insert(ip);
     tunnel::TunnelObserved observed;
     try {
-        BlockingUnixctlClient ctl(config_.ovs.rundir);
-        auto shown = ctl.pipeline({{"ovs/route/show", {}}, {"tnl/neigh/show", {}}});
-        if (!shown.unreachable.empty()) throw Error(shown.unreachable);
-        for (const auto& r : shown.replies) {
-            if (!r.ok) throw Error(r.text);
-        }
+        auto shown = BlockingUnixctlClient(config_.ovs.rundir).pipeline(tunnel::ovsTunnelReadBack());
         observed.vswitchdPid = shown.pid;
-        observed.ovs = tunnel::parseOvsTunnelState(shown.replies[0].text, shown.replies[1].text, bridge);
+        observed.ovs = tunnel::parseOvsTunnelReadBack(shown, bridge);
     } catch (const std::exception& e) {
         out.push_back(skipped("peers", std::string("ovs-vswitchd not reachable: ") + e.what()));
         return;
@@ -308,35 +302,25 @@ void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
     } catch (const std::exception&) {
         // No bridge, no MACs: every peer then shows up without a neighbour.
     }
-    auto plan = tunnel::planTunnel(desired, observed, {});
-
-    std::map<std::string, std::vector<std::string>> problems, fixes;  // by ip
-    for (const auto& step : plan.steps) {
-        problems[step.ip].push_back(step.why);
-        fixes[step.ip].push_back("ovs-appctl " + step.command.describe());
-    }
-    for (const auto& ip : plan.unresolved) {
-        problems[ip].push_back("no tunnel neighbour (the kernel has no MAC for it on " + bridge + ")");
-        fixes[ip].push_back("ping " + ip + " (is that node up?)");
-    }
+    auto gaps = tunnel::gapsOf(desired, tunnel::planTunnel(desired, observed, {}));
     auto join = [](const std::vector<std::string>& v, const char* sep) {
         std::string s;
         for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
         return s;
     };
-    const std::string agentFixes = "kovs-agent's tunnel job repairs this on its next pass (is it running?); by hand: ";
+    const std::string byAgent = "kovs-agent's tunnel job repairs this on its next pass (is it running?); by hand: ";
     size_t failed = 0;
     for (const auto& [name, ip] : *peers) {
-        auto p = problems.find(ip);
-        if (p == problems.end()) continue;
+        auto g = gaps.find(ip);
+        if (g == gaps.end()) continue;
         ++failed;
-        out.push_back(fail("peers", fmt::format("peer {} ({}): {}", name, ip, join(p->second, ", ")),
-                           agentFixes + join(fixes[ip], "; ")));
-        problems.erase(p);
+        out.push_back(fail("peers", fmt::format("peer {} ({}): {}", name, ip, join(g->second.why, ", ")),
+                           byAgent + join(g->second.fixes, "; ")));
+        gaps.erase(g);
     }
-    for (const auto& [ip, why] : problems) {  // routes to IPs that are no peer
+    for (const auto& [ip, gap] : gaps) {  // routes to IPs that are no peer
         ++failed;
-        out.push_back(fail("peers", join(why, ", "), agentFixes + join(fixes[ip], "; ")));
+        out.push_back(fail("peers", join(gap.why, ", "), byAgent + join(gap.fixes, "; ")));
     }
     if (failed == 0)
         out.push_back(ok("peers", fmt::format("all {} peers (from {}) have an OVS route and a tunnel neighbour with "

@@ -1,6 +1,8 @@
 #include "tunnel/OvsTunnelState.hpp"
 
 #include <sstream>
+
+#include "base/Error.hpp"
 #include <vector>
 
 namespace kovs::tunnel {
@@ -49,6 +51,18 @@ OvsTunnelState parseOvsTunnelState(const std::string& routeShow, const std::stri
         if (w.size() == 3 && looksLikeMac(w[1]) && w[2] == bridge) st.neighbours[w[0]] = w[1];
     }
     return st;
+}
+
+std::vector<UnixctlCommand> ovsTunnelReadBack() { return {{"ovs/route/show", {}}, {"tnl/neigh/show", {}}}; }
+
+OvsTunnelState parseOvsTunnelReadBack(const UnixctlReplies& shown, const std::string& bridge) {
+    if (!shown.unreachable.empty()) throw Error(shown.unreachable);
+    auto commands = ovsTunnelReadBack();
+    if (shown.replies.size() != commands.size()) throw Error("ovs/route/show, tnl/neigh/show: replies missing");
+    for (size_t i = 0; i < commands.size(); ++i) {
+        if (!shown.replies[i].ok) throw Error(commands[i].describe() + ": " + shown.replies[i].text);
+    }
+    return parseOvsTunnelState(shown.replies[0].text, shown.replies[1].text, bridge);
 }
 
 }  // namespace kovs::tunnel

@@ -5,6 +5,9 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
+
+#include "ovs/UnixctlClient.hpp"
 
 namespace kovs::tunnel {
 
@@ -29,5 +32,11 @@ struct OvsTunnelState {
 // lines (headers, kernel-cached routes, other bridges' neighbours) are skipped.
 OvsTunnelState parseOvsTunnelState(const std::string& routeShow, const std::string& neighShow,
                                    const std::string& bridge);
+
+// The read-back as one pipeline (ovs/route/show, tnl/neigh/show), and its
+// replies parsed; throws kovs::Error naming the command that failed, or why
+// vswitchd could not be asked.
+std::vector<UnixctlCommand> ovsTunnelReadBack();
+OvsTunnelState parseOvsTunnelReadBack(const UnixctlReplies& shown, const std::string& bridge);
 
 }  // namespace kovs::tunnel

@@ -168,4 +168,17 @@ TunnelOutcome settleTunnel(const TunnelDesired& desired, const TunnelPlan& plan,
     return out;
 }
 
+std::map<std::string, TunnelGap> gapsOf(const TunnelDesired& desired, const TunnelPlan& plan) {
+    std::map<std::string, TunnelGap> gaps;
+    for (const auto& step : plan.steps) {
+        gaps[step.ip].why.push_back(step.why);
+        gaps[step.ip].fixes.push_back("ovs-appctl " + step.command.describe());
+    }
+    for (const auto& ip : plan.unresolved) {
+        gaps[ip].why.push_back("no tunnel neighbour (the kernel has no MAC for it on " + desired.bridge + ")");
+        gaps[ip].fixes.push_back("ping " + ip + " (is that node up?)");
+    }
+    return gaps;
+}
+
 }  // namespace kovs::tunnel

@@ -92,6 +92,15 @@ struct TunnelOutcome {
 TunnelOutcome settleTunnel(const TunnelDesired& desired, const TunnelPlan& plan,
                            const std::vector<UnixctlReply>& replies);
 
+// A dry run's findings (kovsctl doctor), by IP: why vswitchd is not as
+// desired and what fixes it ("ovs-appctl tnl/neigh/set br-phy ..."). Peers
+// the kernel has no MAC for are reported too, though no step is planned.
+struct TunnelGap {
+    std::vector<std::string> why;
+    std::vector<std::string> fixes;
+};
+std::map<std::string, TunnelGap> gapsOf(const TunnelDesired& desired, const TunnelPlan& plan);
+
 // ip/32, or ip/128 for IPv6.
 std::string hostRoute(const std::string& ip);
 

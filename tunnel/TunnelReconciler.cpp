@@ -89,27 +89,23 @@ void TunnelReconciler::runPass() {
     }
     // Observed, vswitchd's half.
     auto token = alive_;
-    ovs_.pipeline({{"ovs/route/show", {}}, {"tnl/neigh/show", {}}},
-                  [this, token, macs = std::move(macs)](UnixctlReplies shown) mutable {
-                      if (!*token) return;
-                      if (!shown.allOk()) {
-                          const auto& r = shown.replies;
-                          std::string why = !shown.unreachable.empty() ? shown.unreachable
-                                            : !r.at(0).ok              ? "ovs/route/show: " + r[0].text
-                                                                       : "tnl/neigh/show: " + r[1].text;
-                          finishPass(TunnelPlan{}, why);
-                          return;
-                      }
-                      applyPlan(shown, std::move(macs));
-                  });
+    ovs_.pipeline(ovsTunnelReadBack(), [this, token, macs = std::move(macs)](UnixctlReplies shown) mutable {
+        if (!*token) return;
+        TunnelObserved observed;
+        observed.vswitchdPid = shown.pid;
+        try {
+            observed.ovs = parseOvsTunnelReadBack(shown, opts_.bridge);
+        } catch (const Error& e) {
+            finishPass(TunnelPlan{}, e.what());
+            return;
+        }
+        observed.kernelMacs = std::move(macs);
+        observed.refreshDue = EventLoop::Clock::now() - lastRefresh_ >= opts_.neighRefresh;
+        applyPlan(observed);
+    });
 }
 
-void TunnelReconciler::applyPlan(const UnixctlReplies& shown, std::map<std::string, std::string> kernelMacs) {
-    TunnelObserved observed;
-    observed.vswitchdPid = shown.pid;
-    observed.ovs = parseOvsTunnelState(shown.replies[0].text, shown.replies[1].text, opts_.bridge);
-    observed.kernelMacs = std::move(kernelMacs);
-    observed.refreshDue = EventLoop::Clock::now() - lastRefresh_ >= opts_.neighRefresh;
+void TunnelReconciler::applyPlan(const TunnelObserved& observed) {
     auto plan = planTunnel(desired_, observed, memory_);
     if (plan.vswitchdRestarted) {
         ++stats_.vswitchdRestarts;
@@ -117,7 +113,14 @@ void TunnelReconciler::applyPlan(const UnixctlReplies& shown, std::map<std::stri
                      observed.vswitchdPid, desired_.peerIPs.size());
     }
     // The kernel only resolves for traffic: nudge it for peers it lacks.
-    for (const auto& ip : plan.resolve) neighbours_.trigger(ip);
+    // A peer IP it cannot even send to is that peer's problem, not the pass's.
+    for (const auto& ip : plan.resolve) {
+        try {
+            neighbours_.trigger(ip);
+        } catch (const Error& e) {
+            spdlog::debug("tunnel: {}", e.what());
+        }
+    }
     if (plan.steps.empty()) {
         memory_ = plan.memory;
         routed_ = plan.routed;

@@ -17,7 +17,6 @@
 // subnet (kind's Docker network); routed underlays would need `gw` and the
 // gateway's MAC.
 #include <chrono>
-#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -92,7 +91,7 @@ public:
 
 private:
     void runPass();
-    void applyPlan(const UnixctlReplies& shown, std::map<std::string, std::string> kernelMacs);
+    void applyPlan(const TunnelObserved& observed);
     void finishPass(const TunnelPlan& plan, const std::string& error);
     void armResync();
 

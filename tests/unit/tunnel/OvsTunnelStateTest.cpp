@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "base/Error.hpp"
 #include "tunnel/OvsTunnelState.hpp"
 
 using namespace kovs::tunnel;
@@ -41,4 +42,22 @@ TEST(OvsTunnelState, AFreshVswitchdHoldsNothing) {
     EXPECT_TRUE(parseOvsTunnelState("", "", "br-phy").userRoutes.empty());
     // Truncated lines are skipped, not misread.
     EXPECT_TRUE(parseOvsTunnelState("User: 172.30.0.5/32 dev\nUser: x dev br-phy\n", "", "br-phy").userRoutes.empty());
+}
+
+TEST(OvsTunnelState, AFailedReadBackNamesTheCommand) {
+    auto errorOf = [](const kovs::UnixctlReplies& r) {
+        try {
+            parseOvsTunnelReadBack(r, "br-phy");
+            return std::string("parsed");
+        } catch (const kovs::Error& e) {
+            return std::string(e.what());
+        }
+    };
+    kovs::UnixctlReplies stopped{42, "", {{true, "Route Table:\n"}, {false, "timed out"}}};
+    EXPECT_EQ(errorOf(stopped), "tnl/neigh/show: timed out");
+    kovs::UnixctlReplies gone{-1, "ovs-vswitchd: no pid in /run/ovs-vswitchd.pid (is it running?)", {}};
+    EXPECT_EQ(errorOf(gone), gone.unreachable);
+    kovs::UnixctlReplies fine{42, "", {{true, "User: 172.30.0.5/32 dev br-phy SRC 172.30.0.1\n"}, {true, ""}}};
+    EXPECT_EQ(errorOf(fine), "parsed");
+    EXPECT_EQ(parseOvsTunnelReadBack(fine, "br-phy").userRoutes.size(), 1u);
 }

@@ -217,3 +217,19 @@ TEST(TunnelPlanner, FailedCommandsAreNotCountedAsDone) {
     // Missing replies (the pipeline was cut short) count as failures too.
     EXPECT_EQ(settleTunnel(desired, plan, {}).failures, 4u);
 }
+
+// kovsctl doctor's view of a plan: per IP, why and the command that fixes it.
+TEST(TunnelPlanner, GapsNameWhatIsMissingAndItsFix) {
+    TunnelObserved o;  // neighbours flushed behind the job's back, one peer never resolved
+    o.vswitchdPid = 100;
+    o.ovs.userRoutes = {{"172.30.0.11/32", onBridge()}, {"172.30.0.40/32", onBridge()}};
+    o.kernelMacs = {{"172.30.0.11", kMacA}};
+    auto desired = peers({"172.30.0.11", "172.30.0.99"});
+    auto gaps = gapsOf(desired, planTunnel(desired, o, {}));
+    ASSERT_EQ(gaps.size(), 3u);
+    EXPECT_EQ(gaps["172.30.0.11"].why, (std::vector<std::string>{"no tunnel neighbour"}));
+    EXPECT_EQ(gaps["172.30.0.11"].fixes, (std::vector<std::string>{"ovs-appctl tnl/neigh/set br-phy 172.30.0.11 " + kMacA}));
+    EXPECT_EQ(gaps["172.30.0.99"].why, (std::vector<std::string>{"no OVS route", "no tunnel neighbour (the kernel has no MAC for it on br-phy)"}));
+    EXPECT_EQ(gaps["172.30.0.40"].fixes, (std::vector<std::string>{"ovs-appctl ovs/route/del 172.30.0.40/32"}));
+    EXPECT_TRUE(gapsOf(desired, TunnelPlan{}).empty());
+}
