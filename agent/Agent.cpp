@@ -80,7 +80,7 @@ void Agent::startJobs() {
     jobs_.push_back(offload_.get());
 
     if (config_.uplink.mode != Config::UplinkMode::None) {
-        unixctl_ = std::make_unique<UnixctlClient>(config_.ovs.rundir);
+        unixctl_ = std::make_unique<UnixctlClient>(loop_, config_.ovs.rundir);
         neighbours_ = std::make_unique<tunnel::KernelNeighbourTable>();
         tunnel_ = std::make_unique<tunnel::TunnelReconciler>(loop_, *unixctl_, *neighbours_, tunnelOptions(config_));
         tunnel_->start();
@@ -207,7 +207,7 @@ void Agent::start() {
 bool Agent::runOnce() {
     start();
     gateway_->reconcileNow();
-    if (tunnel_) tunnel_->reconcile();
+    if (tunnel_) tunnel_->reconcileOnce(std::chrono::seconds(15));
     auto why = readiness();
     if (!why.empty()) spdlog::error("not converged: {}", why);
     return why.empty();

@@ -1,6 +1,5 @@
 #include "ovs/JsonRpcConnection.hpp"
 
-#include <fcntl.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -15,37 +14,41 @@
 namespace kovs {
 namespace {
 
-UniqueFd connectUnix(const std::string& path) {
-    auto sa = unixAddress(path, "connect");
-    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd) throwErrno("socket AF_UNIX for " + path);
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0) throwErrno("connect " + path);
-    return fd;
-}
+struct SocketAddress {
+    sockaddr_storage storage{};
+    socklen_t len = 0;
+    const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
+};
 
-UniqueFd connectTcp(const std::string& hostPort, const std::string& remote) {
+// "tcp:IP:PORT", numeric only: getaddrinfo with a name would block the loop
+// for as long as the resolver takes.
+SocketAddress tcpAddress(const std::string& hostPort, const std::string& remote) {
     auto colon = hostPort.rfind(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == hostPort.size())
-        throw Error("connect " + remote + ": expected tcp:HOST:PORT");
+        throw Error("connect " + remote + ": expected tcp:IP:PORT");
     std::string host = hostPort.substr(0, colon), port = hostPort.substr(colon + 1);
     if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
     addrinfo hints{};
     hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
     addrinfo* res = nullptr;
     int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
+    if (rc == EAI_NONAME)
+        throw Error("connect " + remote + ": '" + host + "' is not an IP address (host names are not looked up: that would block the agent)");
     if (rc != 0) throw Error("connect " + remote + ": " + ::gai_strerror(rc));
     std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(res, ::freeaddrinfo);
-    int lastErr = ECONNREFUSED;
-    for (auto* ai = res; ai; ai = ai->ai_next) {
-        UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
-        if (!fd) {
-            lastErr = errno;
-            continue;
-        }
-        if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0) return fd;
-        lastErr = errno;
-    }
-    throw SystemError("connect " + remote, lastErr);
+    SocketAddress a;
+    std::memcpy(&a.storage, res->ai_addr, res->ai_addrlen);
+    a.len = res->ai_addrlen;
+    return a;
+}
+
+SocketAddress unixSocketAddress(const std::string& path) {
+    auto sa = unixAddress(path, "connect");
+    SocketAddress a;
+    std::memcpy(&a.storage, &sa, sizeof sa);
+    a.len = sizeof sa;
+    return a;
 }
 
 }  // namespace
@@ -64,24 +67,66 @@ std::string jsonRpcErrorText(const nlohmann::json& error) {
     return error.dump();
 }
 
-JsonRpcConnection::JsonRpcConnection(EventLoop& loop, const std::string& remote) : loop_(loop), remote_(remote) {
-    if (remote.rfind("tcp:", 0) == 0) {
-        fd_ = connectTcp(remote.substr(4), remote);
-    } else if (remote.rfind("unix:", 0) == 0) {
-        fd_ = connectUnix(remote.substr(5));
-    } else if (!remote.empty() && remote[0] == '/') {
-        fd_ = connectUnix(remote);
+JsonRpcConnection::JsonRpcConnection(EventLoop& loop, const std::string& remote, Duration connectTimeout)
+    : loop_(loop), remote_(remote) {
+    startConnect(connectTimeout);
+}
+
+void JsonRpcConnection::startConnect(Duration timeout) {
+    SocketAddress addr;
+    std::string name;  // as errors name it: the path for unix sockets
+    if (remote_.rfind("tcp:", 0) == 0) {
+        addr = tcpAddress(remote_.substr(4), remote_);
+        name = remote_;
+    } else if (remote_.rfind("unix:", 0) == 0 || (!remote_.empty() && remote_[0] == '/')) {
+        name = remote_[0] == '/' ? remote_ : remote_.substr(5);
+        addr = unixSocketAddress(name);
     } else {
-        throw Error("connect " + remote + ": expected unix:PATH, /PATH or tcp:HOST:PORT");
+        throw Error("connect " + remote_ + ": expected unix:PATH, /PATH or tcp:IP:PORT");
     }
-    int flags = ::fcntl(fd_.get(), F_GETFL);
-    if (flags < 0 || ::fcntl(fd_.get(), F_SETFL, flags | O_NONBLOCK) < 0) throwErrno("set O_NONBLOCK on " + remote);
-    loop_.watch(fd_.get(), EPOLLIN, [this](uint32_t ev) { onEvents(ev); });
+    UniqueFd fd(::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd) throwErrno("socket for " + remote_);
+    int rc;
+    while ((rc = ::connect(fd.get(), addr.get(), addr.len)) < 0 && errno == EINTR) {
+    }
+    if (rc < 0 && errno != EINPROGRESS) {
+        // A unix socket whose listen queue is full says EAGAIN: its daemon
+        // has stopped accepting (hung, or stopped with SIGSTOP).
+        if (errno == EAGAIN) throw Error("connect " + name + ": listen queue full (the daemon does not accept connections)");
+        throwErrno("connect " + name);
+    }
+    fd_ = std::move(fd);
+    connecting_ = rc < 0;
+    loop_.watch(fd_.get(), connecting_ ? EPOLLOUT : EPOLLIN, [this](uint32_t ev) { onEvents(ev); });
+    if (connecting_) {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
+        connectTimer_ = loop_.after(timeout, [this, ms] {
+            connectTimer_ = 0;
+            close("connect " + remote_ + ": timed out after " + std::to_string(ms) + " ms");
+        });
+    }
+}
+
+void JsonRpcConnection::finishConnect() {
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
+    if (err != 0) {
+        close("connect " + remote_ + ": " + std::strerror(err));
+        return;
+    }
+    connecting_ = false;
+    if (connectTimer_) loop_.cancel(connectTimer_);
+    connectTimer_ = 0;
+    loop_.modify(fd_.get(), EPOLLIN);
+    wantWrite_ = false;
+    flush();  // what was requested while connecting
 }
 
 JsonRpcConnection::~JsonRpcConnection() {
     *alive_ = false;
     for (auto& [id, p] : pending_) loop_.cancel(p.timer);
+    if (connectTimer_) loop_.cancel(connectTimer_);
     if (fd_) loop_.unwatch(fd_.get());
 }
 
@@ -89,6 +134,9 @@ void JsonRpcConnection::close(const std::string& reason) {
     if (!fd_) return;
     loop_.unwatch(fd_.get());
     fd_.reset();
+    connecting_ = false;
+    if (connectTimer_) loop_.cancel(connectTimer_);
+    connectTimer_ = 0;
     out_.clear();
     auto token = alive_;
     auto pending = std::move(pending_);
@@ -154,6 +202,7 @@ void JsonRpcConnection::send(const nlohmann::json& msg) {
 }
 
 void JsonRpcConnection::flush() {
+    if (connecting_) return;  // sent once connected
     while (fd_ && !out_.empty()) {
         ssize_t n = ::send(fd_.get(), out_.data(), out_.size(), MSG_NOSIGNAL);
         if (n > 0) {
@@ -173,6 +222,7 @@ void JsonRpcConnection::flush() {
 }
 
 void JsonRpcConnection::updateInterest() {
+    if (connecting_) return;
     bool want = fd_ && !out_.empty();
     if (fd_ && want != wantWrite_) {
         loop_.modify(fd_.get(), EPOLLIN | (want ? EPOLLOUT : 0u));
@@ -182,6 +232,10 @@ void JsonRpcConnection::updateInterest() {
 
 void JsonRpcConnection::onEvents(uint32_t events) {
     auto token = alive_;
+    if (connecting_) {
+        finishConnect();
+        return;
+    }
     if (events & EPOLLOUT) flush();
     if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR))) return;
     char buf[65536];

@@ -3,6 +3,11 @@
 // values over a unix or TCP stream socket, driven by an EventLoop. Requests
 // get integer ids and a timeout; replies are matched to their callbacks;
 // notifications go to a handler; "echo" requests from the peer are answered.
+//
+// Nothing here blocks the loop: the connect is non-blocking with a deadline
+// (an unreachable tcp: remote would otherwise hold the agent for the
+// kernel's SYN retries, two minutes), and requests made while it is under
+// way are sent once it completes.
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -27,9 +32,14 @@ public:
     using NotificationHandler = std::function<void(const std::string& method, const nlohmann::json& params)>;
     using CloseHandler = std::function<void(const std::string& reason)>;
 
-    // remote: "/path", "unix:/path" or "tcp:host:port". Connects now; throws
-    // kovs::Error naming the remote when that fails.
-    JsonRpcConnection(EventLoop& loop, const std::string& remote);
+    // remote: "/path", "unix:/path" or "tcp:IP:PORT" ("tcp:[IPv6]:PORT"); no
+    // host names, whose lookup would block. Starts connecting now: throws
+    // kovs::Error naming the remote when that fails at once (a bad remote, no
+    // such socket, refused); a TCP connect that fails later or takes longer
+    // than connectTimeout closes the connection (close handler, pending
+    // requests' error callbacks) with the reason.
+    JsonRpcConnection(EventLoop& loop, const std::string& remote,
+                      Duration connectTimeout = std::chrono::seconds(5));
     ~JsonRpcConnection();
     JsonRpcConnection(const JsonRpcConnection&) = delete;
     JsonRpcConnection& operator=(const JsonRpcConnection&) = delete;
@@ -49,7 +59,9 @@ public:
     // Runs once when the peer closes, the stream is garbage or close() is called.
     void setCloseHandler(CloseHandler h) { onClose_ = std::move(h); }
 
+    // Connecting or connected (requests are accepted).
     bool isOpen() const { return static_cast<bool>(fd_); }
+    bool isConnected() const { return fd_ && !connecting_; }
     void close(const std::string& reason = "closed by client");
     const std::string& remote() const { return remote_; }
     size_t pendingRequests() const { return pending_.size(); }
@@ -62,6 +74,8 @@ private:
         EventLoop::TimerId timer;
     };
 
+    void startConnect(Duration timeout);
+    void finishConnect();
     void send(const nlohmann::json& msg);
     void flush();
     void onEvents(uint32_t events);
@@ -71,6 +85,8 @@ private:
     EventLoop& loop_;
     std::string remote_;
     UniqueFd fd_;
+    bool connecting_ = false;
+    EventLoop::TimerId connectTimer_ = 0;
     JsonStreamParser parser_;
     std::string out_;
     bool wantWrite_ = false;

@@ -9,11 +9,11 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include "base/Error.hpp"
 #include "base/Log.hpp"
+#include "base/Pidfile.hpp"
 #include "base/Process.hpp"
 
 extern char** environ;
@@ -22,20 +22,6 @@ namespace kovs {
 namespace fs = std::filesystem;
 
 namespace {
-
-pid_t readPid(const std::string& path) {
-    std::ifstream f(path);
-    long pid = -1;
-    if (!(f >> pid) || pid <= 0) return -1;
-    return static_cast<pid_t>(pid);
-}
-
-std::string commOf(pid_t pid) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/comm");
-    std::string s;
-    std::getline(f, s);
-    return s;
-}
 
 bool alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
 
@@ -93,14 +79,14 @@ void OvsSupervisor::start() {
 }
 
 bool OvsSupervisor::adopt(Proc& p) {
-    pid_t pid = readPid(opts_.rundir + "/" + p.name + ".pid");
     // Pids are reused: only a live process with the daemon's name counts.
-    if (!alive(pid) || commOf(pid) != p.name.substr(0, 15)) return false;
-    p.pid = pid;
+    auto pid = Pidfile(opts_.rundir + "/" + p.name + ".pid").readLive(p.name);
+    if (!pid || !alive(*pid)) return false;
+    p.pid = *pid;
     p.child = false;
     p.startedAt = std::chrono::steady_clock::now();
     watch(p);
-    spdlog::info("ovs supervisor: adopted running {} (pid {})", p.name, pid);
+    spdlog::info("ovs supervisor: adopted running {} (pid {})", p.name, p.pid);
     return true;
 }
 

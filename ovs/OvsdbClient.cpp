@@ -17,11 +17,10 @@ const char* toString(OvsdbClient::State s) {
 }
 
 OvsdbClient::OvsdbClient(EventLoop& loop, OvsdbClientOptions opts)
-    : loop_(loop), opts_(std::move(opts)), backoff_(opts_.backoffMin) {}
+    : loop_(loop), opts_(std::move(opts)), reconnect_(loop_, opts_.backoffMin, opts_.backoffMax, [this] { connect(); }) {}
 
 OvsdbClient::~OvsdbClient() {
     *alive_ = false;
-    if (retryTimer_) loop_.cancel(retryTimer_);
     conn_.reset();
 }
 
@@ -40,10 +39,9 @@ void OvsdbClient::start() {
 }
 
 void OvsdbClient::connect() {
-    retryTimer_ = 0;
     setState(State::Connecting);
     try {
-        conn_ = std::make_unique<JsonRpcConnection>(loop_, opts_.remote);
+        conn_ = std::make_unique<JsonRpcConnection>(loop_, opts_.remote, opts_.connectTimeout);
     } catch (const Error& e) {
         scheduleReconnect(e.what());
         return;
@@ -80,7 +78,7 @@ void OvsdbClient::onConnected() {
         };
     };
     if (opts_.monitorTables.empty()) {
-        backoff_ = opts_.backoffMin;
+        reconnect_.succeeded();
         setState(State::Ready);
         return;
     }
@@ -111,7 +109,7 @@ void OvsdbClient::onConnected() {
                         fail("monitor_cond")(e.what());
                         return;
                     }
-                    backoff_ = opts_.backoffMin;
+                    reconnect_.succeeded();
                     setState(State::Ready);
                     notifyChange();
                 },
@@ -130,11 +128,10 @@ void OvsdbClient::scheduleReconnect(const std::string& why) {
     lastConnectError_ = why;
     ++sessions_;
     if (state_ == State::Ready) ++reconnects_;
-    spdlog::info("ovsdb {}: {}; reconnecting in {} ms", opts_.remote, why, backoff_.count());
+    if (!reconnect_.pending())
+        spdlog::info("ovsdb {}: {}; reconnecting in {} ms", opts_.remote, why, reconnect_.nextDelay().count());
     setState(State::Disconnected);
-    if (retryTimer_) return;
-    retryTimer_ = loop_.after(backoff_, [this] { connect(); });
-    backoff_ = std::min(backoff_ * 2, opts_.backoffMax);
+    reconnect_.schedule();
 }
 
 bool OvsdbClient::waitReady(std::chrono::milliseconds timeout) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/EventLoop.hpp"
+#include "base/RetryTimer.hpp"
 #include "ovs/JsonRpcConnection.hpp"
 #include "ovs/OvsdbReplica.hpp"
 #include "ovs/OvsdbTransaction.hpp"
@@ -31,6 +32,9 @@ struct OvsdbClientOptions {
          {"name", "type", "options", "external_ids", "ofport", "mac_in_use", "mtu", "link_state", "admin_state",
           "error"}}};
     std::chrono::milliseconds requestTimeout{5000};
+    // A tcp: remote that does not answer is given up after this (non-blocking
+    // connect); the reconnect backoff then applies.
+    std::chrono::milliseconds connectTimeout{5000};
     std::chrono::milliseconds backoffMin{50};
     std::chrono::milliseconds backoffMax{2000};
 };
@@ -80,8 +84,7 @@ private:
     std::unique_ptr<JsonRpcConnection> conn_;
     OvsdbReplica replica_;
     State state_ = State::Disconnected;
-    std::chrono::milliseconds backoff_;
-    EventLoop::TimerId retryTimer_ = 0;
+    RetryTimer reconnect_;
     bool started_ = false;
     uint64_t transactions_ = 0;
     uint64_t reconnects_ = 0;

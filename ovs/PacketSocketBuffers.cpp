@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "base/Error.hpp"
+#include "base/Pidfile.hpp"
 #include "base/UniqueFd.hpp"
 
 namespace kovs {
@@ -81,18 +82,7 @@ int forEachPacketSocket(pid_t pid, Fn fn) {
 
 }  // namespace
 
-pid_t vswitchdPid(const std::string& rundir) {
-    std::string pidfile = rundir + "/ovs-vswitchd.pid";
-    pid_t pid = 0;
-    if (!(std::ifstream(pidfile) >> pid) || pid <= 0) throw Error(pidfile + ": no pid in it");
-    std::string comm;
-    std::ifstream("/proc/" + std::to_string(pid) + "/comm") >> comm;
-    if (comm != "ovs-vswitchd")
-        throw Error(pidfile + ": pid " + std::to_string(pid) + " is " +
-                    (comm.empty() ? "not running" : "'" + comm + "'") +
-                    " here, not ovs-vswitchd (does vswitchd run in another pid namespace?)");
-    return pid;
-}
+pid_t vswitchdPid(const std::string& rundir) { return Pidfile(rundir + "/ovs-vswitchd.pid").requireLive("ovs-vswitchd"); }
 
 PacketSocketResult sizePacketSocketBuffers(pid_t vswitchd, int bytes) {
     PacketSocketResult r;

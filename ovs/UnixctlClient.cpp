@@ -1,7 +1,7 @@
 #include "ovs/UnixctlClient.hpp"
 
 #include <cstdlib>
-#include <fstream>
+#include <optional>
 
 #include "base/Error.hpp"
 
@@ -13,71 +13,107 @@ std::string UnixctlCommand::describe() const {
     return s;
 }
 
+bool UnixctlReplies::allOk() const {
+    if (!unreachable.empty()) return false;
+    for (const auto& r : replies) {
+        if (!r.ok) return false;
+    }
+    return true;
+}
+
 std::string UnixctlClient::defaultRundir() {
     const char* env = std::getenv("OVS_RUNDIR");
     return env && *env ? env : "/var/run/openvswitch";
 }
 
-UnixctlClient::UnixctlClient(std::string rundir, std::string target, std::chrono::milliseconds timeout)
-    : rundir_(std::move(rundir)), target_(std::move(target)), timeout_(timeout) {}
+UnixctlClient::UnixctlClient(EventLoop& loop, std::string rundir, std::string target, std::chrono::milliseconds timeout)
+    : loop_(loop),
+      rundir_(std::move(rundir)),
+      target_(std::move(target)),
+      pidfile_(rundir_ + "/" + target_ + ".pid"),
+      timeout_(timeout) {}
 
-UnixctlClient::~UnixctlClient() = default;
-
-pid_t UnixctlClient::readPidfile() const {
-    std::ifstream f(pidfilePath());
-    long pid = -1;
-    if (!(f >> pid) || pid <= 0) return -1;
-    return static_cast<pid_t>(pid);
-}
-
-bool UnixctlClient::targetRestarted() const {
-    pid_t now = readPidfile();
-    return pid_ > 0 && now != pid_;
-}
+UnixctlClient::~UnixctlClient() { *alive_ = false; }
 
 void UnixctlClient::ensureConnected() {
-    pid_t now = readPidfile();
-    if (now <= 0) throw Error(target_ + ": no pid in " + pidfilePath() + " (is it running?)");
-    if (conn_ && conn_->isOpen() && now == pid_) return;
+    // Not Pidfile::readLive: next to Antrea vswitchd runs in another pid
+    // namespace, and the pid is only a file name here.
+    auto now = pidfile_.read();
+    if (!now) throw Error(target_ + ": no pid in " + pidfile_.path() + " (is it running?)");
+    if (conn_ && conn_->isOpen() && *now == pid_) return;
+    if (conn_ && conn_->isOpen()) {
+        // Requests still pending on the old daemon fail with this reason,
+        // from the loop rather than from inside this call.
+        auto old = std::move(conn_);
+        auto token = alive_;
+        std::string why = target_ + " restarted (pid " + std::to_string(pid_) + " -> " + std::to_string(*now) + ")";
+        loop_.post([old, token, why] {
+            if (*token) old->close(why);
+        });
+    }
     conn_.reset();
-    auto path = rundir_ + "/" + target_ + "." + std::to_string(now) + ".ctl";
-    conn_ = std::make_unique<JsonRpcConnection>(loop_, "unix:" + path);
-    pid_t old = pid_;
-    pid_ = now;
-    if (old > 0 && old != now && onRestart_) onRestart_(old, now);
+    auto path = rundir_ + "/" + target_ + "." + std::to_string(*now) + ".ctl";
+    conn_ = std::make_shared<JsonRpcConnection>(loop_, "unix:" + path, timeout_);
+    pid_ = *now;
 }
 
-std::string UnixctlClient::call(const std::string& command, const std::vector<std::string>& args) {
-    auto replies = pipeline({UnixctlCommand{command, args}});
-    if (!replies[0].ok) throw Error(UnixctlCommand{command, args}.describe() + ": " + replies[0].text);
-    return replies[0].text;
-}
-
-std::vector<UnixctlReply> UnixctlClient::pipeline(const std::vector<UnixctlCommand>& commands) {
-    ensureConnected();
-    auto replies = std::make_shared<std::vector<UnixctlReply>>(commands.size());
-    auto done = std::make_shared<size_t>(0);
+void UnixctlClient::pipeline(std::vector<UnixctlCommand> commands, Callback done) {
+    struct Batch {
+        UnixctlReplies result;
+        size_t left = 0;
+        Callback done;
+    };
+    auto batch = std::make_shared<Batch>();
+    batch->result.replies.resize(commands.size());
+    batch->left = commands.size();
+    batch->done = std::move(done);
+    auto token = alive_;
+    std::string unreachable;
+    try {
+        if (!commands.empty()) ensureConnected();
+    } catch (const Error& e) {
+        unreachable = e.what();
+    }
+    if (commands.empty() || !unreachable.empty()) {
+        for (auto& r : batch->result.replies) r = {false, unreachable};
+        batch->result.unreachable = unreachable;
+        loop_.post([batch, token] {
+            if (*token) batch->done(std::move(batch->result));
+        });
+        return;
+    }
+    batch->result.pid = pid_;
+    auto settle = [batch, token](size_t i, UnixctlReply reply) {
+        batch->result.replies[i] = std::move(reply);
+        if (--batch->left == 0 && *token) batch->done(std::move(batch->result));
+    };
     for (size_t i = 0; i < commands.size(); ++i) {
         nlohmann::json params = commands[i].args;  // strings only, as unixctl requires
         conn_->request(
             commands[i].command, params,
-            [replies, done, i](const nlohmann::json& r) {
-                (*replies)[i] = {true, r.is_string() ? r.get<std::string>() : r.dump()};
-                ++*done;
-            },
-            [replies, done, i](const std::string& e) {
-                (*replies)[i] = {false, e};
-                ++*done;
-            },
-            timeout_);
+            [settle, i](const nlohmann::json& r) { settle(i, {true, r.is_string() ? r.get<std::string>() : r.dump()}); },
+            [settle, i](const std::string& e) { settle(i, {false, e}); }, timeout_);
     }
-    loop_.runUntil([&] { return *done == commands.size(); }, timeout_ + std::chrono::seconds(1));
-    if (*done != commands.size())
-        throw Error(target_ + ": " + std::to_string(commands.size() - *done) + " of " +
-                    std::to_string(commands.size()) + " unixctl replies missing");
-    // A closed connection (daemon died mid-call) is reopened on the next call.
-    if (!conn_->isOpen()) conn_.reset();
-    return std::move(*replies);
+}
+
+BlockingUnixctlClient::BlockingUnixctlClient(std::string rundir, std::string target, std::chrono::milliseconds timeout)
+    : client_(loop_, std::move(rundir), std::move(target), timeout) {}
+
+UnixctlReplies BlockingUnixctlClient::pipeline(std::vector<UnixctlCommand> commands) {
+    std::optional<UnixctlReplies> out;
+    client_.pipeline(std::move(commands), [&](UnixctlReplies r) { out = std::move(r); });
+    // Every request has its own timeout; the loop's deadline is a backstop.
+    loop_.runUntil([&] { return out.has_value(); }, client_.timeout() + std::chrono::seconds(1));
+    if (!out) throw Error("unixctl: no replies within " + std::to_string(client_.timeout().count()) + " ms");
+    return std::move(*out);
+}
+
+std::string BlockingUnixctlClient::call(const std::string& command, const std::vector<std::string>& args) {
+    UnixctlCommand c{command, args};
+    auto r = pipeline({c});
+    if (!r.unreachable.empty()) throw Error(r.unreachable);
+    if (!r.replies.at(0).ok) throw Error(c.describe() + ": " + r.replies[0].text);
+    return r.replies[0].text;
 }
 
 }  // namespace kovs

@@ -1,18 +1,18 @@
 #pragma once
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "base/DirectoryWatch.hpp"
 #include "base/EventLoop.hpp"
-#include "base/UniqueFd.hpp"
 #include "peers/PeerSource.hpp"
 
 namespace kovs::tunnel {
 
 // Peers from a YAML/JSON file (format in PeerFile.hpp), reloaded when it
-// changes. inotify watches the *directory*, not the file: editors and
-// ConfigMap mounts replace the file by an atomic rename, which would leave a
-// watch on the old inode deaf. A missing or invalid file is logged and the
-// last good set is kept.
+// changes (a DirectoryWatch: editors and ConfigMap mounts replace the file
+// by an atomic rename). A missing or invalid file is logged and the last
+// good set is kept.
 class FilePeerSource : public PeerSource {
 public:
     FilePeerSource(EventLoop& loop, std::string path);
@@ -27,14 +27,11 @@ public:
     size_t failedReloads() const { return failedReloads_; }
 
 private:
-    void onInotify();
     void reload();
 
     EventLoop& loop_;
     std::string path_;
-    std::string dir_;
-    std::string base_;
-    UniqueFd inotify_;
+    std::unique_ptr<DirectoryWatch> watch_;
     Callback onPeers_;
     std::optional<PeerSet> last_;
     size_t failedReloads_ = 0;

@@ -1,34 +1,34 @@
 #pragma once
-// Keeps ovs-vswitchd's tunnel underlay state in line with the peer set: for
-// each peer a host route `ovs/route/add <ip>/32 <bridge>` and a neighbour
-// `tnl/neigh/set <bridge> <ip> <mac>` (so the first packet to a new peer is
-// not lost to OVS's own ARP), all pipelined over one unixctl connection.
+// The tunnel job: keeps ovs-vswitchd's per-peer underlay state (a host route
+// and a tunnel neighbour per peer, see TunnelPlanner) in line with the peer
+// set. Each pass reads top to bottom as desired (the peers) -> observed
+// (the kernel's neighbour MACs, `ovs/route/show` + `tnl/neigh/show`) -> plan
+// (planTunnel) -> apply (one unixctl pipeline) -> settle (settleTunnel).
 //
-// Both live only in vswitchd's memory, so every pass reads them back
-// (`ovs/route/show`, `tnl/neigh/show`) and repairs the difference; a new
-// vswitchd pid (its pidfile is watched with inotify) just means an empty
-// read-back and therefore a full re-program. Neighbours are re-set every
-// `neighRefresh`, well before OVS ages them out (tnl/neigh/aging, 900 s).
+// Everything vswitchd is asked happens asynchronously on the loop, with the
+// unixctl client's per-request timeout: a stopped or hung vswitchd makes a
+// pass fail (and be retried with backoff), never blocks the loop. One pass
+// at a time; a trigger during a pass runs another one right after it.
 //
-// OVS 3.1 has no per-entry tnl/neigh delete: when a peer we programmed
-// leaves, the pass issues `tnl/neigh/flush` followed, in the same pipeline,
-// by a `tnl/neigh/set` for every remaining peer, so the window without
-// entries is one round trip of a single batch. Every user host route
-// (/32, /128) on the bridge is treated as ours: the agent owns br-phy.
-//
-// Peers are assumed on-link with the bridge's subnet (kind's Docker network);
-// routed underlays would need `gw` and the gateway's MAC.
+// Both entries live only in vswitchd's memory, so every pass reads them
+// back and repairs the difference; a new vswitchd (its pidfile is watched)
+// means an empty read-back and a full re-program at once. Neighbours are
+// re-set every `neighRefresh`. Peers are assumed on-link with the bridge's
+// subnet (kind's Docker network); routed underlays would need `gw` and the
+// gateway's MAC.
 #include <chrono>
-#include <map>
+#include <memory>
 #include <set>
 #include <string>
 
+#include "base/DirectoryWatch.hpp"
 #include "base/EventLoop.hpp"
 #include "base/Job.hpp"
-#include "base/UniqueFd.hpp"
+#include "base/RetryTimer.hpp"
 #include "ovs/UnixctlClient.hpp"
-#include "tunnel/NeighbourTable.hpp"
 #include "peers/Peer.hpp"
+#include "tunnel/NeighbourTable.hpp"
+#include "tunnel/TunnelPlanner.hpp"
 
 namespace kovs::tunnel {
 
@@ -44,11 +44,11 @@ class TunnelReconciler : public Job {
 public:
     struct Stats {
         size_t peers = 0;
-        size_t unresolved = 0;         // peers whose MAC is not known yet
-        size_t vswitchdRestarts = 0;   // restarts seen (each one re-programs everything)
-        uint64_t passes = 0;
+        size_t unresolved = 0;        // peers whose MAC is not known yet
+        size_t vswitchdRestarts = 0;  // restarts seen (each one re-programs everything)
+        uint64_t passes = 0;          // passes completed
         uint64_t commandsSent = 0;
-        std::string lastError;         // empty after a clean pass
+        std::string lastError;        // empty after a clean pass
     };
 
     TunnelReconciler(EventLoop& loop, UnixctlClient& ovs, NeighbourTable& neighbours, TunnelReconcilerOptions opts);
@@ -63,13 +63,17 @@ public:
     // The PeerSource callback: runs a pass right away.
     void setPeers(const PeerSet& peers);
 
-    // One pass now. Never throws: a failure is logged, kept in stats() and
-    // retried with backoff.
+    // Runs a pass now, or right after the one in flight. Never throws: a
+    // failure is logged, kept in stats() and retried with backoff.
     void reconcile();
+    // For --once: triggers a pass and runs the loop until it completed;
+    // false when it did not within `timeout` or failed (stats().lastError).
+    bool reconcileOnce(std::chrono::milliseconds timeout);
+    bool passInFlight() const { return inFlight_; }
 
     const Stats& stats() const { return stats_; }
-    // Whether vswitchd holds a route / a neighbour entry for this peer IP, as
-    // of the last pass (read back, plus the commands of that pass that succeeded).
+    // Whether vswitchd holds the route / a neighbour entry for this peer IP,
+    // as of the last pass (read back, plus that pass's commands that succeeded).
     bool hasRoute(const std::string& ip) const { return routed_.count(ip) > 0; }
     bool hasNeighbour(const std::string& ip) const { return neighboured_.count(ip) > 0; }
 
@@ -86,28 +90,30 @@ public:
     }
 
 private:
-    void pass();  // throws
-    void schedule(std::chrono::milliseconds delay);
-    void onPidfileEvent();
+    void runPass();
+    void applyPlan(const TunnelObserved& observed);
+    void finishPass(const TunnelPlan& plan, const std::string& error);
+    void armResync();
 
     EventLoop& loop_;
     UnixctlClient& ovs_;
     NeighbourTable& neighbours_;
     TunnelReconcilerOptions opts_;
 
-    PeerSet peers_;
-    std::map<std::string, std::string> macs_;  // peer ip -> last MAC seen in the kernel
-    std::set<std::string> ownedNeighbours_;
-    std::set<std::string> formerPeers_;         // ips of peers that left (their entries must go)
+    TunnelDesired desired_;
+    TunnelMemory memory_;
     std::set<std::string> routed_;
-    std::set<std::string> neighboured_;    // ips we tnl/neigh/set in this vswitchd
-    pid_t programmedPid_ = -1;
+    std::set<std::string> neighboured_;
     EventLoop::Clock::time_point lastRefresh_{};
-    std::chrono::milliseconds retry_;
+
     bool started_ = false;
-    EventLoop::TimerId timer_ = 0;
-    UniqueFd inotify_;
+    bool inFlight_ = false;
+    bool again_ = false;  // triggered while a pass was in flight
+    RetryTimer retry_;
+    EventLoop::TimerId resync_ = 0;
+    std::unique_ptr<DirectoryWatch> pidfileWatch_;
     Stats stats_;
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace kovs::tunnel

@@ -84,12 +84,12 @@ void ports(int n) {
 
 void unixctl(int n) {
     test::OvsSandbox ovs;
-    UnixctlClient client(ovs.dir());
+    BlockingUnixctlClient client(ovs.dir(), "ovs-vswitchd", std::chrono::seconds(60));
     client.call("version");  // connect outside the measurement, like a long-lived agent
     std::vector<UnixctlCommand> cmds(static_cast<size_t>(n), UnixctlCommand{"ovs/route/show", {}});
     size_t ok = 0;
     double pipelined = timeMs([&] {
-        for (const auto& r : client.pipeline(cmds)) ok += r.ok;
+        for (const auto& r : client.pipeline(cmds).replies) ok += r.ok;
     });
     size_t okSeq = 0;
     double sequential = timeMs([&] {

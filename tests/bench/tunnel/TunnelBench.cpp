@@ -1,6 +1,6 @@
 // bench_tunnel: programming N peers (ovs/route/add + tnl/neigh/set each) into
 // a real userspace ovs-vswitchd, three ways in the same run:
-//   1. one pipelined unixctl batch (UnixctlClient::pipeline),
+//   1. one pipelined unixctl batch (UnixctlClient::pipeline, waited for),
 //   2. a full TunnelReconciler pass (read-back + diff + batch),
 //   3. the reference: one `ovs-appctl` process per command.
 // Runs in a private network + mount namespace of its own; prints figures and
@@ -68,7 +68,7 @@ void expectProgrammed(const test::OvsSandbox& ovs, size_t n, const char* what) {
     }
 }
 
-void clear(UnixctlClient& ctl, const std::vector<FakePeer>& peers) {
+void clear(BlockingUnixctlClient& ctl, const std::vector<FakePeer>& peers) {
     std::vector<UnixctlCommand> cmds;
     for (const auto& p : peers) cmds.push_back({"ovs/route/del", {p.ip + "/32"}});
     cmds.push_back({"tnl/neigh/flush", {}});
@@ -88,7 +88,7 @@ int main() {
     ovs.vsctl({"add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev"});
     runChecked({"ip", "addr", "add", "172.30.0.254/16", "dev", "br-phy"});
     runChecked({"ip", "link", "set", "br-phy", "up"});
-    UnixctlClient ctl(ovs.dir());
+    BlockingUnixctlClient ctl(ovs.dir(), "ovs-vswitchd", std::chrono::seconds(60));
 
     // 1. One pipelined batch.
     std::vector<UnixctlCommand> cmds;
@@ -98,7 +98,7 @@ int main() {
     }
     ctl.pipeline({{"version", {}}});  // connect outside the timing
     auto t0 = Clock::now();
-    auto replies = ctl.pipeline(cmds);
+    auto replies = ctl.pipeline(cmds).replies;
     auto pipelined = Clock::now() - t0;
     for (size_t i = 0; i < replies.size(); ++i) {
         if (!replies[i].ok) {
@@ -118,10 +118,12 @@ int main() {
         macs[p.ip] = p.mac;
     }
     EventLoop loop;
+    UnixctlClient async(loop, ovs.dir(), "ovs-vswitchd", std::chrono::seconds(60));
     StaticNeighbours neigh(macs);
-    TunnelReconciler reconciler(loop, ctl, neigh, TunnelReconcilerOptions{});
+    TunnelReconciler reconciler(loop, async, neigh, TunnelReconcilerOptions{});
     t0 = Clock::now();
-    reconciler.setPeers(set);
+    reconciler.setPeers(set);  // starts a pass; the loop runs it
+    loop.runUntil([&] { return reconciler.stats().passes == 1; }, std::chrono::minutes(5));
     auto reconcilePass = Clock::now() - t0;
     if (!reconciler.stats().lastError.empty()) {
         std::fprintf(stderr, "reconciler: %s\n", reconciler.stats().lastError.c_str());
@@ -130,7 +132,7 @@ int main() {
     expectProgrammed(ovs, peers.size(), "reconciler");
     // A pass with nothing to change: the steady-state resync cost.
     t0 = Clock::now();
-    reconciler.reconcile();
+    reconciler.reconcileOnce(std::chrono::minutes(5));
     auto noopPass = Clock::now() - t0;
     clear(ctl, peers);
 

@@ -10,6 +10,7 @@
 
 #include "base/Error.hpp"
 #include "base/Process.hpp"
+#include "tests/support/TempDir.hpp"  // TempDir, used by the CNI tests
 
 namespace kovs::test {
 
@@ -45,26 +46,6 @@ inline CniCall runCni(const std::string& binary, const std::map<std::string, std
     auto r = runProcess({binary}, opts);
     return {r.exitCode, r.out, r.err};
 }
-
-// A temporary directory removed with everything in it.
-class TempDir {
-public:
-    TempDir() {
-        char tmpl[] = "/tmp/kovs-cni-test-XXXXXX";
-        if (!::mkdtemp(tmpl)) throwErrno("mkdtemp");
-        path_ = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-};
 
 // Lease files host-local keeps for `network` (everything but its bookkeeping files).
 inline std::vector<std::string> leases(const std::string& dataDir, const std::string& network) {

@@ -17,6 +17,7 @@
 #include "ovs/UnixctlClient.hpp"
 #include "tests/support/AgentSignals.hpp"
 #include "tests/support/Poll.hpp"
+#include "tests/support/TempDir.hpp"
 
 using kovs::BridgeReconciler;
 using kovs::EventLoop;
@@ -27,15 +28,6 @@ using Daemon = kovs::OvsSupervisor::Daemon;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char tmpl[] = "/tmp/kovs-sup-XXXXXX";
-        path = ::mkdtemp(tmpl);
-    }
-    ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 kovs::OvsSupervisorOptions optionsIn(const std::string& dir) {
     kovs::OvsSupervisorOptions o;
@@ -50,16 +42,16 @@ bool linkExists(const std::string& name) { return kovs::runProcess({"ip", "link"
 }  // namespace
 
 TEST(OvsSupervisor, CreatesDbRestartsKilledDaemonsAndBridgesComeBack) {
-    TempDir tmp;
+    kovs::test::TempDir tmp("kovs-sup");
     EventLoop loop;
-    OvsSupervisor sup(loop, optionsIn(tmp.path));
+    OvsSupervisor sup(loop, optionsIn(tmp.path()));
     // Leftovers of a crashed run: a pidfile naming a dead pid and its ctl file.
-    std::filesystem::create_directories(tmp.path + "/run");
-    std::ofstream(tmp.path + "/run/ovs-vswitchd.pid") << "999999\n";
-    std::ofstream(tmp.path + "/run/ovs-vswitchd.999999.ctl") << "";
+    std::filesystem::create_directories(tmp.path() + "/run");
+    std::ofstream(tmp.path() + "/run/ovs-vswitchd.pid") << "999999\n";
+    std::ofstream(tmp.path() + "/run/ovs-vswitchd.999999.ctl") << "";
     sup.start();
-    EXPECT_TRUE(std::filesystem::exists(tmp.path + "/db/conf.db"));
-    EXPECT_FALSE(std::filesystem::exists(tmp.path + "/run/ovs-vswitchd.999999.ctl"));
+    EXPECT_TRUE(std::filesystem::exists(tmp.path() + "/db/conf.db"));
+    EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/run/ovs-vswitchd.999999.ctl"));
 
     kovs::OvsdbClientOptions co;
     co.remote = sup.dbRemote();
@@ -73,9 +65,16 @@ TEST(OvsSupervisor, CreatesDbRestartsKilledDaemonsAndBridgesComeBack) {
     // A fresh db has no root row: the reconciler creates it with the bridges.
     ASSERT_TRUE(bridges.reconcileOnce(std::chrono::seconds(15))) << bridges.lastError();
     ASSERT_TRUE(pollUntil([] { return linkExists("br-int") && linkExists("gw0"); }, std::chrono::seconds(10)));
-    kovs::UnixctlClient unixctl(sup.options().rundir);
-    ASSERT_TRUE(pollUntil([&] { return !unixctl.targetRestarted() && unixctl.call("version").size() > 0; },
-                          std::chrono::seconds(5)));
+    kovs::BlockingUnixctlClient unixctl(sup.options().rundir);
+    ASSERT_TRUE(pollUntil(
+        [&] {
+            try {
+                return unixctl.call("version").size() > 0;
+            } catch (const kovs::Error&) {
+                return false;  // vswitchd still starting
+            }
+        },
+        std::chrono::seconds(5)));
     pid_t firstVs = sup.pid(Daemon::Vswitchd);
     EXPECT_EQ(unixctl.pid(), firstVs);
 
@@ -120,9 +119,9 @@ TEST(OvsSupervisor, CreatesDbRestartsKilledDaemonsAndBridgesComeBack) {
 // and the supervisor's own stop() (SIGTERM, then SIGKILL after 10 s) cannot
 // shut OVS down cleanly.
 TEST(OvsSupervisor, DaemonsStartWithTheAgentsSignalMaskUndone) {
-    TempDir tmp;
+    kovs::test::TempDir tmp("kovs-sup");
     EventLoop loop;
-    OvsSupervisor sup(loop, optionsIn(tmp.path));
+    OvsSupervisor sup(loop, optionsIn(tmp.path()));
     {
         kovs::test::AgentSignals asInTheAgent;
         sup.start();
@@ -143,8 +142,8 @@ TEST(OvsSupervisor, DaemonsStartWithTheAgentsSignalMaskUndone) {
 // while; in life, out of pids or memory) is retried with backoff until it
 // works, instead of leaving the datapath down until the agent restarts.
 TEST(OvsSupervisor, RetriesARestartThatFailed) {
-    TempDir tmp;
-    std::string bin = tmp.path + "/bin";
+    kovs::test::TempDir tmp("kovs-sup");
+    std::string bin = tmp.path() + "/bin";
     std::filesystem::create_directories(bin);
     std::string vswitchd;
     for (const char* b : {"ovsdb-tool", "ovsdb-server", "ovs-vswitchd"}) {
@@ -155,7 +154,7 @@ TEST(OvsSupervisor, RetriesARestartThatFailed) {
     std::string path = ::getenv("PATH");
     ::setenv("PATH", bin.c_str(), 1);  // posix_spawnp looks only here now
     EventLoop loop;
-    auto o = optionsIn(tmp.path);
+    auto o = optionsIn(tmp.path());
     OvsSupervisor sup(loop, o);
     sup.start();
     std::filesystem::remove(bin + "/ovs-vswitchd");
@@ -173,8 +172,8 @@ TEST(OvsSupervisor, RetriesARestartThatFailed) {
 }
 
 TEST(OvsSupervisor, AdoptsRunningDaemonsInsteadOfStartingTwice) {
-    TempDir tmp;
-    auto o = optionsIn(tmp.path);
+    kovs::test::TempDir tmp("kovs-sup");
+    auto o = optionsIn(tmp.path());
     EventLoop loop;
     pid_t vs = -1, db = -1;
     {
@@ -206,13 +205,13 @@ TEST(OvsSupervisor, AdoptsRunningDaemonsInsteadOfStartingTwice) {
 // The supervisor's own server must fail on the database lock, not take it
 // away: two servers writing one conf.db corrupt it.
 TEST(OvsSupervisor, LeavesADatabaseAnotherServerHoldsAlone) {
-    TempDir tmp;
-    auto o = optionsIn(tmp.path);
-    std::filesystem::create_directories(tmp.path + "/db");
+    kovs::test::TempDir tmp("kovs-sup");
+    auto o = optionsIn(tmp.path());
+    std::filesystem::create_directories(tmp.path() + "/db");
     kovs::runChecked({"ovsdb-tool", "create", o.dbPath, o.schemaPath});
-    std::string foreignSock = tmp.path + "/foreign.sock", foreignPid = tmp.path + "/foreign.pid";
+    std::string foreignSock = tmp.path() + "/foreign.sock", foreignPid = tmp.path() + "/foreign.pid";
     kovs::runChecked({"ovsdb-server", o.dbPath, "--remote=punix:" + foreignSock, "--pidfile=" + foreignPid,
-                      "--unixctl=" + tmp.path + "/foreign.ctl", "--log-file=" + tmp.path + "/foreign.log", "--detach"});
+                      "--unixctl=" + tmp.path() + "/foreign.ctl", "--log-file=" + tmp.path() + "/foreign.log", "--detach"});
     pid_t foreign = -1;
     std::ifstream(foreignPid) >> foreign;
     ASSERT_GT(foreign, 0);

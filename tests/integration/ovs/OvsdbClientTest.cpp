@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+
 #include "base/Error.hpp"
+#include "base/Process.hpp"
 #include "tests/support/OvsSandbox.hpp"
 
 using kovs::EventLoop;
@@ -194,4 +198,40 @@ TEST(OvsdbClient, TransactOnlyClientForShortLivedCallers) {
     ASSERT_EQ(r.at(0)["rows"].size(), 1u);
     EXPECT_EQ(ovsdb::mapValue(r[0]["rows"][0]["external_ids"]).at("pod"), "ns/a");
     EXPECT_EQ(c.replica().size(), 0u);
+}
+
+// ovs.db: tcp:... naming a host that never answers (the SYNs leave a veth in
+// this test's netns for a MAC nobody has, and vanish): the loop keeps running, the
+// connect gives up after connectTimeout with that reason, and the client
+// goes on reconnecting with backoff instead of freezing its caller.
+TEST(OvsdbClient, AnUnreachableTcpRemoteDoesNotStallTheLoop) {
+    kovs::runChecked({"ip", "link", "add", "kvblack0", "type", "veth", "peer", "name", "kvblack1"});
+    kovs::runChecked({"ip", "addr", "add", "10.254.0.1/24", "dev", "kvblack0"});
+    kovs::runChecked({"ip", "link", "set", "kvblack0", "up"});
+    kovs::runChecked({"ip", "link", "set", "kvblack1", "up"});
+    kovs::runChecked({"ip", "neigh", "add", "10.254.0.2", "lladdr", "02:00:00:00:00:02", "dev", "kvblack0", "nud", "permanent"});
+    EventLoop loop;
+    OvsdbClientOptions o;
+    o.remote = "tcp:10.254.0.2:6640";
+    o.connectTimeout = std::chrono::milliseconds(300);
+    o.backoffMin = std::chrono::milliseconds(50);
+    OvsdbClient c(loop, o);
+    std::vector<OvsdbClient::State> states;
+    c.addStateHandler([&](OvsdbClient::State s) { states.push_back(s); });
+    c.start();  // returns at once
+    EXPECT_EQ(c.state(), OvsdbClient::State::Connecting);
+    std::string txError;
+    c.transact(ovsdb::Transaction(), [&](const std::vector<Json>*, const std::string& e) { txError = e; });
+    int ticks = 0;
+    std::function<void()> tick = [&] {
+        ++ticks;
+        loop.after(std::chrono::milliseconds(10), tick);
+    };
+    loop.after(std::chrono::milliseconds(10), tick);
+    EXPECT_FALSE(c.waitReady(std::chrono::milliseconds(1500)));
+    // Several connect attempts ran their course while the ticker kept going.
+    EXPECT_GE(std::count(states.begin(), states.end(), OvsdbClient::State::Disconnected), 2) << ticks;
+    EXPECT_GT(ticks, 0);
+    EXPECT_NE(txError.find("connect tcp:10.254.0.2:6640: timed out after 300 ms"), std::string::npos) << txError;
+    kovs::runProcess({"ip", "link", "del", "kvblack0"});
 }

@@ -1,20 +1,42 @@
+// UnixctlClient against a real ovs-vswitchd (OvsSandbox, private netns):
+// replies and errors, pipelining, a restart re-opens the connection, and a
+// stopped vswitchd costs timeouts, never a blocked loop.
 #include "ovs/UnixctlClient.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <optional>
 
 #include "base/Error.hpp"
 #include "base/Process.hpp"
-
-#include <unistd.h>
 #include "tests/support/OvsSandbox.hpp"
+#include "tests/support/Poll.hpp"
 
+using kovs::BlockingUnixctlClient;
+using kovs::EventLoop;
 using kovs::UnixctlClient;
 using kovs::UnixctlCommand;
+using kovs::UnixctlReplies;
 using kovs::test::OvsSandbox;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Runs one pipeline on `loop` and waits (generously) for its replies.
+std::optional<UnixctlReplies> ask(EventLoop& loop, UnixctlClient& c, std::vector<UnixctlCommand> cmds) {
+    std::optional<UnixctlReplies> out;
+    c.pipeline(std::move(cmds), [&](UnixctlReplies r) { out = std::move(r); });
+    loop.runUntil([&] { return out.has_value(); }, 60s);
+    return out;
+}
+
+}  // namespace
 
 TEST(UnixctlClient, RouteShowAndErrorReply) {
     OvsSandbox ovs;
-    UnixctlClient c(ovs.dir());
+    BlockingUnixctlClient c(ovs.dir());
     auto text = c.call("ovs/route/show");
     EXPECT_NE(text.find("Route Table"), std::string::npos) << text;
     EXPECT_EQ(c.pid(), ovs.vswitchdPid());
@@ -39,19 +61,20 @@ TEST(UnixctlClient, RoutesAddedOverUnixctlAreVisibleToAppctl) {
     ovs.vsctl({"add-br", "br-phy", "--", "set", "Bridge", "br-phy", "datapath_type=netdev"});
     kovs::runChecked({"ip", "link", "set", "br-phy", "up"});
     kovs::runChecked({"ip", "addr", "add", "172.31.0.1/24", "dev", "br-phy"});
-    UnixctlClient c(ovs.dir());
+    BlockingUnixctlClient c(ovs.dir());
     // vswitchd learns the address asynchronously; poll for the route to be accepted.
     std::string last;
-    bool ok = false;
-    for (int i = 0; i < 200 && !ok; ++i) {
-        try {
-            c.call("ovs/route/add", {"172.31.0.9/32", "br-phy"});
-            ok = true;
-        } catch (const kovs::Error& e) {
-            last = e.what();
-            usleep(10000);
-        }
-    }
+    bool ok = kovs::test::pollUntil(
+        [&] {
+            try {
+                c.call("ovs/route/add", {"172.31.0.9/32", "br-phy"});
+                return true;
+            } catch (const kovs::Error& e) {
+                last = e.what();
+                return false;
+            }
+        },
+        10s, 10ms);
     ASSERT_TRUE(ok) << last;
     EXPECT_NE(ovs.appctl({"ovs/route/show"}).find("User: 172.31.0.9/32 dev br-phy"), std::string::npos)
         << ovs.appctl({"ovs/route/show"});
@@ -59,46 +82,114 @@ TEST(UnixctlClient, RoutesAddedOverUnixctlAreVisibleToAppctl) {
 
 TEST(UnixctlClient, PipelinesManyCallsOnOneConnection) {
     OvsSandbox ovs;
-    UnixctlClient c(ovs.dir());
+    EventLoop loop;
+    UnixctlClient c(loop, ovs.dir());
     std::vector<UnixctlCommand> cmds;
     for (int i = 0; i < 200; ++i) cmds.push_back(i % 50 == 7 ? UnixctlCommand{"bogus/cmd", {}} : UnixctlCommand{"version", {}});
-    auto replies = c.pipeline(cmds);
-    ASSERT_EQ(replies.size(), 200u);
-    for (size_t i = 0; i < replies.size(); ++i) {
+    auto r = ask(loop, c, cmds);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->pid, ovs.vswitchdPid());
+    EXPECT_EQ(r->unreachable, "");
+    ASSERT_EQ(r->replies.size(), 200u);
+    for (size_t i = 0; i < r->replies.size(); ++i) {
         if (i % 50 == 7) {
-            EXPECT_FALSE(replies[i].ok) << i;
+            EXPECT_FALSE(r->replies[i].ok) << i;
         } else {
-            EXPECT_TRUE(replies[i].ok) << i << ": " << replies[i].text;
-            EXPECT_NE(replies[i].text.find("ovs-vswitchd"), std::string::npos) << replies[i].text;
+            EXPECT_TRUE(r->replies[i].ok) << i << ": " << r->replies[i].text;
+            EXPECT_NE(r->replies[i].text.find("ovs-vswitchd"), std::string::npos) << r->replies[i].text;
         }
     }
+    EXPECT_FALSE(r->allOk());
 }
 
-TEST(UnixctlClient, NoticesVswitchdRestart) {
+TEST(UnixctlClient, ReopensItsConnectionWhenVswitchdRestarts) {
     OvsSandbox ovs;
-    UnixctlClient c(ovs.dir());
-    std::vector<std::pair<pid_t, pid_t>> restarts;
-    c.setRestartHandler([&](pid_t o, pid_t n) { restarts.emplace_back(o, n); });
-    c.call("version");
-    pid_t first = c.pid();
-    EXPECT_FALSE(c.targetRestarted());
+    EventLoop loop;
+    UnixctlClient c(loop, ovs.dir());
+    auto first = ask(loop, c, {{"version", {}}});
+    ASSERT_TRUE(first && first->allOk());
+    pid_t firstPid = first->pid;
+    EXPECT_EQ(firstPid, ovs.vswitchdPid());
+
     ovs.killVswitchd(9);
-    EXPECT_THROW(c.call("version"), kovs::Error);  // dead: clear error, no hang
+    auto dead = ask(loop, c, {{"version", {}}});  // a clear error, no hang
+    ASSERT_TRUE(dead);
+    EXPECT_FALSE(dead->allOk());
+    EXPECT_FALSE(dead->replies.at(0).text.empty());
+
     ovs.startVswitchd();
-    EXPECT_TRUE(c.targetRestarted());
-    c.call("version");
-    EXPECT_NE(c.pid(), first);
-    EXPECT_EQ(c.pid(), ovs.vswitchdPid());
-    ASSERT_EQ(restarts.size(), 1u);
-    EXPECT_EQ(restarts[0], std::make_pair(first, c.pid()));
+    auto again = ask(loop, c, {{"version", {}}});
+    ASSERT_TRUE(again && again->allOk()) << again->unreachable << again->replies.at(0).text;
+    EXPECT_NE(again->pid, firstPid);
+    EXPECT_EQ(again->pid, ovs.vswitchdPid());
+    EXPECT_EQ(c.pid(), again->pid);
+}
+
+// SIGSTOP: vswitchd's socket still accepts, nobody answers. Each request
+// times out while a timer on the same loop keeps firing; after SIGCONT the
+// same connection answers again.
+TEST(UnixctlClient, AStoppedVswitchdTimesOutWithoutBlockingTheLoop) {
+    OvsSandbox ovs;
+    EventLoop loop;
+    UnixctlClient c(loop, ovs.dir(), "ovs-vswitchd", 500ms);
+    ASSERT_TRUE(ask(loop, c, {{"version", {}}})->allOk());
+    pid_t pid = ovs.vswitchdPid();
+    ASSERT_EQ(::kill(pid, SIGSTOP), 0);
+    struct Resume {
+        pid_t pid;
+        ~Resume() { ::kill(pid, SIGCONT); }
+    } resume{pid};
+
+    int ticks = 0;
+    std::optional<UnixctlReplies> stopped;
+    c.pipeline({{"version", {}}, {"ovs/route/show", {}}}, [&](UnixctlReplies r) { stopped = std::move(r); });
+    std::function<void()> tick = [&] {
+        if (!stopped) ++ticks;
+        loop.after(10ms, tick);
+    };
+    loop.after(10ms, tick);
+    loop.runUntil([&] { return stopped.has_value(); }, 60s);
+    ASSERT_TRUE(stopped);
+    EXPECT_EQ(stopped->replies, (std::vector<kovs::UnixctlReply>{{false, "timed out"}, {false, "timed out"}}));
+    EXPECT_GT(ticks, 0) << "the loop did not run while vswitchd was stopped";
+
+    ::kill(pid, SIGCONT);
+    auto back = ask(loop, c, {{"version", {}}});
+    ASSERT_TRUE(back);
+    EXPECT_TRUE(back->allOk()) << back->replies.at(0).text;
+    EXPECT_EQ(back->pid, pid);
+}
+
+TEST(UnixctlClient, DestroyedWithRequestsPendingRunsNoCallback) {
+    OvsSandbox ovs;
+    EventLoop loop;
+    pid_t pid = ovs.vswitchdPid();
+    ::kill(pid, SIGSTOP);
+    bool called = false;
+    {
+        UnixctlClient c(loop, ovs.dir());
+        c.pipeline({{"version", {}}}, [&](UnixctlReplies) { called = true; });
+        loop.runUntil([] { return false; }, 50ms);
+    }
+    ::kill(pid, SIGCONT);
+    loop.runUntil([] { return false; }, 100ms);
+    EXPECT_FALSE(called);
 }
 
 TEST(UnixctlClient, MissingDaemonIsAClearError) {
-    UnixctlClient c("/nonexistent-rundir");
+    BlockingUnixctlClient c("/nonexistent-rundir");
     try {
         c.call("version");
         FAIL();
     } catch (const kovs::Error& e) {
         EXPECT_STREQ(e.what(), "ovs-vswitchd: no pid in /nonexistent-rundir/ovs-vswitchd.pid (is it running?)");
     }
+    EventLoop loop;
+    UnixctlClient async(loop, "/nonexistent-rundir");
+    auto r = ask(loop, async, {{"version", {}}, {"ovs/route/show", {}}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->pid, -1);
+    EXPECT_EQ(r->unreachable, "ovs-vswitchd: no pid in /nonexistent-rundir/ovs-vswitchd.pid (is it running?)");
+    ASSERT_EQ(r->replies.size(), 2u);
+    EXPECT_EQ(r->replies[1].text, r->unreachable);
 }

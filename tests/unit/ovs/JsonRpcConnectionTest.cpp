@@ -50,6 +50,25 @@ private:
     UniqueFd listen_, conn_;
 };
 
+// A TCP socket bound to a free loopback port, listening with `backlog`
+// unless that is negative; `remote` is its tcp:127.0.0.1:PORT.
+struct LoopbackSocket {
+    UniqueFd fd{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    sockaddr_in addr{};
+    std::string remote;
+    explicit LoopbackSocket(int backlog) {
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+        if (backlog >= 0) {
+            EXPECT_EQ(::listen(fd.get(), backlog), 0);
+        }
+        socklen_t len = sizeof addr;
+        ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+        remote = "tcp:127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+    }
+};
+
 }  // namespace
 
 TEST(JsonRpcConnection, RepliesMatchedByIdEvenOutOfOrderAndSplit) {
@@ -129,17 +148,10 @@ TEST(JsonRpcConnection, GarbageClosesTheConnectionWithTheReason) {
 }
 
 TEST(JsonRpcConnection, SpeaksOverTcp) {
-    UniqueFd l(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::bind(l.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-    ASSERT_EQ(::listen(l.get(), 1), 0);
-    socklen_t len = sizeof sa;
-    ::getsockname(l.get(), reinterpret_cast<sockaddr*>(&sa), &len);
+    LoopbackSocket l(1);
     EventLoop loop;
-    JsonRpcConnection c(loop, "tcp:127.0.0.1:" + std::to_string(ntohs(sa.sin_port)));
-    UniqueFd peer(::accept(l.get(), nullptr, nullptr));
+    JsonRpcConnection c(loop, l.remote);
+    UniqueFd peer(::accept(l.fd.get(), nullptr, nullptr));
     std::string reply = R"({"id":1,"result":{"ok":true},"error":null})";
     ASSERT_EQ(::write(peer.get(), reply.data(), reply.size()), ssize_t(reply.size()));
     EXPECT_EQ(c.call("get_schema", json::array({"x"})), json::parse(R"({"ok":true})"));
@@ -155,4 +167,69 @@ TEST(JsonRpcConnection, BadRemotesAreClearErrors) {
     }
     EXPECT_THROW(JsonRpcConnection(loop, "ssl:1.2.3.4:6640"), kovs::Error);
     EXPECT_THROW(JsonRpcConnection(loop, "tcp:nohostport"), kovs::Error);
+    // A host name is refused rather than looked up: the lookup would block the loop.
+    try {
+        JsonRpcConnection c(loop, "tcp:ovsdb.example:6640");
+        FAIL();
+    } catch (const kovs::Error& e) {
+        EXPECT_STREQ(e.what(), "connect tcp:ovsdb.example:6640: 'ovsdb.example' is not an IP address (host names are "
+                               "not looked up: that would block the agent)");
+    }
+}
+
+namespace {
+
+// A loopback listener that never accepts, its queue already full: the kernel
+// drops further SYNs, so a connect to it stays in SYN_SENT, like one to an
+// unreachable host (no root, no netns needed).
+class FullListener {
+public:
+    FullListener() {
+        for (int i = 0; i < 3; ++i) {
+            fillers_.emplace_back(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+            ::connect(fillers_.back().get(), reinterpret_cast<sockaddr*>(&listen_.addr), sizeof listen_.addr);
+        }
+    }
+    const std::string& remote() const { return listen_.remote; }
+
+private:
+    LoopbackSocket listen_{0};
+    std::vector<UniqueFd> fillers_;
+};
+
+}  // namespace
+
+TEST(JsonRpcConnection, AConnectThatHangsTimesOutWithoutBlockingTheLoop) {
+    FullListener server;
+    EventLoop loop;
+    JsonRpcConnection c(loop, server.remote(), std::chrono::milliseconds(300));  // returns at once
+    EXPECT_TRUE(c.isOpen());
+    EXPECT_FALSE(c.isConnected());
+    std::string requestError, closed;
+    c.request("get_schema", json::array(), [](const json&) {}, [&](const std::string& e) { requestError = e; },
+              std::chrono::seconds(30));
+    c.setCloseHandler([&](const std::string& why) { closed = why; });
+    // A timer on the same loop fires while the connect is under way.
+    bool timerFired = false;
+    loop.after(std::chrono::milliseconds(1), [&] { timerFired = closed.empty(); });
+    ASSERT_TRUE(loop.runUntil([&] { return !closed.empty(); }, std::chrono::seconds(30)));
+    EXPECT_TRUE(timerFired) << "the timer did not fire before the connect gave up";
+    EXPECT_EQ(closed, "connect " + server.remote() + ": timed out after 300 ms");
+    EXPECT_EQ(requestError, "connection to " + server.remote() + " closed: " + closed);
+    EXPECT_FALSE(c.isOpen());
+}
+
+TEST(JsonRpcConnection, ARefusedTcpConnectIsReportedOnTheLoop) {
+    // A port nobody listens on: bind one, read its number, close it.
+    std::string remote = LoopbackSocket(-1).remote;
+    EventLoop loop;
+    std::string failure;
+    try {
+        JsonRpcConnection c(loop, remote);
+        c.setCloseHandler([&](const std::string& why) { failure = why; });
+        loop.runUntil([&] { return !failure.empty(); }, std::chrono::seconds(30));
+    } catch (const kovs::Error& e) {
+        failure = e.what();  // the kernel may refuse a loopback connect at once
+    }
+    EXPECT_EQ(failure, "connect " + remote + ": Connection refused");
 }

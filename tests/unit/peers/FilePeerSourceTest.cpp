@@ -7,25 +7,14 @@
 #include "base/Error.hpp"
 #include "base/EventLoop.hpp"
 #include "peers/FilePeerSource.hpp"
+#include "tests/support/TempDir.hpp"
 
 using namespace kovs::tunnel;
 using namespace std::chrono_literals;
 
 namespace {
 
-class TempDir {
-public:
-    TempDir() {
-        char tmpl[] = "/tmp/kovs-peers-XXXXXX";
-        if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp");
-        path_ = tmpl;
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-};
+using kovs::test::TempDir;
 
 void writeAtomically(const std::string& path, const std::string& text) {
     std::string tmp = path + ".tmp";

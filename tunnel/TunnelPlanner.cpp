@@ -1,0 +1,184 @@
+#include "tunnel/TunnelPlanner.hpp"
+
+#include <algorithm>
+
+namespace kovs::tunnel {
+namespace {
+
+bool isIPv6(const std::string& ip) { return ip.find(':') != std::string::npos; }
+
+bool isHostRoute(const std::string& prefix) {
+    auto slash = prefix.find('/');
+    return slash != std::string::npos && prefix.substr(slash + 1) == (isIPv6(prefix) ? "128" : "32");
+}
+
+std::string ipOf(const std::string& prefix) { return prefix.substr(0, prefix.find('/')); }
+
+std::string joined(const std::set<std::string>& s) {
+    std::string out;
+    for (const auto& x : s) out += (out.empty() ? "" : ", ") + x;
+    return out;
+}
+
+}  // namespace
+
+std::string hostRoute(const std::string& ip) { return ip + (isIPv6(ip) ? "/128" : "/32"); }
+
+std::vector<UnixctlCommand> TunnelPlan::commands() const {
+    std::vector<UnixctlCommand> out;
+    for (const auto& s : steps) out.push_back(s.command);
+    return out;
+}
+
+TunnelPlan planTunnel(const TunnelDesired& desired, const TunnelObserved& observed, const TunnelMemory& memory) {
+    using Kind = TunnelStep::Kind;
+    const auto& br = desired.bridge;
+    const auto& peers = desired.peerIPs;
+    TunnelPlan plan;
+    plan.memory = memory;
+    // A new vswitchd (or the first one seen) holds nothing kovs set.
+    if (observed.vswitchdPid != memory.vswitchdPid) {
+        plan.vswitchdRestarted = memory.vswitchdPid > 0;
+        plan.memory.vswitchdPid = observed.vswitchdPid;
+        plan.memory.ownedNeighbours.clear();
+    }
+
+    // Peer MACs: the kernel's, else the last one it had (an entry the kernel
+    // is re-resolving is briefly absent), else none yet.
+    plan.memory.macs.clear();
+    for (const auto& ip : peers) {
+        if (auto k = observed.kernelMacs.find(ip); k != observed.kernelMacs.end()) {
+            plan.memory.macs[ip] = k->second;
+            continue;
+        }
+        plan.resolve.insert(ip);
+        if (auto m = memory.macs.find(ip); m != memory.macs.end()) {
+            plan.memory.macs[ip] = m->second;
+        } else {
+            plan.unresolved.insert(ip);
+        }
+    }
+
+    // Routes: ours are the unmarked host routes on the bridge.
+    for (const auto& [prefix, route] : observed.ovs.userRoutes) {
+        if (route.dev != br) continue;
+        auto ip = ipOf(prefix);
+        if (route.gateway.empty()) plan.routed.insert(ip);
+        if (isHostRoute(prefix) && !peers.count(ip)) {
+            plan.steps.push_back({Kind::DeleteRoute, ip, "OVS route " + prefix + " leads to no peer", {"ovs/route/del", {prefix}}});
+            plan.routed.erase(ip);
+        }
+    }
+    for (const auto& ip : peers) {
+        std::string why;
+        auto r = observed.ovs.userRoutes.find(hostRoute(ip));
+        if (r == observed.ovs.userRoutes.end()) {
+            why = "no OVS route";
+        } else if (r->second.dev != br) {
+            why = "OVS route goes out " + r->second.dev + ", not " + br;
+        } else if (!r->second.gateway.empty()) {
+            why = "OVS route goes via " + r->second.gateway + ", but peers are on-link";
+        } else {
+            continue;
+        }
+        // An unmarked ovs/route/add of the same prefix replaces a wrong route.
+        plan.steps.push_back({Kind::AddRoute, ip, why, {"ovs/route/add", {hostRoute(ip), br}}});
+        plan.routed.insert(ip);
+    }
+
+    // Neighbours. One of a peer that left must go, whether kovs set it or
+    // OVS snooped it; only a flush removes it.
+    std::set<std::string> stale;
+    auto addStale = [&](const std::set<std::string>& ips) {
+        for (const auto& ip : ips) {
+            if (!peers.count(ip) && observed.ovs.neighbours.count(ip)) stale.insert(ip);
+        }
+    };
+    addStale(plan.memory.ownedNeighbours);
+    addStale(memory.formerPeers);
+    bool flush = !stale.empty();
+    plan.refresh = flush || observed.refreshDue;
+    if (flush) {
+        plan.steps.push_back({Kind::FlushNeighbours, "", "tunnel neighbour of a node that is no peer: " + joined(stale),
+                              {"tnl/neigh/flush", {}}});
+    } else {
+        for (const auto& [ip, mac] : observed.ovs.neighbours) plan.neighboured.insert(ip);
+    }
+    for (const auto& [ip, mac] : plan.memory.macs) {
+        std::string why;
+        auto n = observed.ovs.neighbours.find(ip);
+        if (n == observed.ovs.neighbours.end()) {
+            why = "no tunnel neighbour";
+        } else if (n->second != mac) {
+            why = "tunnel neighbour has MAC " + n->second + ", the kernel " + mac;
+        } else if (flush) {
+            why = "set again after the flush";
+        } else if (plan.refresh) {
+            why = "refresh before OVS ages it out";
+        } else {
+            continue;
+        }
+        plan.steps.push_back({Kind::SetNeighbour, ip, why, {"tnl/neigh/set", {br, ip, mac}}});
+        plan.neighboured.insert(ip);
+    }
+    return plan;
+}
+
+TunnelOutcome settleTunnel(const TunnelDesired& desired, const TunnelPlan& plan, const std::vector<UnixctlReply>& replies) {
+    using Kind = TunnelStep::Kind;
+    TunnelOutcome out;
+    out.memory = plan.memory;
+    out.routed = plan.routed;
+    out.neighboured = plan.neighboured;
+    std::set<std::string> set;
+    bool flushPlanned = false;
+    std::string first;
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+        const auto& step = plan.steps[i];
+        flushPlanned |= step.kind == Kind::FlushNeighbours;
+        bool ok = i < replies.size() && replies[i].ok;
+        if (ok) {
+            if (step.kind == Kind::SetNeighbour) set.insert(step.ip);
+            // Flushed once: an entry OVS learns again later for an IP that is
+            // no peer is harmless (no route sends tunnels to it) and no reason
+            // to flush every peer's neighbour on every pass from now on.
+            if (step.kind == Kind::FlushNeighbours) out.memory.formerPeers.clear();
+            continue;
+        }
+        ++out.failures;
+        if (first.empty()) {
+            first = step.command.describe() + ": " + (i < replies.size() ? replies[i].text : "no reply");
+        }
+        if (step.kind == Kind::AddRoute) out.routed.erase(step.ip);
+        if (step.kind == Kind::DeleteRoute) out.routed.insert(step.ip);
+        if (step.kind == Kind::SetNeighbour) out.neighboured.erase(step.ip);
+    }
+    if (flushPlanned) {
+        out.memory.ownedNeighbours = set;
+    } else {
+        out.memory.ownedNeighbours.insert(set.begin(), set.end());
+        std::erase_if(out.memory.ownedNeighbours, [&](const std::string& ip) { return !desired.peerIPs.count(ip); });
+    }
+    out.refreshed = plan.refresh && out.failures == 0;
+    if (out.failures) {
+        while (!first.empty() && (first.back() == '\n' || first.back() == ' ')) first.pop_back();
+        out.error = std::to_string(out.failures) + " of " + std::to_string(plan.steps.size()) +
+                    " unixctl commands failed, first: " + first;
+    }
+    return out;
+}
+
+std::map<std::string, TunnelGap> gapsOf(const TunnelDesired& desired, const TunnelPlan& plan) {
+    std::map<std::string, TunnelGap> gaps;
+    for (const auto& step : plan.steps) {
+        gaps[step.ip].why.push_back(step.why);
+        gaps[step.ip].fixes.push_back("ovs-appctl " + step.command.describe());
+    }
+    for (const auto& ip : plan.unresolved) {
+        gaps[ip].why.push_back("no tunnel neighbour (the kernel has no MAC for it on " + desired.bridge + ")");
+        gaps[ip].fixes.push_back("ping " + ip + " (is that node up?)");
+    }
+    return gaps;
+}
+
+}  // namespace kovs::tunnel

@@ -1,0 +1,107 @@
+#pragma once
+// The tunnel job's plan, pure: from the peers kovs wants, what vswitchd and
+// the kernel hold, and what the job remembers of earlier passes, the ordered
+// unixctl commands that bring vswitchd to the desired state, and what it
+// holds once they succeeded. TunnelReconciler applies it; kovsctl doctor
+// runs it as a dry run (a non-empty plan is a failing check).
+//
+// For each peer: a host route `ovs/route/add <ip>/32 <bridge>` (on-link,
+// no gateway; /128 for IPv6) and a neighbour `tnl/neigh/set <bridge> <ip>
+// <mac>` with the MAC the kernel resolved, so the first packet to a new peer
+// is not lost to OVS's own ARP. Every unmarked user host route on the
+// bridge is treated as ours (the agent owns br-phy): those of IPs that are no
+// peer are deleted, also ones left from before an agent restart.
+//
+// OVS 3.1 has no per-entry tnl/neigh delete (list-commands: aging, flush,
+// set, show): when a neighbour of a peer that left is still there, whether
+// kovs set it or OVS learned it by snooping ARP, the plan flushes and then
+// re-sets every remaining peer in the same batch, so the window without
+// entries is one round trip. Neighbours are also re-set when a refresh is
+// due, well before OVS ages them out (tnl/neigh/aging, 900 s).
+#include <sys/types.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ovs/UnixctlClient.hpp"
+#include "tunnel/OvsTunnelState.hpp"
+
+namespace kovs::tunnel {
+
+struct TunnelDesired {
+    std::string bridge = "br-phy";
+    std::set<std::string> peerIPs;  // canonical text, as vswitchd prints them
+};
+
+// What the job knows of vswitchd and the kernel at the start of a pass.
+struct TunnelObserved {
+    pid_t vswitchdPid = -1;                         // the daemon that answered the read-back
+    OvsTunnelState ovs;                             // ovs/route/show + tnl/neigh/show
+    std::map<std::string, std::string> kernelMacs;  // ip -> MAC, the kernel's neighbours on the bridge
+    bool refreshDue = false;                        // neighRefresh elapsed since the last full refresh
+};
+
+// What the job remembers between passes (all empty on a dry run).
+struct TunnelMemory {
+    pid_t vswitchdPid = -1;                   // the vswitchd the rest of this is about
+    std::map<std::string, std::string> macs;  // peer ip -> last MAC the kernel had for it
+    std::set<std::string> ownedNeighbours;    // ips kovs tnl/neigh/set in that vswitchd
+    std::set<std::string> formerPeers;        // peers that left and whose neighbour may still be there
+};
+
+struct TunnelStep {
+    enum class Kind { DeleteRoute, AddRoute, FlushNeighbours, SetNeighbour };
+    Kind kind;
+    std::string ip;   // "" for a flush
+    std::string why;  // "no OVS route", "tunnel neighbour has MAC x, the kernel y", ...
+    UnixctlCommand command;
+};
+
+struct TunnelPlan {
+    std::vector<TunnelStep> steps;  // in the order they must run, as one pipeline
+    // What vswitchd holds once every step succeeded: ips with a user route
+    // (any, as read back) and ips with a tunnel neighbour on the bridge.
+    std::set<std::string> routed;
+    std::set<std::string> neighboured;
+    std::set<std::string> resolve;     // peers the kernel has no MAC for: make it resolve them
+    std::set<std::string> unresolved;  // of those, the ones with no MAC at all: no neighbour for them yet
+    bool vswitchdRestarted = false;    // a different vswitchd than the memory's (not the first one seen)
+    bool refresh = false;              // every known neighbour is set again
+    TunnelMemory memory;               // to remember if nothing is sent (settleTunnel otherwise)
+
+    std::vector<UnixctlCommand> commands() const;
+    bool empty() const { return steps.empty() && unresolved.empty(); }
+};
+
+TunnelPlan planTunnel(const TunnelDesired& desired, const TunnelObserved& observed, const TunnelMemory& memory);
+
+// What one applied plan leaves: the memory for the next pass, what vswitchd
+// holds (the plan's expectation minus the steps that failed), and the errors.
+struct TunnelOutcome {
+    TunnelMemory memory;
+    std::set<std::string> routed;
+    std::set<std::string> neighboured;
+    size_t failures = 0;
+    std::string error;  // "2 of 5 unixctl commands failed, first: tnl/neigh/set ...: ..."; "" when none did
+    bool refreshed = false;  // a due refresh went through: restart its clock
+};
+
+// `replies` are the pipeline's, one per plan step and in order.
+TunnelOutcome settleTunnel(const TunnelDesired& desired, const TunnelPlan& plan,
+                           const std::vector<UnixctlReply>& replies);
+
+// A dry run's findings (kovsctl doctor), by IP: why vswitchd is not as
+// desired and what fixes it ("ovs-appctl tnl/neigh/set br-phy ..."). Peers
+// the kernel has no MAC for are reported too, though no step is planned.
+struct TunnelGap {
+    std::vector<std::string> why;
+    std::vector<std::string> fixes;
+};
+std::map<std::string, TunnelGap> gapsOf(const TunnelDesired& desired, const TunnelPlan& plan);
+
+// ip/32, or ip/128 for IPv6.
+std::string hostRoute(const std::string& ip);
+
+}  // namespace kovs::tunnel
