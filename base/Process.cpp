@@ -250,6 +250,7 @@ ChildProcess::ChildProcess(EventLoop& loop, const std::vector<std::string>& argv
     run_->arm();
 }
 
+ChildProcess::ChildProcess() = default;
 ChildProcess::~ChildProcess() = default;
 ChildProcess::ChildProcess(ChildProcess&&) noexcept = default;
 ChildProcess& ChildProcess::operator=(ChildProcess&&) noexcept = default;

@@ -65,7 +65,7 @@ class ChildProcess {
 public:
     using Callback = std::function<void(ProcessResult)>;
 
-    ChildProcess() = default;
+    ChildProcess();
     // Starts the child now; throws kovs::Error when it cannot be started.
     ChildProcess(EventLoop& loop, const std::vector<std::string>& argv, const ProcessOptions& opts, Callback done);
     ~ChildProcess();

@@ -22,7 +22,7 @@ std::optional<int> ofportOf(const nlohmann::json& row) {
 }  // namespace
 
 FlowReconciler::FlowReconciler(EventLoop& loop, const OvsdbReplica& replica, RepairLog& repairs, FlowReconcilerOptions opts)
-    : loop_(loop), replica_(replica), repairs_(repairs), opts_(std::move(opts)), bridge_(opts_.bridge, opts_.rundir) {}
+    : loop_(loop), replica_(replica), repairs_(repairs), opts_(std::move(opts)), bridge_(loop, opts_.bridge, opts_.rundir, opts_.ofctlTimeout) {}
 
 FlowReconciler::~FlowReconciler() {
     for (auto& [_, w] : waiters_) loop_.cancel(w.timer);
@@ -83,56 +83,83 @@ FlowInputs FlowReconciler::inputs() const {
     return in;
 }
 
+// One ovs-ofctl call runs at a time; a pass asked for meanwhile runs when it
+// is done (a read-back asked for is not lost).
 void FlowReconciler::reconcile(bool readBack) {
+    if (bridge_.busy()) {
+        again_ = true;
+        againReadBack_ = againReadBack_ || readBack;
+        return;
+    }
     try {
         auto rendered = FlowTable::render(inputs());
         desired_ = std::move(rendered.flows);
         desiredPorts_ = std::move(rendered.ports);
         skipped_ = std::move(rendered.skipped);
-        if (skipped_ != skippedLogged_) {
-            for (const auto& why : skipped_) spdlog::warn("flows: a pod left out of the table: {}", why);
-            skippedLogged_ = skipped_;
-        }
-        if (desired_ != installed_) {
-            install();
-        } else if (readBack) {
-            auto dump = bridge_.dumpFlows();
-            countDrops(dump);
-            if (dump.flows != expectedDump_) {
-                ++readBackRepairs_;
-                repairs_.record("flows", fmt::format("{} held {} flows that differ from the {} installed: reinstalled",
-                                                     opts_.bridge, dump.count, parseFlowDump(expectedDump_).count));
-                spdlog::warn("flows: {} differs from the table installed ({} flows read back); reinstalling", opts_.bridge,
-                             dump.count);
-                install();
-            }
-        } else {
-            verifySoon();
-        }
-        if (!error_.empty()) spdlog::info("flows: {} recovered", opts_.bridge);
-        error_.clear();
-        retry_.succeeded();
     } catch (const std::exception& e) {
         // Typically ports without an ofport yet right after a vswitchd
         // restart: the next monitor update, the read-back or the retry fixes it.
-        if (error_ != e.what()) spdlog::warn("flows: {}", e.what());
-        error_ = e.what();
-        installed_.clear();  // whatever the bridge holds now, the next pass installs
-        installedPorts_.clear();
-        retry_.schedule();
+        return failed(e.what());
     }
+    if (skipped_ != skippedLogged_) {
+        for (const auto& why : skipped_) spdlog::warn("flows: a pod left out of the table: {}", why);
+        skippedLogged_ = skipped_;
+    }
+    if (desired_ != installed_) return install();
+    if (!readBack) return verifySoon();
+    bridge_.dumpFlows([this](std::optional<FlowDump> dump, const std::string& error) {
+        if (!dump) return failed(error);
+        countDrops(*dump);
+        if (dump->flows == expectedDump_) return succeeded();
+        ++readBackRepairs_;
+        repairs_.record("flows", fmt::format("{} held {} flows that differ from the {} installed: reinstalled", opts_.bridge,
+                                             dump->count, expectedCount_));
+        spdlog::warn("flows: {} differs from the table installed ({} flows read back); reinstalling", opts_.bridge, dump->count);
+        install();
+    });
 }
 
 void FlowReconciler::install() {
-    bridge_.replaceFlows(desired_);
-    installed_ = desired_;
-    installedPorts_ = desiredPorts_;
-    auto dump = bridge_.dumpFlows();
-    countDrops(dump);
-    expectedDump_ = dump.flows;
-    ++installs_;
-    spdlog::info("flows: installed {} flows on {}", dump.count, opts_.bridge);
-    notifyWaiters();
+    auto text = desired_;
+    auto ports = desiredPorts_;
+    bridge_.replaceFlows(text, [this, text, ports](const std::string& error) {
+        if (!error.empty()) return failed(error);
+        installed_ = text;
+        installedPorts_ = ports;
+        bridge_.dumpFlows([this](std::optional<FlowDump> dump, const std::string& error) {
+            if (!dump) return failed(error);
+            countDrops(*dump);
+            expectedDump_ = dump->flows;
+            expectedCount_ = dump->count;
+            ++installs_;
+            spdlog::info("flows: installed {} flows on {}", dump->count, opts_.bridge);
+            notifyWaiters();
+            succeeded();
+        });
+    });
+}
+
+void FlowReconciler::succeeded() {
+    if (!error_.empty()) spdlog::info("flows: {} recovered", opts_.bridge);
+    error_.clear();
+    retry_.succeeded();
+    runAgain();
+}
+
+void FlowReconciler::failed(const std::string& why) {
+    if (error_ != why) spdlog::warn("flows: {}", why);
+    error_ = why;
+    installed_.clear();  // whatever the bridge holds now, the next pass installs
+    installedPorts_.clear();
+    retry_.schedule();
+    runAgain();
+}
+
+void FlowReconciler::runAgain() {
+    if (!again_) return;
+    bool readBack = againReadBack_;
+    again_ = againReadBack_ = false;
+    reconcile(readBack);
 }
 
 void FlowReconciler::whenPortReady(const std::string& port, std::chrono::milliseconds timeout, PortReady done) {

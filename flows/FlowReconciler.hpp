@@ -36,6 +36,8 @@ struct FlowReconcilerOptions {
     std::string localCidr;  // this node's IPv4 pod CIDR
     bool serviceReplyPath = true;
     std::chrono::milliseconds readBack{std::chrono::seconds(30)};
+    // Each ovs-ofctl call: a vswitchd that does not answer by then is given up on (and retried).
+    std::chrono::milliseconds ofctlTimeout{std::chrono::seconds(10)};
 };
 
 class FlowReconciler : public Job {
@@ -73,6 +75,9 @@ private:
     // when the read-back (readBack) shows that the bridge holds another.
     void reconcile(bool readBack);
     void install();
+    void succeeded();
+    void failed(const std::string& why);
+    void runAgain();
     void countDrops(const FlowDump& dump);
     void notifyWaiters();
     void scheduleReadBack();
@@ -90,6 +95,8 @@ private:
     std::set<std::string> installedPorts_;  // pod ports with their flows in it
     std::set<std::string> desiredPorts_;
     std::string expectedDump_; // what dump-flows showed right after that
+    size_t expectedCount_ = 0;
+    bool again_ = false, againReadBack_ = false;  // passes asked for while ovs-ofctl ran
     std::vector<std::string> skipped_, skippedLogged_;
     std::string error_;
     uint64_t installs_ = 0;

@@ -1,29 +1,40 @@
 #include "flows/OpenFlowBridge.hpp"
 
 #include "base/Error.hpp"
-#include "base/Process.hpp"
 
 namespace kovs {
-namespace {
 
-std::string failure(const ProcessResult& r) { return r.err.empty() ? "exit " + std::to_string(r.exitCode) : r.err; }
+OpenFlowBridge::OpenFlowBridge(EventLoop& loop, std::string bridge, const std::string& rundir, std::chrono::milliseconds timeout)
+    : loop_(loop), bridge_(std::move(bridge)), target_("unix:" + rundir + "/" + bridge_ + ".mgmt"), timeout_(timeout) {}
 
-}  // namespace
-
-OpenFlowBridge::OpenFlowBridge(std::string bridge, const std::string& rundir)
-    : bridge_(std::move(bridge)), target_("unix:" + rundir + "/" + bridge_ + ".mgmt") {}
-
-void OpenFlowBridge::replaceFlows(const std::string& flows) const {
+void OpenFlowBridge::run(std::vector<std::string> argv, std::optional<std::string> stdinData,
+                         std::function<void(const ProcessResult&, const std::string&)> done) {
+    if (child_.running()) throw Error("ovs-ofctl on " + bridge_ + ": another call is still running");
     ProcessOptions o;
-    o.stdinData = flows;
-    auto r = runProcess({"ovs-ofctl", "--bundle", "replace-flows", target_, "-"}, o);
-    if (!r.ok()) throw Error("replace-flows on " + bridge_ + ": " + failure(r));
+    o.stdinData = std::move(stdinData);
+    o.timeout = timeout_;
+    child_ = ChildProcess(loop_, argv, o, [argv, done = std::move(done)](ProcessResult r) {
+        done(r, r.ok() ? std::string() : describeFailure(argv, r));
+    });
 }
 
-FlowDump OpenFlowBridge::dumpFlows() const {
-    auto r = runProcess({"ovs-ofctl", "dump-flows", target_});
-    if (!r.ok()) throw Error("dump-flows on " + bridge_ + ": " + failure(r));
-    return parseFlowDump(r.out);
+void OpenFlowBridge::replaceFlows(const std::string& flows, Done done) {
+    run({"ovs-ofctl", "--bundle", "replace-flows", target_, "-"}, flows,
+        [this, done = std::move(done)](const ProcessResult&, const std::string& error) {
+            done(error.empty() ? "" : "replace-flows on " + bridge_ + ": " + error);
+        });
+}
+
+void OpenFlowBridge::dumpFlows(Dumped done) {
+    run({"ovs-ofctl", "dump-flows", target_}, std::nullopt,
+        [this, done = std::move(done)](const ProcessResult& r, const std::string& error) {
+            if (!error.empty()) return done(std::nullopt, "dump-flows on " + bridge_ + ": " + error);
+            try {
+                done(parseFlowDump(r.out), "");
+            } catch (const Error& e) {
+                done(std::nullopt, "dump-flows on " + bridge_ + ": " + e.what());
+            }
+        });
 }
 
 }  // namespace kovs

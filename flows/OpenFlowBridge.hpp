@@ -4,25 +4,45 @@
 // (OpenFlow 1.4 bundles are atomic: the old table stays until the new one is
 // complete, and flows that did not change are not touched), and read back.
 // ovs-ofctl is an argv vector, never a shell; the flow text is its stdin.
+//
+// Both run as a ChildProcess on the agent's loop, one at a time, killed at a
+// deadline: a slow or hung vswitchd delays the flow job, never the loop.
+#include <chrono>
+#include <functional>
+#include <optional>
 #include <string>
 
+#include "base/EventLoop.hpp"
+#include "base/Process.hpp"
 #include "flows/FlowDump.hpp"
 
 namespace kovs {
 
 class OpenFlowBridge {
 public:
-    OpenFlowBridge(std::string bridge, const std::string& rundir);
+    // "" on success, else ovs-ofctl's failure ("replace-flows on br-int: ...").
+    using Done = std::function<void(const std::string& error)>;
+    using Dumped = std::function<void(std::optional<FlowDump> dump, const std::string& error)>;
 
-    // Throws kovs::Error with ovs-ofctl's message ("replace-flows on br-int: ...").
-    void replaceFlows(const std::string& flows) const;
-    FlowDump dumpFlows() const;
+    // ovs-ofctl is killed when it runs longer than `timeout`.
+    OpenFlowBridge(EventLoop& loop, std::string bridge, const std::string& rundir, std::chrono::milliseconds timeout);
+
+    // One call at a time (busy() says whether one runs); the callback runs on the loop.
+    void replaceFlows(const std::string& flows, Done done);
+    void dumpFlows(Dumped done);
+    bool busy() const { return child_.running(); }
 
     const std::string& bridge() const { return bridge_; }
 
 private:
+    void run(std::vector<std::string> argv, std::optional<std::string> stdinData,
+             std::function<void(const ProcessResult&, const std::string& error)> done);
+
+    EventLoop& loop_;
     std::string bridge_;
     std::string target_;
+    std::chrono::milliseconds timeout_;
+    ChildProcess child_;
 };
 
 }  // namespace kovs

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <optional>
+#include <signal.h>
 #include <sstream>
 
 #include "base/EventLoop.hpp"
@@ -88,7 +89,7 @@ TEST_F(FlowReconcilerTest, InstallsTheTableAndRepairsOneThatChangedUnderIt) {
     // Someone wipes the table (a vswitchd restart does the same): the read-back puts it back.
     ovs.ofctl({"del-flows", "br-int"});
     flows->verifySoon();
-    ASSERT_TRUE(runUntil([&] { return status()["readBackRepairs"] == 1; })) << status().dump();
+    ASSERT_TRUE(runUntil([&] { return status()["readBackRepairs"] == 1 && status()["installs"] == installs + 1; })) << status().dump();
     EXPECT_NE(dump().find("nw_dst=10.244.2.0/24"), std::string::npos) << dump();
     EXPECT_EQ(repairs.count("flows"), 1u);
     EXPECT_EQ(status()["installs"].get<int>(), installs + 1);
@@ -181,4 +182,38 @@ TEST_F(FlowReconcilerTest, TellsWhenANewPodPortsFlowsAreIn) {
     EXPECT_FALSE(*ready3);
     EXPECT_EQ(why, "flows for pod3 not installed within 200 ms");
     EXPECT_EQ(answers, 3) << "each waiter is answered exactly once";
+}
+
+// ovs-ofctl waits for vswitchd; a stopped vswitchd must not stop the agent's
+// loop (the probes answer from it): the job's calls run as child processes,
+// are given up on at their deadline, and the job recovers once vswitchd does.
+TEST_F(FlowReconcilerTest, AStoppedVswitchdDoesNotStallTheLoop) {
+    ASSERT_TRUE(installedWithPod());
+    FlowReconcilerOptions f;
+    f.rundir = ovs.dir();
+    f.localCidr = "10.244.1.0/24";
+    f.readBack = 1h;
+    f.ofctlTimeout = 500ms;
+    RepairLog log;
+    FlowReconciler slow(loop, db->replica(), log, f);
+    slow.setRemotes({{"10.244.9.0/24", "172.18.0.9"}});  // another table than `flows` installed: an install is due
+    ::kill(ovs.vswitchdPid(), SIGSTOP);
+    slow.start();
+    auto largestGap = std::chrono::steady_clock::duration::zero();
+    auto last = std::chrono::steady_clock::now();
+    std::function<void()> tick = [&] {
+        auto now = std::chrono::steady_clock::now();
+        largestGap = std::max(largestGap, now - last);
+        last = now;
+        loop.after(10ms, tick);
+    };
+    loop.after(10ms, tick);
+    nlohmann::json s;
+    EXPECT_TRUE(runUntil([&] { s = nlohmann::json(); slow.status(s); return !s["flows"]["error"].get<std::string>().empty(); }, 5s));
+    EXPECT_NE(s["flows"]["error"].get<std::string>().find("killed after 500 ms"), std::string::npos) << s.dump();
+    EXPECT_LT(largestGap, 200ms) << "the loop stalled";
+    ::kill(ovs.vswitchdPid(), SIGCONT);
+    EXPECT_TRUE(runUntil([&] { s = nlohmann::json(); slow.status(s); return s["flows"]["error"] == "" && s["flows"]["installs"] == 1; }, 20s))
+        << s.dump();
+    EXPECT_NE(dump().find("10.244.9.0/24"), std::string::npos) << dump();
 }
