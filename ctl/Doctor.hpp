@@ -1,8 +1,10 @@
 #pragma once
 // `kovsctl doctor`: checks every failure mode kovs knows of on this node,
 // directly against OVS, the kernel and the agent (so it still works when the
-// agent is down), each with a one-line fix hint. docs/troubleshooting.md
-// explains every check.
+// agent is down), each with a one-line fix hint. Where a job has a planner,
+// the check is that planner's dry run (a non-empty plan is the failure).
+// docs/troubleshooting.md explains every check. The checks live by area:
+// Doctor.cpp (agent, report), DoctorOvs.cpp, DoctorNode.cpp, DoctorPeers.cpp.
 #include <nlohmann/json.hpp>
 
 #include <optional>
@@ -11,16 +13,12 @@
 #include <vector>
 
 #include "agent/Config.hpp"
+#include "ctl/DoctorCheck.hpp"
 
 namespace kovs {
 
-struct DoctorCheck {
-    enum class Status { Ok, Fail, Skipped };
-    std::string id;      // stable name, e.g. "tx-checksum"
-    Status status = Status::Ok;
-    std::string detail;  // what was seen
-    std::string hint;    // how to fix it (failures only)
-};
+class OvsdbReplica;
+
 
 class Doctor {
 public:
@@ -36,6 +34,10 @@ private:
     void checkPeers(std::vector<DoctorCheck>& out);
     void checkNetworkd(std::vector<DoctorCheck>& out);
     void checkSocketBuffers(std::vector<DoctorCheck>& out);
+    void checkBridges(const OvsdbReplica& replica, std::vector<DoctorCheck>& out);
+    void checkFlows(std::vector<DoctorCheck>& out);
+    void checkEgress(std::vector<DoctorCheck>& out);
+    void checkRefusedPeers(std::vector<DoctorCheck>& out);
     std::optional<std::vector<std::pair<std::string, std::string>>> knownPeers(std::string& origin) const;
 
     Config config_;

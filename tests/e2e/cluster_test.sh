@@ -97,12 +97,17 @@ in_node 1 ovs-vsctl add-port br-int kvtest0
 doctor_finds "a packet socket at the kernel default" "FAIL  socket-buffers .*kvtest0 (208 KiB)"
 pass "kovsctl doctor finds a vswitchd packet socket left at the kernel default (agent stopped)"
 
+# The egress masquerade table flushed with the rest of the ruleset.
+in_node 1 nft flush ruleset
+doctor_finds "table ip kovs gone" "FAIL  egress .*table ip kovs (the egress masquerade) is missing"
+pass "kovsctl doctor finds the egress masquerade table gone (agent stopped)"
+
 agent_signal 1 CONT
-wait_for "the resumed agent to repair gw0, the tunnel neighbours and the socket (doctor clean)" 60 kovsctl 1 doctor
+wait_for "the resumed agent to repair gw0, the tunnel neighbours, the socket and the egress table (doctor clean)" 60 kovsctl 1 doctor
 [ "$(in_node 1 ip -4 -o addr show dev gw0 | wc -l)" -eq "$gw_address_count" ] || fail "gw0 addresses not restored"
 in_node 1 ovs-vsctl del-port br-int kvtest0
 in_node 1 ip link del kvtest0
-pass "the resumed agent repaired all three; doctor passes again"
+pass "the resumed agent repaired all four; doctor passes again"
 
 # Every CNI command on node 1 reached the agent's metrics: 2 pod ADDs, then
 # an ADD for a netns that does not exist, which fails.
@@ -164,5 +169,19 @@ $out"
 in_node 1 ovs-vsctl del-port br-int kvbad0
 in_node 1 ip link del kvbad0
 pass "a pod row with a bad address loses only its own flow; the node stays ready and new pods get flows"
+
+# A peer whose pod CIDR would capture node 1's own pods is refused by every
+# agent (never installed), and named by status and doctor.
+cp "$CLUSTER_DIR/peers.yaml" "$CLUSTER_DIR/peers.yaml.good"
+printf -- '- name: hijacker\n  nodeIP: 172.18.0.99\n  podCIDRs: [10.244.0.0/16]\n' >> "$CLUSTER_DIR/peers.yaml"
+refused() { grep -q '10.244.0.0/16 overlaps' <<<"$(node_status 1 | jq -r '.rejectedPeers[].reason')"; }
+wait_for "node 1 to refuse the overlapping peer" 15 refused || fail "the overlapping peer was not refused: $(node_status 1 | jq -c .rejectedPeers)"
+doctor_finds "a refused peer" "FAIL  peers-refused .*peer hijacker is not programmed: pod CIDR 10.244.0.0/16 overlaps"
+flows=$(in_node 1 ovs-ofctl dump-flows "unix:$(node_dir 1)/run/br-int.mgmt")
+! grep -q '10.244.0.0/16' <<<"$flows" || fail "the refused peer's CIDR is in node 1's flows"
+grep -q 'tun_src=172.18.0.3' <<<"$flows" || fail "the good peers lost their flows"
+mv "$CLUSTER_DIR/peers.yaml.good" "$CLUSTER_DIR/peers.yaml"
+wait_for "doctor clean once the peer is gone" 30 kovsctl 1 doctor
+pass "a peer with an overlapping pod CIDR is refused, shown by status and doctor, never installed"
 
 echo "$checks passed, 0 failed"

@@ -1,0 +1,99 @@
+#include "ctl/Doctor.hpp"
+
+#include <fmt/format.h>
+
+#include "base/Error.hpp"
+
+#include "ovs/UnixctlClient.hpp"
+#include "peers/PeerFile.hpp"
+#include "tunnel/NeighbourTable.hpp"
+#include "tunnel/OvsTunnelState.hpp"
+#include "tunnel/TunnelPlanner.hpp"
+
+namespace kovs {
+
+// The peers this node should have tunnel entries for: the agent's view, or
+// when it does not answer (stopped, hung, crash-looping) the peer file it reads.
+std::optional<std::vector<std::pair<std::string, std::string>>> Doctor::knownPeers(std::string& origin) const {
+    std::vector<std::pair<std::string, std::string>> peers;  // (name, node IP)
+    if (!agentStatus_.is_null() && agentStatus_.contains("peers")) {
+        origin = "the agent";
+        for (const auto& p : agentStatus_["peers"]) peers.emplace_back(p.value("name", ""), p.value("nodeIP", ""));
+        return peers;
+    }
+    if (config_.peers.source != Config::PeerSourceKind::File) return std::nullopt;
+    origin = config_.peers.file + " (the agent did not answer)";
+    for (const auto& [name, peer] : tunnel::readPeerFile(config_.peers.file)) {
+        if (name != config_.node.name) peers.emplace_back(name, peer.nodeIP);
+    }
+    return peers;
+}
+
+// A dry run of the tunnel job: observe as it does, plan with no memory of
+// earlier passes; every step of the plan is something vswitchd lacks.
+void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
+    std::string origin;
+    std::optional<std::vector<std::pair<std::string, std::string>>> peers;
+    try {
+        peers = knownPeers(origin);
+    } catch (const std::exception& e) {
+        out.push_back(fail("peers", e.what(), "fix the peer file; kovs-agent logs the same error"));
+        return;
+    }
+    if (!peers) {
+        out.push_back(skipped("peers", "the agent did not answer and peers come from the Kubernetes API: peer list unknown"));
+        return;
+    }
+    const auto& bridge = config_.bridge.physical;
+    tunnel::TunnelDesired desired{bridge, {}};
+    for (const auto& [name, ip] : *peers) desired.peerIPs.insert(ip);
+    tunnel::TunnelObserved observed;
+    try {
+        auto shown = BlockingUnixctlClient(config_.ovs.rundir).pipeline(tunnel::ovsTunnelReadBack());
+        observed.vswitchdPid = shown.pid;
+        observed.ovs = tunnel::parseOvsTunnelReadBack(shown, bridge);
+    } catch (const std::exception& e) {
+        out.push_back(skipped("peers", std::string("ovs-vswitchd not reachable: ") + e.what()));
+        return;
+    }
+    try {
+        observed.kernelMacs = tunnel::KernelNeighbourTable().resolved(bridge);
+    } catch (const std::exception&) {
+        // No bridge, no MACs: every peer then shows up without a neighbour.
+    }
+    auto gaps = tunnel::gapsOf(desired, tunnel::planTunnel(desired, observed, {}));
+    auto join = [](const std::vector<std::string>& v, const char* sep) {
+        std::string s;
+        for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+        return s;
+    };
+    const std::string byAgent = "kovs-agent's tunnel job repairs this on its next pass (is it running?); by hand: ";
+    size_t failed = 0;
+    for (const auto& [name, ip] : *peers) {
+        auto g = gaps.find(ip);
+        if (g == gaps.end()) continue;
+        ++failed;
+        out.push_back(fail("peers", fmt::format("peer {} ({}): {}", name, ip, join(g->second.why, ", ")),
+                           byAgent + join(g->second.fixes, "; ")));
+        gaps.erase(g);
+    }
+    for (const auto& [ip, gap] : gaps) {  // routes to IPs that are no peer
+        ++failed;
+        out.push_back(fail("peers", join(gap.why, ", "), byAgent + join(gap.fixes, "; ")));
+    }
+    if (failed == 0)
+        out.push_back(ok("peers", fmt::format("all {} peers (from {}) have an OVS route and a tunnel neighbour with "
+                                              "the kernel's MAC",
+                                              peers->size(), origin)));
+}
+
+void Doctor::checkRefusedPeers(std::vector<DoctorCheck>& out) {
+    if (agentStatus_.is_null() || !agentStatus_.contains("rejectedPeers")) return;
+    for (const auto& r : agentStatus_["rejectedPeers"]) {
+        out.push_back(fail("peers-refused", fmt::format("peer {} is not programmed: {}", r.value("name", "?"), r.value("reason", "")),
+                           "fix that Node's podCIDR (or the peers file): pod CIDRs must not overlap each other, this node's, "
+                           "or a node address, and be no wider than /8"));
+    }
+}
+
+}  // namespace kovs
