@@ -253,8 +253,15 @@ void GatewayGuard::reconcileSysctls(Repairs& r) {
         std::ofstream out(path);
         out << value << "\n";
         out.close();
-        if (!out) throw Error("gateway guard " + opt_.name + ": cannot set " + key + " to " + value);
-        ++r.sysctl;
+        if (out) {
+            ++r.sysctl;
+            return;
+        }
+        // A read-only /proc/sys (an unprivileged container) is not worth
+        // failing the addresses and routes over: say it once.
+        auto why = std::string("cannot set ") + key + " to " + value + " (" + std::strerror(errno) + ")";
+        if (sysctlWarned_.insert(key).second)
+            spdlog::warn("gateway guard {}: {}; Services with a hostNetwork backend on another node may not answer", opt_.name, why);
     };
     fix("rp_filter", [](const std::string& v) { return v != "1"; }, "2");
     fix("send_redirects", [](const std::string& v) { return v == "0"; }, "0");

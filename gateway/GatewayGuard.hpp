@@ -21,6 +21,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -131,6 +132,7 @@ private:
     mutable std::mutex statsMutex_;
     GatewayGuardStats stats_;
     LatencyHistogram restoreLatency_;
+    std::set<std::string> sysctlWarned_;
 };
 
 }  // namespace kovs
