@@ -4,20 +4,14 @@
 // the move, and that cleanup restores `ip -j addr` / `ip -j route` exactly.
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
 #include <fstream>
-#include <thread>
+#include <optional>
 
 #include "base/Error.hpp"
-#include "base/Process.hpp"
-#include "base/UniqueFd.hpp"
 #include "base/Ethtool.hpp"
+#include "base/Process.hpp"
+#include "tests/integration/uplink/UplinkUnderlay.hpp"
 #include "tests/support/OvsSandbox.hpp"
 #include "tests/support/Poll.hpp"
 #include "uplink/Uplink.hpp"
@@ -25,84 +19,16 @@
 using namespace kovs::tunnel;
 using kovs::runChecked;
 using kovs::runProcess;
+using kovs::test::addrsOf;
+using kovs::test::ipJson;
+using kovs::test::linkExists;
+using kovs::test::NetState;
+using kovs::test::netState;
 using kovs::test::OvsSandbox;
 using kovs::test::pollUntil;
+using kovs::test::Underlay;
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-namespace {
-
-json ipJson(const std::vector<std::string>& args) {
-    std::vector<std::string> argv{"ip", "-j"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return json::parse(runChecked(argv));
-}
-
-struct NetState {
-    json addr, routes4, routes6;
-    bool operator==(const NetState&) const = default;
-};
-
-NetState netState() {
-    return {ipJson({"addr", "show", "dev", "eth0"}), ipJson({"-4", "route", "show"}), ipJson({"-6", "route", "show"})};
-}
-
-bool linkExists(const std::string& n) { return runProcess({"ip", "link", "show", "dev", n}).ok(); }
-
-json addrsOf(const std::string& dev) {
-    json out = json::array();
-    json link = ipJson({"addr", "show", "dev", dev});
-    for (const auto& a : link.at(0).at("addr_info")) {
-        if (a.value("scope", "") != "link") out.push_back(a.at("local").get<std::string>() + "/" + std::to_string(a.at("prefixlen").get<int>()));
-    }
-    return out;
-}
-
-void disableDad(const std::string& dev) {
-    std::ofstream("/proc/sys/net/ipv6/conf/" + dev + "/accept_dad") << "0";
-}
-
-// Receives everything sent to port on the node, returns the byte count.
-class TcpSink {
-public:
-    explicit TcpSink(uint16_t port) {
-        fd_.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        int one = 1;
-        ::setsockopt(fd_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        sockaddr_in sa{};
-        sa.sin_family = AF_INET;
-        sa.sin_port = htons(port);
-        if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0 || ::listen(fd_.get(), 1) < 0) {
-            kovs::throwErrno("TcpSink bind/listen");
-        }
-        thread_ = std::thread([this] {
-            kovs::UniqueFd c(::accept(fd_.get(), nullptr, nullptr));
-            if (!c) return;
-            timeval tv{10, 0};
-            ::setsockopt(c.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-            char buf[65536];
-            ssize_t n;
-            while ((n = ::read(c.get(), buf, sizeof buf)) > 0) received_ += static_cast<size_t>(n);
-        });
-    }
-    ~TcpSink() {
-        ::shutdown(fd_.get(), SHUT_RDWR);
-        thread_.join();
-    }
-    size_t finish() {
-        ::shutdown(fd_.get(), SHUT_RDWR);
-        if (thread_.joinable()) thread_.join();
-        thread_ = std::thread([] {});
-        return received_;
-    }
-
-private:
-    kovs::UniqueFd fd_;
-    std::thread thread_;
-    std::atomic<size_t> received_{0};
-};
-
-}  // namespace
 
 class UplinkTest : public ::testing::Test {
 protected:
@@ -111,48 +37,22 @@ protected:
         // earlier test's br-phy (and its addresses) must not leak into this one.
         runProcess({"ip", "link", "del", "br-phy"});
         ovs.vsctl({"add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev"});
-        runChecked({"ip", "netns", "add", "uphost"});
-        runChecked({"ip", "link", "add", "eth0", "type", "veth", "peer", "name", "hveth", "netns", "uphost"});
-        disableDad("eth0");
-        runChecked({"ip", "netns", "exec", "uphost", "sysctl", "-qw", "net.ipv6.conf.hveth.accept_dad=0"});
-        runChecked({"ip", "-n", "uphost", "addr", "add", "172.31.0.1/24", "dev", "hveth"});
-        runChecked({"ip", "-n", "uphost", "addr", "add", "fd31::1/64", "dev", "hveth", "nodad"});
-        runChecked({"ip", "-n", "uphost", "link", "set", "hveth", "up"});
-        runChecked({"ip", "-n", "uphost", "link", "set", "lo", "up"});
-        runChecked({"ip", "addr", "add", "172.31.0.2/24", "dev", "eth0"});
-        runChecked({"ip", "addr", "add", "fd31::2/64", "dev", "eth0", "nodad"});
-        runChecked({"ip", "link", "set", "eth0", "up"});
-        runChecked({"ip", "route", "add", "default", "via", "172.31.0.1"});
-        runChecked({"ip", "route", "add", "10.99.0.0/16", "via", "172.31.0.1", "metric", "50"});
-        runChecked({"ip", "-6", "route", "add", "default", "via", "fd31::1"});
-        // DAD state is timing, not configuration: snapshot once it settled.
-        ASSERT_TRUE(pollUntil([] { return runChecked({"ip", "-j", "addr", "show", "dev", "eth0"}).find("tentative") == std::string::npos; }, 10s));
+        underlay.emplace();
         before = netState();
         originalMac = before.addr.at(0).at("address");
         opts.ovsdb = ovs.dbRemote();
         opts.stateFile = ovs.dir() + "/uplink/state.json";
     }
     void TearDown() override {
-        runProcess({"ip", "netns", "del", "uphost"});  // takes eth0 (its veth peer) along
-        for (const char* l : {"kovs-shim", "kovs-up0", "eth0"}) runProcess({"ip", "link", "del", l});
+        underlay.reset();
+        for (const char* l : {"kovs-shim", "kovs-up0"}) runProcess({"ip", "link", "del", l});
     }
 
-    bool pingHost() {
-        return pollUntil([] { return runProcess({"ping", "-c1", "-W1", "172.31.0.1"}).ok(); }, 10s) &&
-               pollUntil([] { return runProcess({"ping", "-6", "-c1", "-W1", "fd31::1"}).ok(); }, 10s);
-    }
-
-    // Host -> node TCP through the host-side veth at its default offloads.
-    size_t hostToNodeBytes() {
-        TcpSink sink(5555);
-        kovs::ProcessOptions o;
-        o.stdinData = std::string(512 * 1024, 'x');
-        auto r = runProcess({"ip", "netns", "exec", "uphost", "socat", "-u", "-", "TCP:172.31.0.2:5555,connect-timeout=5"}, o);
-        EXPECT_TRUE(r.ok()) << r.err;
-        return sink.finish();
-    }
+    bool pingHost() { return underlay->pingHost(); }
+    size_t hostToNodeBytes() { return underlay->hostToNodeBytes(); }
 
     OvsSandbox ovs;
+    std::optional<Underlay> underlay;
     UplinkOptions opts;
     NetState before;
     std::string originalMac;
@@ -180,7 +80,7 @@ TEST_F(UplinkTest, ShimMigratesReachesHostAndCleanupRestoresExactly) {
     ASSERT_TRUE(pingHost()) << "node -> host through br-phy and the shim";
     // The shim's point: host -> node TCP works while the host's veth keeps
     // its default TX checksum offload.
-    auto hostVeth = runChecked({"ip", "netns", "exec", "uphost", "ethtool", "-k", "hveth"});
+    auto hostVeth = underlay->hostVethOffloads();
     EXPECT_NE(hostVeth.find("tx-checksumming: on"), std::string::npos) << hostVeth;
     EXPECT_EQ(hostToNodeBytes(), 512u * 1024u);
 
