@@ -40,7 +40,13 @@ void Agent::startOvs() {
 }
 
 void Agent::startBridges() {
-    bridges_ = std::make_unique<BridgeReconciler>(loop_, *ovsdb_, bridgeOptions(config_));
+    auto options = bridgeOptions(config_);
+    // The uplink's port and br-phy's MAC are part of br-phy's desired state.
+    if (config_.uplink.mode != Config::UplinkMode::None) {
+        auto side = uplink::Uplink(uplinkOptions(config_)).ovsSide(ovsdb_->replica());
+        options.uplink = BridgeUplinkPort{side.port, side.type, side.hwaddr};
+    }
+    bridges_ = std::make_unique<BridgeReconciler>(loop_, *ovsdb_, options);
     bridges_->setAppliedHandler([this](const BridgePlan& plan) {
         for (const auto& c : plan.changes) repairs_.record("ovsdb", c);
     });
@@ -60,8 +66,10 @@ void Agent::migrateUplink() {
     if (config_.uplink.mode == Config::UplinkMode::None) return;
     waitForDevice(config_.bridge.physical, std::chrono::seconds(15));
     auto opts = uplinkOptions(config_);
-    if (tunnel::Uplink(opts).migrate() == tunnel::Uplink::Outcome::Migrated)
-        repairs_.record("uplink", fmt::format("{} moved to {} ({})", opts.device, opts.bridge, tunnel::Uplink::modeName(opts.mode)));
+    // While it waits for vswitchd, the loop keeps the OVSDB replica current.
+    auto idle = [this] { loop_.runUntil([] { return false; }, std::chrono::milliseconds(10)); };
+    if (uplink::Uplink(opts).migrate(ovsdb_->replica(), idle) == uplink::Uplink::Outcome::Migrated)
+        repairs_.record("uplink", fmt::format("{} moved to {} ({})", opts.device, opts.bridge, uplink::modeName(opts.mode)));
 }
 
 void Agent::startJobs() {
@@ -216,7 +224,7 @@ bool Agent::runOnce() {
 void Agent::cleanup() {
     NetworkdDropins(config_.gateway.networkdDropinDir).remove(networkdDropinInterfaces(config_));
     if (standalone(config_)) egress::NftablesNat().remove();
-    if (config_.uplink.mode != Config::UplinkMode::None && tunnel::Uplink(uplinkOptions(config_)).cleanup())
+    if (config_.uplink.mode != Config::UplinkMode::None && uplink::Uplink(uplinkOptions(config_)).cleanup())
         spdlog::info("uplink: original addressing of {} restored", config_.uplink.interface);
     OvsdbClientOptions o;
     o.remote = config_.ovsdbRemote();

@@ -11,6 +11,7 @@
 
 #include "base/Error.hpp"
 #include "base/IpPrefix.hpp"
+#include "uplink/UplinkOptions.hpp"
 
 namespace kovs {
 namespace {
@@ -216,9 +217,9 @@ Config parseConfig(const std::string& text) {
               {{"shim", Config::UplinkMode::Shim}, {"direct", Config::UplinkMode::Direct}, {"none", Config::UplinkMode::None}});
     up.str("interface", c.uplink.interface);
     checkIfname(up, "interface", c.uplink.interface);
-    std::string portType = c.uplink.portType;
-    up.choice("portType", portType, {{"system", std::string("system")}, {"afxdp", std::string("afxdp")}, {"dpdk", std::string("dpdk")}});
-    c.uplink.portType = portType;
+    std::map<std::string, std::string> portTypes;
+    for (const auto& t : uplink::uplinkPortTypes()) portTypes[t] = t;
+    up.choice("portType", c.uplink.portType, portTypes);
     if (up.has("mtu")) c.uplink.mtu = static_cast<int>(up.integer("mtu", 626, 65535));
     up.rejectUnknown();
 

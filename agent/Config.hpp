@@ -50,7 +50,7 @@ struct Config {
     struct Uplink {
         UplinkMode mode = UplinkMode::Shim;
         std::string interface = "eth0";
-        std::string portType = "system";      // system | afxdp | dpdk
+        std::string portType = "system";      // uplink::uplinkPortTypes()
         int mtu = 0;                          // 0: the interface's own MTU (resolveUplinkMtu)
     } uplink;
 

@@ -36,15 +36,15 @@ BridgeOptions bridgeOptions(const Config& c) {
     return o;
 }
 
-tunnel::UplinkOptions uplinkOptions(const Config& c) {
-    tunnel::UplinkOptions o;
-    o.mode = c.uplink.mode == Config::UplinkMode::Direct ? tunnel::UplinkMode::Direct : tunnel::UplinkMode::Shim;
+uplink::UplinkOptions uplinkOptions(const Config& c) {
+    uplink::UplinkOptions o;
+    o.mode = c.uplink.mode == Config::UplinkMode::Direct ? uplink::UplinkMode::Direct : uplink::UplinkMode::Shim;
     o.device = c.uplink.interface;
     o.bridge = c.bridge.physical;
     o.portType = c.uplink.portType;
-    // Next to the OVS sockets: per node, and kept across agent restarts.
-    o.stateFile = c.ovs.rundir + "/kovs-uplink.json";
-    o.ovsdb = c.ovsdbRemote();
+    // Next to the OVS sockets: per node, kept across agent restarts, gone
+    // with a reboot, like the kernel state it records.
+    o.recordFile = c.ovs.rundir + "/kovs-uplink.json";
     return o;
 }
 
@@ -110,7 +110,7 @@ egress::EgressOptions egressOptions(const Config& c) {
 std::vector<std::string> offloadHostDevices(const Config& c) {
     std::vector<std::string> devices{c.bridge.gateway};
     if (c.uplink.mode != Config::UplinkMode::None) devices.push_back(c.bridge.physical);
-    if (c.uplink.mode == Config::UplinkMode::Shim) devices.push_back(uplinkOptions(c).shimVethBridgeEnd);
+    if (c.uplink.mode == Config::UplinkMode::Shim) devices.push_back(uplinkOptions(c).shimBridgeEnd);
     return devices;
 }
 

@@ -20,7 +20,7 @@ inline bool standalone(const Config& c) { return c.mode == Config::Mode::Standal
 
 OvsSupervisorOptions supervisorOptions(const Config& c);
 BridgeOptions bridgeOptions(const Config& c);
-tunnel::UplinkOptions uplinkOptions(const Config& c);
+uplink::UplinkOptions uplinkOptions(const Config& c);
 // Without the peers' routes: they join as peers arrive (PeerFanout).
 GatewayGuardOptions gatewayOptions(const Config& c);
 std::vector<GatewayRoute> extraGatewayRoutes(const Config& c);

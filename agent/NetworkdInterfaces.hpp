@@ -3,13 +3,14 @@
 // alone (NetworkdDropins): the agent writes a drop-in for each, doctor checks
 // that each has one. That includes the uplink once kovs has moved its
 // addresses to br-phy: a networkd that manages eth0 (a catch-all .network)
-// takes it out of the shim bridge, because that .network names no master, and
-// the node is cut off (seen in the e2e networkd scenario).
+// reconfigures it as if it still were the node's interface (it took eth0
+// out of the Linux bridge of the first shim and cut the node off, seen in
+// the e2e networkd scenario), and the shim's own veth ends.
 #include <string>
 #include <vector>
 
 #include "agent/Config.hpp"
-#include "uplink/Uplink.hpp"
+#include "uplink/UplinkOptions.hpp"
 
 namespace kovs {
 
@@ -18,8 +19,7 @@ inline std::vector<std::string> networkdDropinInterfaces(const Config& config) {
     if (config.uplink.mode == Config::UplinkMode::None) return names;
     names.insert(names.end(), {config.bridge.physical, config.uplink.interface});
     if (config.uplink.mode == Config::UplinkMode::Shim) {
-        tunnel::UplinkOptions shim;  // the shim's device names are fixed
-        names.insert(names.end(), {shim.shimBridge, shim.shimVethBridgeEnd, shim.shimVethOvsEnd});
+        for (const auto& d : uplink::UplinkOptions().shimDevices()) names.push_back(d);  // fixed names
     }
     return names;
 }

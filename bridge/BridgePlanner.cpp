@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "base/Error.hpp"
+#include "base/MacAddress.hpp"
 
 namespace kovs {
 
@@ -35,6 +36,12 @@ BridgePlanner::BridgePlanner(BridgeOptions opts) : opts_(std::move(opts)) {
     checkName("gateway port", opts_.gatewayPort);
     checkName("tunnel port", opts_.tunnelPort);
     std::vector<std::string> all{opts_.integrationBridge, opts_.physBridge, opts_.gatewayPort, opts_.tunnelPort};
+    if (opts_.uplink) {
+        if (opts_.physBridge.empty()) throw Error("bridge options: an uplink port needs a physical bridge");
+        checkName("uplink port", opts_.uplink->port);
+        MacAddress::parse(opts_.uplink->hwaddr, "bridge options: uplink hwaddr");
+        all.push_back(opts_.uplink->port);
+    }
     for (size_t i = 0; i < all.size(); ++i)
         for (size_t j = i + 1; j < all.size(); ++j)
             if (!all[i].empty() && all[i] == all[j])
@@ -44,7 +51,7 @@ BridgePlanner::BridgePlanner(BridgeOptions opts) : opts_(std::move(opts)) {
     if (opts_.failMode && *opts_.failMode != "secure" && *opts_.failMode != "standalone")
         throw Error("bridge options: fail_mode '" + *opts_.failMode + "' is not secure or standalone");
     if (opts_.owner.empty()) throw Error("bridge options: owner is empty");
-    DesiredBridge integ{opts_.integrationBridge, opts_.failMode, {}};
+    DesiredBridge integ{opts_.integrationBridge, opts_.failMode, {}, {}};
     integ.ports.push_back({opts_.integrationBridge, "internal", {}});
     integ.ports.push_back({opts_.gatewayPort, "internal", {}});
     integ.ports.push_back({opts_.tunnelPort,
@@ -52,8 +59,14 @@ BridgePlanner::BridgePlanner(BridgeOptions opts) : opts_(std::move(opts)) {
                            {{"remote_ip", "flow"}, {"key", "flow"}, {"dst_port", std::to_string(opts_.tunnelDstPort)}}});
     desired_.push_back(std::move(integ));
     if (!opts_.physBridge.empty()) {
-        DesiredBridge phys{opts_.physBridge, std::nullopt, {}};
+        DesiredBridge phys{opts_.physBridge, std::nullopt, {}, {}};
         phys.ports.push_back({opts_.physBridge, "internal", {}});
+        if (opts_.uplink) {
+            phys.ports.push_back({opts_.uplink->port, opts_.uplink->type, {}});
+            // The node's IP<->MAC binding stays eth0's: peers and the Docker
+            // host keep the neighbour entry they have.
+            phys.otherConfig["hwaddr"] = MacAddress::parse(opts_.uplink->hwaddr).str();
+        }
         desired_.push_back(std::move(phys));
     }
 }
@@ -152,6 +165,7 @@ void BridgePlanner::planBridge(const OvsdbReplica& db, const DesiredBridge& br, 
                     {"ports", ovsdb::set(ports)},
                     {"external_ids", ownerMap()}};
         if (br.failMode) row["fail_mode"] = *br.failMode;
+        if (!br.otherConfig.empty()) row["other_config"] = ovsdb::map(br.otherConfig);
         // Guard: nobody created the bridge since our replica was current.
         txn.wait("Bridge", ovsdb::whereName(br.name), {"name"}, Json::array(), "==", br.name);
         txn.insert("Bridge", row, bname, br.name);
@@ -170,11 +184,24 @@ void BridgePlanner::planBridge(const OvsdbReplica& db, const DesiredBridge& br, 
             txn.update("Bridge", ovsdb::whereUuid(buuid), update, br.name);
             out.changes.push_back("fix bridge " + br.name + " " + update.dump());
         }
+        auto have = ovsdb::mapValue(brow.value("other_config", Json()));
+        for (const auto& [key, value] : br.otherConfig) {
+            auto it = have.find(key);
+            if (it != have.end() && it->second == value) continue;
+            txn.mutate("Bridge", ovsdb::whereUuid(buuid),
+                       Json::array({Json::array({"other_config", "delete", ovsdb::set({key})}),
+                                    Json::array({"other_config", "insert", ovsdb::map({{key, value}})})}),
+                       br.name);
+            out.changes.push_back("set " + br.name + " other_config:" + key + "=" + value);
+        }
     } else {
         out.foreign.push_back("bridge " + br.name + " is not kovs's: using it as is (companion mode)");
+        if (!br.otherConfig.empty())
+            out.foreign.push_back("bridge " + br.name + " is not kovs's: its other_config is left as it is");
     }
 
     auto bridgePorts = ovsdb::uuidSet(brow.value("ports", Json()));
+    auto ownerMutation = Json::array({Json::array({"external_ids", "insert", ownerMap()})});
     std::vector<Json> addPorts;
     for (const auto& p : br.ports) {
         // The local port of a bridge someone else made is theirs.
@@ -186,9 +213,16 @@ void BridgePlanner::planBridge(const OvsdbReplica& db, const DesiredBridge& br, 
             continue;
         }
         const auto& [puuid, prow] = *port;
-        if (!owned(prow)) {
+        bool inThisBridge = std::find(bridgePorts.begin(), bridgePorts.end(), puuid) != bridgePorts.end();
+        if (!owned(prow) && !(ownBridge && inThisBridge)) {
             out.foreign.push_back("port " + p.name + " is not kovs's: leaving it alone");
             continue;
+        }
+        if (!owned(prow)) {
+            txn.mutate("Port", ovsdb::whereUuid(puuid), ownerMutation, p.name);
+            if (auto iface = interfaceOf(db, prow, p.name); iface && !owned(iface->second))
+                txn.mutate("Interface", ovsdb::whereUuid(iface->first), ownerMutation, p.name);
+            out.changes.push_back("adopt port " + p.name + " of " + br.name + " (made without " + opts_.ownerKey + ")");
         }
         if (std::find(bridgePorts.begin(), bridgePorts.end(), puuid) == bridgePorts.end()) {
             for (const auto& [bu, other] : db.table("Bridge")) {
@@ -211,6 +245,21 @@ void BridgePlanner::planBridge(const OvsdbReplica& db, const DesiredBridge& br, 
             out.changes.push_back("fix interface " + p.name + " " + update.dump());
         }
     }
+    std::vector<Json> dropPorts;
+    if (ownBridge) {
+        for (const auto& pu : bridgePorts) {
+            const auto* prow = db.row("Port", pu);
+            if (!prow || !owned(*prow)) continue;
+            auto name = ovsdb::stringOr(*prow, "name");
+            bool wanted = std::any_of(br.ports.begin(), br.ports.end(), [&](const DesiredInterface& d) { return d.name == name; });
+            if (wanted) continue;
+            dropPorts.push_back(ovsdb::uuid(pu));
+            out.changes.push_back("remove port " + name + " from " + br.name + " (no longer wanted)");
+        }
+    }
+    if (!dropPorts.empty())
+        txn.mutate("Bridge", ovsdb::whereUuid(buuid), Json::array({Json::array({"ports", "delete", ovsdb::set(dropPorts)})}),
+                   br.name);
     if (!addPorts.empty()) {
         // Guard: the bridge we add to is still the one in our replica.
         txn.wait("Bridge", ovsdb::whereUuid(buuid), {"name"}, Json::array({{{"name", br.name}}}), "==", br.name);

@@ -5,8 +5,12 @@
 //
 // Ownership: every Bridge/Port/Interface kovs creates carries
 // external_ids:kovs-owner=<owner>. Rows without it are never updated or
-// deleted. The one write that touches a foreign row is adding kovs's own port
-// to a foreign bridge's "ports" (companion mode: br-int belongs to another CNI).
+// deleted, with one exception: a port in a bridge kovs owns, named as a port
+// kovs wants there, is adopted (an older kovs made the uplink port without
+// the mark, and a reboot keeps the database). The one write that touches a
+// foreign row is adding kovs's own port to a foreign bridge's "ports"
+// (companion mode: br-int belongs to another CNI). A port kovs owns in a
+// bridge kovs owns that is no longer wanted (the uplink changed) is removed.
 #include <map>
 #include <optional>
 #include <string>
@@ -16,6 +20,14 @@
 #include "ovs/OvsdbTransaction.hpp"
 
 namespace kovs {
+
+// The uplink job's OVS side (uplink/UplinkPlanner: ovsSide): its port on the
+// physical bridge, and the MAC that bridge must wear, eth0's.
+struct BridgeUplinkPort {
+    std::string port;    // kovs-up1 (shim), or the uplink interface itself (direct)
+    std::string type;    // Interface type: "" for a system port, "afxdp", "dpdk", ...
+    std::string hwaddr;  // other_config:hwaddr of the physical bridge
+};
 
 struct BridgeOptions {
     std::string integrationBridge = "br-int";
@@ -28,6 +40,7 @@ struct BridgeOptions {
     std::optional<std::string> failMode;  // br-int only ("secure" in standalone pod-network mode)
     std::string ownerKey = "kovs-owner";
     std::string owner = "kovs-agent";
+    std::optional<BridgeUplinkPort> uplink;  // needs physBridge
 };
 
 struct DesiredInterface {
@@ -40,6 +53,8 @@ struct DesiredBridge {
     std::string name;
     std::optional<std::string> failMode;
     std::vector<DesiredInterface> ports;  // the bridge's own local port first
+    // Keys of other_config kovs sets; other keys are left as they are.
+    std::map<std::string, std::string> otherConfig;
 };
 
 struct BridgePlan {

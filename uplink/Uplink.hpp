@@ -1,44 +1,26 @@
 #pragma once
-// Moves the node's underlay identity (addresses, routes, MAC) from eth0 to
-// br-phy so OVS's userspace datapath can route and resolve tunnel traffic.
+// The uplink job: the node's underlay identity (addresses, routes, MAC) moves
+// from eth0 to br-phy so OVS's userspace datapath can route and resolve
+// tunnel traffic itself, and comes back on --cleanup.
 //
-//   shim (default): eth0 -> Linux bridge kovs-shim <- veth kovs-up0 | kovs-up1 -> br-phy
-//     TX checksum off on kovs-up0 and br-phy; br-phy takes eth0's MAC (the
-//     node's IP<->MAC binding never changes) and eth0 gets a locally
-//     administered one, because a Linux bridge keeps frames for its ports'
-//     own MACs to itself (with equal MACs the tunnel's ARP never completes).
-//   direct: eth0 itself is the br-phy port (OVS how-to layout); br-phy takes
-//     eth0's MAC too; the host-side veth then needs TX offload off.
+//   desired   UplinkPlanner::desire   options + eth0 (or the record, or br-phy)
+//   observed  UplinkKernel::observe   rtnetlink, tc, ethtool, the record, OVSDB replica
+//   plan      UplinkPlanner           steps, each with its undo (pure, unit-tested)
+//   apply     Uplink::migrate         steps in order; any failure undoes them all
 //
-// migrate() is transactional: every step registers its undo, and any failure
-// unwinds them in reverse, so the node keeps its address. The original state
-// is written to `stateFile` *before* the first change, so cleanup() works
-// after an agent restart or a crash, and a second migrate() on a migrated
-// node changes nothing.
-//
-// Links, addresses and routes are changed with iproute2 (argv vectors, no
-// shell), and br-phy's port and hwaddr over OVSDB (UplinkOvsdb): reading
-// them back as `ip -j` JSON is exactly what cleanup() must reproduce.
-#include <nlohmann/json.hpp>
+// The OVS side (the uplink port, br-phy's other_config:hwaddr) is not
+// written here: it is part of br-phy's desired state in the bridge job
+// (ovsSide() -> BridgeOptions::uplink), which repairs it continuously and
+// adopts what an older kovs left in a database that survived a reboot.
+#include <chrono>
+#include <functional>
 
-#include <string>
-#include <vector>
+#include "ovs/OvsdbReplica.hpp"
+#include "uplink/UplinkKernel.hpp"
+#include "uplink/UplinkOptions.hpp"
+#include "uplink/UplinkPlanner.hpp"
 
-namespace kovs::tunnel {
-
-enum class UplinkMode { Shim, Direct };
-
-struct UplinkOptions {
-    UplinkMode mode = UplinkMode::Shim;
-    std::string device = "eth0";
-    std::string bridge = "br-phy";
-    std::string shimBridge = "kovs-shim";
-    std::string shimVethBridgeEnd = "kovs-up0";  // in kovs-shim, TX checksum off
-    std::string shimVethOvsEnd = "kovs-up1";     // the br-phy port
-    std::string portType = "system";             // system | afxdp | afxdp-nonpmd | dpdk
-    std::string stateFile = "/run/kovs/uplink.json";
-    std::string ovsdb = "unix:/var/run/openvswitch/db.sock";
-};
+namespace kovs::uplink {
 
 class Uplink {
 public:
@@ -46,25 +28,26 @@ public:
 
     explicit Uplink(UplinkOptions opts);
 
-    // Throws kovs::Error naming the failed step after rolling back.
-    Outcome migrate();
-    // Restores the original addressing, routes and MAC from the state file
-    // and removes what migrate() created. No state file: nothing to do.
-    // Returns whether anything was restored.
+    // The port and MAC br-phy must have. Throws kovs::Error when the port
+    // type is unknown or this ovs-vswitchd cannot do it, or eth0 is missing.
+    UplinkOvsSide ovsSide(const OvsdbReplica& replica);
+    // Observes, plans and applies until the node is migrated. `replica` must
+    // stay current meanwhile: `idle` is called while waiting for OVS (the
+    // agent runs its loop there). On failure every applied step is undone
+    // and kovs::Error names the step; the node keeps its address either way.
+    Outcome migrate(const OvsdbReplica& replica, const std::function<void()>& idle);
+    // Restores eth0's addressing (from the record, else from br-phy) and
+    // removes the shim; works without OVSDB. Returns whether anything changed;
+    // throws when an address could not be put back (the record is kept).
     bool cleanup();
-    bool migrated() const;
+    // The plan migrate() would start with (a dry run, for doctor).
+    UplinkPlan plan(const OvsdbReplica& replica);
 
-    static std::string modeName(UplinkMode m) { return m == UplinkMode::Shim ? "shim" : "direct"; }
+    const UplinkOptions& options() const { return opts_; }
 
 private:
-    nlohmann::json snapshot() const;
-    void checkPortType() const;
-
     UplinkOptions opts_;
+    UplinkKernel kernel_;
 };
 
-// eth0's replacement MAC in shim mode: locally administered, unicast, never
-// equal to the original.
-std::string shimDeviceMac(const std::string& originalMac);
-
-}  // namespace kovs::tunnel
+}  // namespace kovs::uplink

@@ -219,3 +219,36 @@ TEST(BridgeReconciler, CleanupRemovesOwnedBridges) {
     EXPECT_EQ(trim(ovs.vsctl({"--bare", "--columns=name", "find", "Interface", "name=gw0"})), "");
     EXPECT_TRUE(pollUntil([&] { return !linkExists("gw0"); }, std::chrono::seconds(10)));
 }
+
+// The uplink's OVS side is br-phy's desired state: deleted or changed by
+// hand, it comes back on the monitor update, carrying kovs's owner mark; a
+// database an older kovs left (the port without the mark, as after a node
+// reboot) is adopted in place.
+TEST(BridgeReconciler, KeepsTheUplinkPortAndBrPhysMac) {
+    OvsSandbox ovs;
+    ASSERT_TRUE(kovs::runProcess({"ip", "link", "add", "kovs-up0", "type", "veth", "peer", "name", "kovs-up1"}).ok());
+    BridgeOptions o;
+    o.uplink = kovs::BridgeUplinkPort{"kovs-up1", "", "02:42:ac:1f:00:02"};
+    Agent a(ovs, o);
+    ASSERT_TRUE(a.bridges.reconcileOnce(std::chrono::seconds(10))) << a.bridges.lastError();
+    EXPECT_EQ(trim(ovs.vsctl({"list-ports", "br-phy"})), "kovs-up1");
+    EXPECT_EQ(trim(ovs.vsctl({"get", "Port", "kovs-up1", "external_ids:kovs-owner"})), "kovs-agent");
+    EXPECT_EQ(trim(ovs.vsctl({"get", "Bridge", "br-phy", "other_config:hwaddr"})), "\"02:42:ac:1f:00:02\"");
+    // /sys shows the machine's netns, not the test's: ask netlink.
+    auto brPhyMac = [] { return kovs::runProcess({"ip", "-br", "link", "show", "dev", "br-phy"}).out; };
+    EXPECT_TRUE(pollUntil([&] { return brPhyMac().find(" 02:42:ac:1f:00:02 ") != std::string::npos; }, std::chrono::seconds(10)))
+        << "vswitchd gives br-phy the pinned MAC: " << brPhyMac();
+    ovs.vsctl({"--no-wait", "del-port", "br-phy", "kovs-up1", "--", "set", "Bridge", "br-phy", "other_config:hwaddr=aa:aa:aa:aa:aa:aa"});
+    ASSERT_GE(measureRepair(a, {{"br-phy", "kovs-up1"}}), 0) << a.bridges.lastError();
+    ASSERT_TRUE(a.loop.runUntil([&] { return a.bridges.converged(); }, std::chrono::seconds(5)));
+    EXPECT_EQ(trim(ovs.vsctl({"get", "Bridge", "br-phy", "other_config:hwaddr"})), "\"02:42:ac:1f:00:02\"");
+
+    // An older kovs's row: same port, no owner mark. A new agent adopts it.
+    ovs.vsctl({"--no-wait", "remove", "Port", "kovs-up1", "external_ids", "kovs-owner", "--", "remove", "Interface",
+               "kovs-up1", "external_ids", "kovs-owner"});
+    Agent later(ovs, o);
+    ASSERT_TRUE(later.bridges.reconcileOnce(std::chrono::seconds(10))) << later.bridges.lastError();
+    EXPECT_EQ(trim(ovs.vsctl({"get", "Port", "kovs-up1", "external_ids:kovs-owner"})), "kovs-agent");
+    EXPECT_EQ(trim(ovs.vsctl({"--bare", "--columns=name", "find", "Interface", "name=kovs-up1"})), "kovs-up1");
+    kovs::runProcess({"ip", "link", "del", "kovs-up0"});
+}

@@ -1,205 +1,78 @@
-// Uplink against real links in the test netns: "eth0" is a veth whose peer
-// lives in a "host" netns (as a kind node's eth0 faces the Docker host), and
-// br-phy is a userspace OVS bridge. Asserts reachability through OVS after
-// the move, and that cleanup restores `ip -j addr` / `ip -j route` exactly.
+// The uplink job against real links and a real OVS (UplinkFixture): the node
+// reaches the host through OVS after the move, host -> node TCP works with
+// the host's veth at its default offloads, an agent restart changes nothing,
+// and cleanup restores `ip -j addr` / `ip -j route` exactly.
 #include <gtest/gtest.h>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
-#include "base/Error.hpp"
-#include "base/Process.hpp"
-#include "base/UniqueFd.hpp"
 #include "base/Ethtool.hpp"
-#include "tests/support/OvsSandbox.hpp"
-#include "tests/support/Poll.hpp"
-#include "uplink/Uplink.hpp"
+#include "tests/integration/uplink/UplinkFixture.hpp"
 
-using namespace kovs::tunnel;
 using kovs::runChecked;
 using kovs::runProcess;
-using kovs::test::OvsSandbox;
+using kovs::test::addrsOf;
+using kovs::test::ipJson;
+using kovs::test::linkExists;
+using kovs::test::macOf;
+using kovs::test::netState;
 using kovs::test::pollUntil;
+using kovs::uplink::Uplink;
+using kovs::uplink::UplinkMode;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
 namespace {
 
-json ipJson(const std::vector<std::string>& args) {
-    std::vector<std::string> argv{"ip", "-j"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return json::parse(runChecked(argv));
+bool redirects(const std::string& from, const std::string& to) {
+    auto out = runChecked({"tc", "filter", "show", "dev", from, "ingress"});
+    return out.find("Egress Redirect to device " + to) != std::string::npos;
 }
-
-struct NetState {
-    json addr, routes4, routes6;
-    bool operator==(const NetState&) const = default;
-};
-
-NetState netState() {
-    return {ipJson({"addr", "show", "dev", "eth0"}), ipJson({"-4", "route", "show"}), ipJson({"-6", "route", "show"})};
-}
-
-bool linkExists(const std::string& n) { return runProcess({"ip", "link", "show", "dev", n}).ok(); }
-
-json addrsOf(const std::string& dev) {
-    json out = json::array();
-    json link = ipJson({"addr", "show", "dev", dev});
-    for (const auto& a : link.at(0).at("addr_info")) {
-        if (a.value("scope", "") != "link") out.push_back(a.at("local").get<std::string>() + "/" + std::to_string(a.at("prefixlen").get<int>()));
-    }
-    return out;
-}
-
-void disableDad(const std::string& dev) {
-    std::ofstream("/proc/sys/net/ipv6/conf/" + dev + "/accept_dad") << "0";
-}
-
-// Receives everything sent to port on the node, returns the byte count.
-class TcpSink {
-public:
-    explicit TcpSink(uint16_t port) {
-        fd_.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        int one = 1;
-        ::setsockopt(fd_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        sockaddr_in sa{};
-        sa.sin_family = AF_INET;
-        sa.sin_port = htons(port);
-        if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0 || ::listen(fd_.get(), 1) < 0) {
-            kovs::throwErrno("TcpSink bind/listen");
-        }
-        thread_ = std::thread([this] {
-            kovs::UniqueFd c(::accept(fd_.get(), nullptr, nullptr));
-            if (!c) return;
-            timeval tv{10, 0};
-            ::setsockopt(c.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-            char buf[65536];
-            ssize_t n;
-            while ((n = ::read(c.get(), buf, sizeof buf)) > 0) received_ += static_cast<size_t>(n);
-        });
-    }
-    ~TcpSink() {
-        ::shutdown(fd_.get(), SHUT_RDWR);
-        thread_.join();
-    }
-    size_t finish() {
-        ::shutdown(fd_.get(), SHUT_RDWR);
-        if (thread_.joinable()) thread_.join();
-        thread_ = std::thread([] {});
-        return received_;
-    }
-
-private:
-    kovs::UniqueFd fd_;
-    std::thread thread_;
-    std::atomic<size_t> received_{0};
-};
 
 }  // namespace
 
-class UplinkTest : public ::testing::Test {
-protected:
-    void SetUp() override {
-        // vswitchd leaves its netdev bridge's tap behind when it exits; an
-        // earlier test's br-phy (and its addresses) must not leak into this one.
-        runProcess({"ip", "link", "del", "br-phy"});
-        ovs.vsctl({"add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev"});
-        runChecked({"ip", "netns", "add", "uphost"});
-        runChecked({"ip", "link", "add", "eth0", "type", "veth", "peer", "name", "hveth", "netns", "uphost"});
-        disableDad("eth0");
-        runChecked({"ip", "netns", "exec", "uphost", "sysctl", "-qw", "net.ipv6.conf.hveth.accept_dad=0"});
-        runChecked({"ip", "-n", "uphost", "addr", "add", "172.31.0.1/24", "dev", "hveth"});
-        runChecked({"ip", "-n", "uphost", "addr", "add", "fd31::1/64", "dev", "hveth", "nodad"});
-        runChecked({"ip", "-n", "uphost", "link", "set", "hveth", "up"});
-        runChecked({"ip", "-n", "uphost", "link", "set", "lo", "up"});
-        runChecked({"ip", "addr", "add", "172.31.0.2/24", "dev", "eth0"});
-        runChecked({"ip", "addr", "add", "fd31::2/64", "dev", "eth0", "nodad"});
-        runChecked({"ip", "link", "set", "eth0", "up"});
-        runChecked({"ip", "route", "add", "default", "via", "172.31.0.1"});
-        runChecked({"ip", "route", "add", "10.99.0.0/16", "via", "172.31.0.1", "metric", "50"});
-        runChecked({"ip", "-6", "route", "add", "default", "via", "fd31::1"});
-        // DAD state is timing, not configuration: snapshot once it settled.
-        ASSERT_TRUE(pollUntil([] { return runChecked({"ip", "-j", "addr", "show", "dev", "eth0"}).find("tentative") == std::string::npos; }, 10s));
-        before = netState();
-        originalMac = before.addr.at(0).at("address");
-        opts.ovsdb = ovs.dbRemote();
-        opts.stateFile = ovs.dir() + "/uplink/state.json";
-    }
-    void TearDown() override {
-        runProcess({"ip", "netns", "del", "uphost"});  // takes eth0 (its veth peer) along
-        for (const char* l : {"kovs-shim", "kovs-up0", "eth0"}) runProcess({"ip", "link", "del", l});
-    }
-
-    bool pingHost() {
-        return pollUntil([] { return runProcess({"ping", "-c1", "-W1", "172.31.0.1"}).ok(); }, 10s) &&
-               pollUntil([] { return runProcess({"ping", "-6", "-c1", "-W1", "fd31::1"}).ok(); }, 10s);
-    }
-
-    // Host -> node TCP through the host-side veth at its default offloads.
-    size_t hostToNodeBytes() {
-        TcpSink sink(5555);
-        kovs::ProcessOptions o;
-        o.stdinData = std::string(512 * 1024, 'x');
-        auto r = runProcess({"ip", "netns", "exec", "uphost", "socat", "-u", "-", "TCP:172.31.0.2:5555,connect-timeout=5"}, o);
-        EXPECT_TRUE(r.ok()) << r.err;
-        return sink.finish();
-    }
-
-    OvsSandbox ovs;
-    UplinkOptions opts;
-    NetState before;
-    std::string originalMac;
-};
+class UplinkTest : public kovs::test::UplinkFixture {};
 
 TEST_F(UplinkTest, ShimMigratesReachesHostAndCleanupRestoresExactly) {
-    Uplink uplink(opts);
-    ASSERT_EQ(uplink.migrate(), Uplink::Outcome::Migrated);
+    ASSERT_EQ(migrate(), Uplink::Outcome::Migrated);
 
     EXPECT_EQ(addrsOf("br-phy"), json({"172.31.0.2/24", "fd31::2/64"}));
     EXPECT_EQ(addrsOf("eth0"), json::array());
-    auto brLink = ipJson({"link", "show", "dev", "br-phy"}).at(0);
-    auto ethLink = ipJson({"link", "show", "dev", "eth0"}).at(0);
-    EXPECT_EQ(brLink.at("address"), originalMac) << "br-phy must take eth0's MAC";
-    EXPECT_EQ(ethLink.at("address"), shimDeviceMac(originalMac));
-    EXPECT_NE(ethLink.at("address"), originalMac);
-    EXPECT_EQ(ethLink.value("master", ""), "kovs-shim");
+    EXPECT_EQ(macOf("br-phy"), originalMac) << "br-phy must take eth0's MAC";
+    EXPECT_EQ(macOf("eth0"), originalMac) << "eth0 keeps its MAC: no Linux bridge keeps its frames";
+    EXPECT_TRUE(redirects("eth0", "kovs-up0"));
+    EXPECT_TRUE(redirects("kovs-up0", "eth0"));
+    EXPECT_EQ(ovs.vsctl({"list-ports", "br-phy"}), "kovs-up1\n");
+    EXPECT_EQ(ovs.vsctl({"get", "Port", "kovs-up1", "external_ids:kovs-owner"}), "kovs-agent\n");
     kovs::Ethtool ethtool;
     EXPECT_FALSE(ethtool.txChecksum("kovs-up0"));
     EXPECT_FALSE(ethtool.txChecksum("br-phy"));
+    for (const char* l : {"kovs-up0", "kovs-up1"}) {
+        auto flags = ipJson({"link", "show", "dev", l}).at(0).at("flags");
+        EXPECT_NE(std::find(flags.begin(), flags.end(), "NOARP"), flags.end()) << l << ": " << flags.dump();
+    }
     EXPECT_EQ(ipJson({"route", "show", "default"}).at(0).at("dev"), "br-phy");
     EXPECT_EQ(ipJson({"route", "show", "10.99.0.0/16"}).at(0).at("dev"), "br-phy");
     EXPECT_EQ(ipJson({"-6", "route", "show", "default"}).at(0).at("dev"), "br-phy");
 
-    ASSERT_TRUE(pingHost()) << "node -> host through br-phy and the shim";
+    ASSERT_TRUE(underlay->pingHost()) << "node -> host through br-phy and the shim";
     // The shim's point: host -> node TCP works while the host's veth keeps
     // its default TX checksum offload.
-    auto hostVeth = runChecked({"ip", "netns", "exec", "uphost", "ethtool", "-k", "hveth"});
+    auto hostVeth = underlay->hostVethOffloads();
     EXPECT_NE(hostVeth.find("tx-checksumming: on"), std::string::npos) << hostVeth;
-    EXPECT_EQ(hostToNodeBytes(), 512u * 1024u);
+    EXPECT_EQ(underlay->hostToNodeBytes(), 512u * 1024u);
 
     // An agent restart: recognised, nothing changes.
     auto migratedState = netState();
-    EXPECT_EQ(Uplink(opts).migrate(), Uplink::Outcome::AlreadyMigrated);
+    EXPECT_EQ(migrate(), Uplink::Outcome::AlreadyMigrated);
     EXPECT_EQ(netState(), migratedState);
 
-    ASSERT_TRUE(Uplink(opts).cleanup());
-    auto after = netState();
-    EXPECT_EQ(after.addr, before.addr) << "before: " << before.addr.dump() << "\nafter:  " << after.addr.dump();
-    EXPECT_EQ(after.routes4, before.routes4) << "before: " << before.routes4.dump() << "\nafter:  " << after.routes4.dump();
-    EXPECT_EQ(after.routes6, before.routes6) << "before: " << before.routes6.dump() << "\nafter:  " << after.routes6.dump();
-    EXPECT_FALSE(linkExists("kovs-shim"));
-    EXPECT_FALSE(linkExists("kovs-up0"));
-    EXPECT_FALSE(std::filesystem::exists(opts.stateFile));
-    EXPECT_EQ(ovs.vsctl({"list-ports", "br-phy"}), "");
+    ASSERT_TRUE(cleanup());
+    expectRestored("after cleanup");
+    EXPECT_FALSE(std::filesystem::exists(opts.recordFile));
     EXPECT_TRUE(pollUntil([] { return runProcess({"ping", "-c1", "-W1", "172.31.0.1"}).ok(); }, 10s));
-    EXPECT_FALSE(Uplink(opts).cleanup()) << "a second cleanup has nothing to do";
+    EXPECT_FALSE(kovs::uplink::Uplink(opts).cleanup()) << "a second cleanup has nothing to do";
 }
 
 // A jumbo underlay (a kind network made with MTU 9000) stays jumbo through
@@ -207,107 +80,100 @@ TEST_F(UplinkTest, ShimMigratesReachesHostAndCleanupRestoresExactly) {
 TEST_F(UplinkTest, ShimCarriesTheUplinksMtu) {
     runChecked({"ip", "link", "set", "eth0", "mtu", "9000"});
     runChecked({"ip", "-n", "uphost", "link", "set", "hveth", "mtu", "9000"});
-    ASSERT_EQ(Uplink(opts).migrate(), Uplink::Outcome::Migrated);
-    for (const char* l : {"kovs-up0", "kovs-up1", "kovs-shim"}) EXPECT_EQ(ipJson({"link", "show", "dev", l}).at(0).at("mtu"), 9000) << l;
+    ASSERT_EQ(migrate(), Uplink::Outcome::Migrated);
+    for (const char* l : {"kovs-up0", "kovs-up1"}) EXPECT_EQ(ipJson({"link", "show", "dev", l}).at(0).at("mtu"), 9000) << l;
     EXPECT_TRUE(pollUntil([] { return ipJson({"link", "show", "dev", "br-phy"}).at(0).at("mtu") == 9000; }, 10s))
         << "br-phy: " << ipJson({"link", "show", "dev", "br-phy"}).at(0).at("mtu");
-    EXPECT_TRUE(runProcess({"ping", "-c1", "-W2", "-M", "do", "-s", "8900", "172.31.0.1"}).ok()) << "a jumbo frame to the host";
-    ASSERT_TRUE(Uplink(opts).cleanup());
+    EXPECT_TRUE(pollUntil([] { return runProcess({"ping", "-c1", "-W2", "-M", "do", "-s", "8900", "172.31.0.1"}).ok(); }, 10s))
+        << "a jumbo frame to the host";
+    ASSERT_TRUE(cleanup());
 }
 
 TEST_F(UplinkTest, DirectModeMigratesAndCleanupRestoresExactly) {
     opts.mode = UplinkMode::Direct;
-    Uplink uplink(opts);
-    ASSERT_EQ(uplink.migrate(), Uplink::Outcome::Migrated);
+    ASSERT_EQ(migrate(), Uplink::Outcome::Migrated);
     EXPECT_EQ(addrsOf("br-phy"), json({"172.31.0.2/24", "fd31::2/64"}));
     EXPECT_EQ(ovs.vsctl({"list-ports", "br-phy"}), "eth0\n");
-    EXPECT_EQ(ipJson({"link", "show", "dev", "br-phy"}).at(0).at("address"), originalMac);
-    ASSERT_TRUE(pingHost()) << "node -> host through br-phy with eth0 as its port";
-    EXPECT_EQ(Uplink(opts).migrate(), Uplink::Outcome::AlreadyMigrated);
-    ASSERT_TRUE(Uplink(opts).cleanup());
-    auto after = netState();
-    EXPECT_EQ(after.addr, before.addr) << "before: " << before.addr.dump() << "\nafter:  " << after.addr.dump();
-    EXPECT_EQ(after.routes4, before.routes4);
-    EXPECT_EQ(after.routes6, before.routes6);
+    EXPECT_EQ(macOf("br-phy"), originalMac);
+    EXPECT_FALSE(linkExists("kovs-up0"));
+    ASSERT_TRUE(underlay->pingHost()) << "node -> host through br-phy with eth0 as its port";
+    EXPECT_EQ(migrate(), Uplink::Outcome::AlreadyMigrated);
+    ASSERT_TRUE(cleanup());
+    expectRestored("after cleanup");
+}
+
+// From one mode to the other on a migrated node: the bridge job swaps the
+// port, the uplink job the kernel side, and the node stays reachable.
+TEST_F(UplinkTest, SwitchingModesOnAMigratedNode) {
+    ASSERT_EQ(migrate(), Uplink::Outcome::Migrated);
+    opts.mode = UplinkMode::Direct;
+    ASSERT_EQ(migrate(), Uplink::Outcome::Migrated);
+    EXPECT_EQ(ovs.vsctl({"list-ports", "br-phy"}), "eth0\n") << "the bridge job removed kovs-up1 it no longer wants";
+    EXPECT_FALSE(linkExists("kovs-up0"));
+    EXPECT_FALSE(redirects("eth0", "kovs-up0"));
+    ASSERT_TRUE(underlay->pingHost()) << "after shim -> direct";
+    opts.mode = UplinkMode::Shim;
+    ASSERT_EQ(migrate(), Uplink::Outcome::Migrated);
+    EXPECT_EQ(ovs.vsctl({"list-ports", "br-phy"}), "kovs-up1\n");
+    ASSERT_TRUE(underlay->pingHost()) << "after direct -> shim";
+    EXPECT_EQ(underlay->hostToNodeBytes(), 512u * 1024u);
+    ASSERT_TRUE(cleanup());
+    expectRestored("after cleanup");
 }
 
 // A second IPv4 address in the uplink's subnet is a secondary: the kernel
-// deletes it with the primary (promote_secondaries=0). Migration must not
-// fail on that, and cleanup puts both back.
+// deletes it with the primary (promote_secondaries=0). Both move, and
+// cleanup puts both back in order.
 TEST_F(UplinkTest, ASecondaryAddressMovesAndComesBack) {
     std::ofstream("/proc/sys/net/ipv4/conf/eth0/promote_secondaries") << "0";
     runChecked({"ip", "addr", "add", "172.31.0.3/24", "dev", "eth0"});
+    runChecked({"ip", "addr", "add", "fd31::3/64", "dev", "eth0", "nodad"});
     before = netState();
-    ASSERT_EQ(Uplink(opts).migrate(), Uplink::Outcome::Migrated);
-    EXPECT_EQ(addrsOf("br-phy"), json({"172.31.0.2/24", "172.31.0.3/24", "fd31::2/64"}));
+    ASSERT_EQ(migrate(), Uplink::Outcome::Migrated);
+    EXPECT_EQ(addrsOf("br-phy"), json({"172.31.0.2/24", "172.31.0.3/24", "fd31::3/64", "fd31::2/64"}));
     EXPECT_EQ(addrsOf("eth0"), json::array());
-    ASSERT_TRUE(Uplink(opts).cleanup());
-    EXPECT_EQ(netState().addr, before.addr);
+    ASSERT_TRUE(cleanup());
+    expectRestored("after cleanup");
 }
 
 // `kovs-agent --cleanup` is how a node that lost its uplink is rescued, and
 // then OVS may be down too: eth0 gets its addresses and routes back anyway.
 TEST_F(UplinkTest, CleanupRestoresTheNodeWithOvsdbDown) {
-    ASSERT_EQ(Uplink(opts).migrate(), Uplink::Outcome::Migrated);
+    ASSERT_EQ(migrate(), Uplink::Outcome::Migrated);
+    client.reset();
     ovs.stopOvsdb();
-    ASSERT_TRUE(Uplink(opts).cleanup());
-    auto after = netState();
-    EXPECT_EQ(after.addr, before.addr) << "before: " << before.addr.dump() << "\nafter:  " << after.addr.dump();
-    EXPECT_EQ(after.routes4, before.routes4);
-    EXPECT_EQ(after.routes6, before.routes6);
-    EXPECT_FALSE(std::filesystem::exists(opts.stateFile));
+    ovs.killVswitchd(SIGKILL);
+    ASSERT_TRUE(cleanup());
+    runProcess({"ip", "link", "del", "br-phy"});  // its own link-local route is not eth0's addressing
+    expectRestored("after cleanup without OVS");
+    EXPECT_FALSE(std::filesystem::exists(opts.recordFile));
+    EXPECT_TRUE(pollUntil([] { return runProcess({"ping", "-c1", "-W1", "172.31.0.1"}).ok(); }, 10s));
     ovs.startOvsdb();
 }
 
-// Direct mode, agent killed after eth0's routes left and before br-phy had
-// them: the restarted agent must not call that "migrated" (no default route
-// for good), but restore and migrate again.
-TEST_F(UplinkTest, DirectModeKilledMidwayIsRedoneNotTakenAsDone) {
-    opts.mode = UplinkMode::Direct;
-    ASSERT_EQ(Uplink(opts).migrate(), Uplink::Outcome::Migrated);
-    // The state of that moment: addresses on both, the routes on neither.
-    for (const char* a : {"172.31.0.2/24", "fd31::2/64"}) runChecked({"ip", "addr", "add", a, "dev", "eth0", "nodad"});
-    runProcess({"ip", "route", "del", "default", "dev", "br-phy"});
-    runProcess({"ip", "route", "del", "10.99.0.0/16", "dev", "br-phy"});
-    ASSERT_EQ(Uplink(opts).migrate(), Uplink::Outcome::Migrated);
-    EXPECT_EQ(ipJson({"route", "show", "default"}).at(0).at("dev"), "br-phy");
-    EXPECT_EQ(addrsOf("eth0"), json::array());
-    ASSERT_TRUE(Uplink(opts).cleanup());
-    EXPECT_EQ(netState().addr, before.addr);
-}
-
-TEST_F(UplinkTest, FailureMidwayRollsBackEverything) {
-    // A port named like the shim's OVS end already exists on another bridge,
-    // so `add-port` fails after the shim, the new MAC and the enslaving.
-    ovs.vsctl({"add-br", "br-other", "--", "set", "bridge", "br-other", "datapath_type=netdev", "--", "add-port",
-               "br-other", "kovs-up1"});
-    Uplink uplink(opts);
-    try {
-        uplink.migrate();
-        FAIL() << "migrate() should have failed";
-    } catch (const kovs::Error& e) {
-        EXPECT_NE(std::string(e.what()).find("add port kovs-up1 to br-phy"), std::string::npos) << e.what();
-    }
-    auto after = netState();
-    EXPECT_EQ(after.addr, before.addr) << "before: " << before.addr.dump() << "\nafter:  " << after.addr.dump();
-    EXPECT_EQ(after.routes4, before.routes4);
-    EXPECT_EQ(after.routes6, before.routes6);
-    EXPECT_FALSE(linkExists("kovs-shim"));
+// The record lost (a run directory wiped without a reboot): cleanup takes
+// the addressing from br-phy.
+TEST_F(UplinkTest, CleanupWithoutTheRecordTakesTheAddressesFromBrPhy) {
+    ASSERT_EQ(migrate(), Uplink::Outcome::Migrated);
+    std::filesystem::remove(opts.recordFile);
+    ASSERT_TRUE(cleanup());
+    EXPECT_EQ(addrsOf("eth0"), json({"172.31.0.2/24", "fd31::2/64"}));
+    EXPECT_EQ(netState().routes4, before.routes4);
+    EXPECT_EQ(netState().routes6, before.routes6);
     EXPECT_FALSE(linkExists("kovs-up0"));
-    EXPECT_FALSE(std::filesystem::exists(opts.stateFile));
-    EXPECT_EQ(ovs.vsctl({"list-ports", "br-phy"}), "");
+    EXPECT_TRUE(pollUntil([] { return runProcess({"ping", "-c1", "-W1", "172.31.0.1"}).ok(); }, 10s));
 }
 
 TEST_F(UplinkTest, UnavailablePortTypeIsAClearErrorAndChangesNothing) {
     opts.portType = "dpdk";
     try {
-        Uplink(opts).migrate();
+        migrate();
         FAIL() << "dpdk is not initialised in this OVS";
     } catch (const kovs::Error& e) {
         EXPECT_NE(std::string(e.what()).find("dpdk_initialized"), std::string::npos) << e.what();
     }
     opts.portType = "vhost-magic";
-    EXPECT_THROW(Uplink(opts).migrate(), kovs::Error);
+    EXPECT_THROW(migrate(), kovs::Error);
     EXPECT_EQ(netState(), before);
-    EXPECT_FALSE(std::filesystem::exists(opts.stateFile));
+    EXPECT_FALSE(std::filesystem::exists(opts.recordFile));
 }

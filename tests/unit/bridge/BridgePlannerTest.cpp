@@ -156,3 +156,97 @@ TEST(BridgePlanner, BadOptionsAreClearErrors) {
               "bridge options: physical bridge 'br phy' contains ' '");
     EXPECT_EQ(err([](BridgeOptions& o) { o.physBridge = ""; }), "no error");
 }
+
+// The uplink's OVS side is part of br-phy's desired state (issue 15, item 2).
+namespace {
+
+BridgeOptions withUplink(const std::string& port = "kovs-up1", const std::string& type = "") {
+    BridgeOptions o;
+    o.uplink = kovs::BridgeUplinkPort{port, type, "02:42:AC:1F:00:02"};
+    return o;
+}
+
+// convergedDb() with the uplink port in br-phy and br-phy's hwaddr pinned.
+json convergedWithUplink(const json& portIds = kOwner) {
+    auto db = convergedDb();
+    db["Interface"]["i-up"] = {{"initial", {{"name", "kovs-up1"}, {"type", ""}, {"options", ovsdb::map({})}, {"external_ids", portIds}}}};
+    db["Port"]["p-up"] = {{"initial", {{"name", "kovs-up1"}, {"interfaces", ovsdb::uuid("i-up")}, {"external_ids", portIds}}}};
+    db["Bridge"]["b-phy"]["initial"]["ports"] = ovsdb::set({ovsdb::uuid("p-br-phy"), ovsdb::uuid("p-up")});
+    db["Bridge"]["b-phy"]["initial"]["other_config"] = ovsdb::map({{"hwaddr", "02:42:ac:1f:00:02"}, {"foo", "bar"}});
+    return db;
+}
+
+}  // namespace
+
+TEST(BridgePlanner, TheUplinkPortAndHwaddrAreCreatedWithBrPhy) {
+    auto plan = BridgePlanner(withUplink()).plan(replicaOf(json::parse(R"({"Open_vSwitch":{"r":{"initial":{}}}})")));
+    auto ops = opsOf(plan);
+    EXPECT_NE(std::find(ops.begin(), ops.end(), "insert Port kovs-up1"), ops.end()) << ::testing::PrintToString(ops);
+    for (const auto& op : plan.txn.params()) {
+        if (!op.is_object()) continue;  // the database name
+        if (op.value("op", "") == "insert" && op.value("table", "") == "Bridge" && op["row"]["name"] == "br-phy") {
+            EXPECT_EQ(op["row"]["other_config"], ovsdb::map({{"hwaddr", "02:42:ac:1f:00:02"}}));
+            EXPECT_EQ(op["row"]["ports"][1].size(), 2u) << "its own port and the uplink";
+        }
+        if (op.value("op", "") == "insert" && op.value("table", "") == "Interface" && op["row"]["name"] == "kovs-up1") {
+            EXPECT_EQ(op["row"]["external_ids"], kOwner);
+        }
+    }
+}
+
+TEST(BridgePlanner, AConvergedUplinkNeedsNothingAndForeignOtherConfigKeysStay) {
+    auto plan = BridgePlanner(withUplink()).plan(replicaOf(convergedWithUplink()));
+    EXPECT_TRUE(plan.txn.empty()) << plan.txn.params().dump();
+}
+
+TEST(BridgePlanner, ADriftedHwaddrIsSetBackWithoutTouchingOtherKeys) {
+    auto db = convergedWithUplink();
+    db["Bridge"]["b-phy"]["initial"]["other_config"] = ovsdb::map({{"hwaddr", "aa:aa:aa:aa:aa:aa"}, {"foo", "bar"}});
+    auto plan = BridgePlanner(withUplink()).plan(replicaOf(db));
+    EXPECT_EQ(opsOf(plan), std::vector<std::string>{"mutate Bridge br-phy"});
+    EXPECT_EQ(plan.txn.params()[1]["mutations"],
+              json::parse(R"([["other_config","delete",["set",["hwaddr"]]],["other_config","insert",["map",[["hwaddr","02:42:ac:1f:00:02"]]]]])"));
+}
+
+// What a reboot leaves: the database of an older kovs, whose uplink port in
+// br-phy has no kovs-owner. It is adopted, never inserted a second time.
+TEST(BridgePlanner, AnUnmarkedUplinkPortInBrPhyIsAdoptedNotDuplicated) {
+    auto db = convergedWithUplink(ovsdb::map({}));
+    auto plan = BridgePlanner(withUplink()).plan(replicaOf(db));
+    EXPECT_EQ(opsOf(plan), (std::vector<std::string>{"mutate Port kovs-up1", "mutate Interface kovs-up1"}));
+    EXPECT_EQ(plan.txn.params()[1]["mutations"][0], json::parse(R"(["external_ids","insert",["map",[["kovs-owner","kovs-agent"]]]])"));
+    EXPECT_EQ(plan.changes, std::vector<std::string>{"adopt port kovs-up1 of br-phy (made without kovs-owner)"});
+}
+
+TEST(BridgePlanner, AnUplinkPortInAForeignBridgeIsLeftAlone) {
+    auto db = convergedWithUplink(ovsdb::map({}));
+    db["Bridge"]["b-phy"]["initial"]["ports"] = ovsdb::set({ovsdb::uuid("p-br-phy")});
+    db["Bridge"]["b-other"] = {{"initial", {{"name", "br-other"}, {"ports", ovsdb::uuid("p-up")}}}};
+    auto plan = BridgePlanner(withUplink()).plan(replicaOf(db));
+    EXPECT_TRUE(plan.txn.empty()) << plan.txn.params().dump();
+    EXPECT_EQ(plan.foreign, std::vector<std::string>{"port kovs-up1 is not kovs's: leaving it alone"});
+}
+
+TEST(BridgePlanner, AnUplinkThatChangedReplacesTheOldPort) {
+    // shim -> direct: eth0 as the port (type afxdp), kovs-up1 no longer wanted.
+    auto plan = BridgePlanner(withUplink("eth0", "afxdp")).plan(replicaOf(convergedWithUplink()));
+    EXPECT_EQ(opsOf(plan), (std::vector<std::string>{"insert Interface eth0", "insert Port eth0", "mutate Bridge br-phy",
+                                                     "wait Bridge br-phy", "mutate Bridge br-phy"}));
+    auto p = plan.txn.params();
+    EXPECT_EQ(p[3]["mutations"][0], json::parse(R"(["ports","delete",["set",[["uuid","p-up"]]]])"));
+    EXPECT_EQ(p[1]["row"]["type"], "afxdp");
+    // The type of an existing uplink port follows uplink.portType.
+    auto retype = BridgePlanner(withUplink("kovs-up1", "afxdp-nonpmd")).plan(replicaOf(convergedWithUplink()));
+    EXPECT_EQ(opsOf(retype), std::vector<std::string>{"update Interface kovs-up1"});
+}
+
+TEST(BridgePlanner, BadUplinkOptionsAreClearErrors) {
+    auto o = withUplink();
+    o.uplink->hwaddr = "02:42:ac:1f:00";
+    EXPECT_THROW(BridgePlanner{o}, kovs::Error);
+    o = withUplink("gw0");
+    EXPECT_THROW(BridgePlanner{o}, kovs::Error);
+    o = withUplink();
+    o.physBridge = "";
+    EXPECT_THROW(BridgePlanner{o}, kovs::Error);
+}

@@ -1,0 +1,121 @@
+#pragma once
+// Requests to the kernel's routing netlink (libnl-route-3) in plain values:
+// links, addresses and routes as the uplink (and any job that moves or
+// restores them) reads and writes them. Every failure is a kovs::Error that
+// names the object and the operation ("address 172.31.0.2/24 on br-phy: add:
+// Object exists"). Removals of something that is already gone succeed, and so
+// do additions of something already there: each request means "make it so",
+// which keeps an unwinding or a repeated plan from failing on its own effects.
+//
+// Not for notifications (NetlinkWatcher) nor for gw0's guard, which keeps its
+// own tight loop on one socket (gateway/GatewayGuard).
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/IpPrefix.hpp"
+#include "base/Netlink.hpp"
+
+namespace kovs {
+
+struct LinkInfo {
+    int index = 0;
+    std::string name;
+    std::string mac;       // "aa:bb:cc:dd:ee:ff"; "" when the link has none
+    unsigned mtu = 0;
+    unsigned flags = 0;    // IFF_*
+    int master = 0;        // ifindex of the bridge/bond it is enslaved to, 0 for none
+    int peer = 0;          // IFLA_LINK: a veth's peer ifindex, 0 when unknown
+    std::string kind;      // "veth", "bridge", "tun", ... ("" for a plain device)
+    bool up() const { return (flags & IFF_UP) != 0; }
+    bool noArp() const { return (flags & IFF_NOARP) != 0; }
+};
+
+struct AddressInfo {
+    IpPrefix local;                     // address and prefix length
+    uint8_t scope = RT_SCOPE_UNIVERSE;  // RT_SCOPE_*
+    uint32_t flags = 0;                 // IFA_F_* as the kernel reports them
+    std::optional<IpPrefix> broadcast;  // IPv4 only, when set
+    std::string label;                  // IPv4 only ("eth0", "eth0:1")
+
+    int family() const { return local.family; }
+    // The flags a request may carry (the kernel computes the others:
+    // permanent, secondary, tentative, ...).
+    uint32_t requestFlags() const;
+    std::string str() const { return local.str(); }
+    bool sameAddress(const AddressInfo& o) const { return local == o.local; }
+    bool operator==(const AddressInfo&) const = default;
+};
+
+struct RouteInfo {
+    IpPrefix dst;                         // 0.0.0.0/0 or ::/0 for the default route
+    std::optional<IpPrefix> gateway;      // a host prefix (/32, /128)
+    uint32_t priority = 0;                // the metric
+    uint8_t protocol = RTPROT_BOOT;       // RTPROT_*
+    uint8_t scope = RT_SCOPE_UNIVERSE;    // RT_SCOPE_*
+    uint8_t type = RTN_UNICAST;           // RTN_*
+    uint32_t table = RT_TABLE_MAIN;
+    std::optional<IpPrefix> prefsrc;      // a host prefix
+    bool onlink = false;                  // RTNH_F_ONLINK on its next hop
+
+    int family() const { return dst.family; }
+    // "default via 172.31.0.1 metric 50 proto static", as `ip route` spells it.
+    std::string str() const;
+    // The route the kernel means by dst/gateway/metric in one table.
+    bool sameRoute(const RouteInfo& o) const {
+        return dst == o.dst && gateway == o.gateway && priority == o.priority && table == o.table;
+    }
+    bool operator==(const RouteInfo&) const = default;
+};
+
+class RtnetlinkClient {
+public:
+    // Connects a NETLINK_ROUTE socket in the calling thread's network namespace.
+    RtnetlinkClient();
+
+    std::optional<LinkInfo> link(const std::string& name);
+    std::optional<LinkInfo> link(int index);
+    // Throws kovs::Error ("link eth0: no such device") when it does not exist.
+    LinkInfo requireLink(const std::string& name);
+
+    // Every address of the link, in the kernel's order (IPv4 primary first,
+    // IPv6 newest first).
+    std::vector<AddressInfo> addresses(const std::string& link);
+    // Routes of the main table whose one next hop leaves through the link.
+    std::vector<RouteInfo> routes(const std::string& link);
+
+    void addAddress(const std::string& link, const AddressInfo& a);
+    void deleteAddress(const std::string& link, const AddressInfo& a);
+    void addRoute(const std::string& link, const RouteInfo& r);
+    void deleteRoute(const std::string& link, const RouteInfo& r);
+
+    // Both ends down, at `mtu`.
+    void createVeth(const std::string& name, const std::string& peer, unsigned mtu);
+    void deleteLink(const std::string& name);
+    void setMac(const std::string& name, const std::string& mac);
+    void setMtu(const std::string& name, unsigned mtu);
+    void setUp(const std::string& name, bool up);
+    // Off the node's IP stack: IFF_NOARP and no IPv6 link-local address
+    // generation (addrgenmode none). Takes effect for IPv6 before the link
+    // first goes up.
+    void isolate(const std::string& name);
+    void setNomaster(const std::string& name);
+
+    nl_sock* socket() { return sock_.get(); }
+
+private:
+    nl::Link linkObject(const std::string& name, const std::string& what);
+    void change(const std::string& name, const std::string& what, rtnl_link* changes);
+
+    nl::Sock sock_;
+};
+
+// IpPrefix <-> libnl addresses; a host prefix when libnl has no length.
+IpPrefix fromNlAddr(const nl_addr* a, int family);
+nl::Addr toNlAddr(const IpPrefix& p);
+
+}  // namespace kovs

@@ -1,0 +1,222 @@
+// RtnetlinkClient and IngressRedirect on real links in the test's private
+// netns; `ip -j` and `tc` are the independent witnesses of what they did,
+// and ping is the witness of a redirect.
+#include "base/RtnetlinkClient.hpp"
+
+#include <gtest/gtest.h>
+#include <linux/if_addr.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/Error.hpp"
+#include "base/IngressRedirect.hpp"
+#include "base/Process.hpp"
+#include "tests/support/Poll.hpp"
+#include "tests/support/TestNetns.hpp"
+
+using kovs::AddressInfo;
+using kovs::IpPrefix;
+using kovs::RouteInfo;
+using kovs::RtnetlinkClient;
+using kovs::runChecked;
+using kovs::runProcess;
+using kovs::test::TestNetns;
+using nlohmann::json;
+
+namespace {
+
+json ipJson(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{"ip", "-j"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return json::parse(runChecked(argv));
+}
+
+struct Veth {
+    Veth() {
+        runProcess({"ip", "link", "del", "rt-a"});
+        rtnl.createVeth("rt-a", "rt-b", 9000);
+    }
+    ~Veth() { runProcess({"ip", "link", "del", "rt-a"}); }
+    RtnetlinkClient rtnl;
+};
+
+AddressInfo address(const std::string& text) {
+    AddressInfo a;
+    a.local = IpPrefix::parse(text);
+    return a;
+}
+
+}  // namespace
+
+TEST(RtnetlinkClient, LinksAreCreatedChangedAndRemoved) {
+    Veth v;
+    auto a = v.rtnl.requireLink("rt-a");
+    auto b = v.rtnl.requireLink("rt-b");
+    EXPECT_EQ(a.kind, "veth");
+    EXPECT_EQ(a.peer, b.index);
+    EXPECT_EQ(a.mtu, 9000u);
+    EXPECT_FALSE(a.up());
+
+    v.rtnl.isolate("rt-a");
+    v.rtnl.setMac("rt-a", "02:00:00:00:00:0a");
+    v.rtnl.setMtu("rt-a", 1500);
+    v.rtnl.setUp("rt-a", true);
+    v.rtnl.setUp("rt-b", true);
+    auto seen = ipJson({"addr", "show", "dev", "rt-a"}).at(0);
+    EXPECT_EQ(seen.at("address"), "02:00:00:00:00:0a");
+    EXPECT_EQ(seen.at("mtu"), 1500);
+    auto flags = seen.at("flags");
+    EXPECT_NE(std::find(flags.begin(), flags.end(), "NOARP"), flags.end()) << flags.dump();
+    EXPECT_NE(std::find(flags.begin(), flags.end(), "UP"), flags.end()) << flags.dump();
+    EXPECT_EQ(ipJson({"-d", "link", "show", "dev", "rt-a"}).at(0).value("inet6_addr_gen_mode", ""), "none");
+    EXPECT_TRUE(seen.at("addr_info").empty()) << "no IPv6 link-local address: " << seen.at("addr_info").dump();
+    EXPECT_EQ(v.rtnl.requireLink("rt-a").mac, "02:00:00:00:00:0a");
+
+    v.rtnl.setUp("rt-a", false);
+    EXPECT_FALSE(v.rtnl.requireLink("rt-a").up());
+    v.rtnl.deleteLink("rt-a");
+    EXPECT_FALSE(v.rtnl.link("rt-b")) << "the peer goes with it";
+    EXPECT_NO_THROW(v.rtnl.deleteLink("rt-a")) << "deleting what is gone is fine";
+    try {
+        v.rtnl.requireLink("rt-a");
+        FAIL();
+    } catch (const kovs::Error& e) {
+        EXPECT_STREQ(e.what(), "link rt-a: no such device");
+    }
+    EXPECT_THROW(v.rtnl.setMtu("rt-a", 1500), kovs::Error);
+}
+
+TEST(RtnetlinkClient, AddressesKeepFlagsBroadcastAndLabelsAcrossLinks) {
+    Veth v;
+    runChecked({"ip", "addr", "add", "192.0.2.2/24", "brd", "192.0.2.255", "dev", "rt-a"});
+    runChecked({"ip", "addr", "add", "192.0.2.3/24", "dev", "rt-a", "label", "rt-a:1"});
+    runChecked({"ip", "addr", "add", "2001:db8::2/64", "dev", "rt-a", "nodad", "noprefixroute"});
+    auto read = v.rtnl.addresses("rt-a");
+    ASSERT_EQ(read.size(), 3u);
+    EXPECT_EQ(read[0].str(), "192.0.2.2/24");
+    EXPECT_EQ(read[0].broadcast->addressString(), "192.0.2.255");
+    EXPECT_EQ(read[1].label, "rt-a:1");
+    EXPECT_TRUE(read[1].flags & IFA_F_SECONDARY);
+    EXPECT_TRUE(read[2].flags & IFA_F_NODAD);
+    EXPECT_TRUE(read[2].flags & IFA_F_NOPREFIXROUTE);
+
+    // Moved to the peer: the same flags and broadcast, the label renamed.
+    for (const auto& a : read) v.rtnl.addAddress("rt-b", a);
+    auto moved = ipJson({"addr", "show", "dev", "rt-b"}).at(0).at("addr_info");
+    ASSERT_EQ(moved.size(), 3u) << moved.dump();
+    EXPECT_EQ(moved[0].at("broadcast"), "192.0.2.255");
+    EXPECT_EQ(moved[1].at("label"), "rt-b:1");
+    EXPECT_EQ(moved[1].value("secondary", false), true);
+    EXPECT_EQ(moved[2].value("nodad", false), true);
+    EXPECT_EQ(moved[2].value("noprefixroute", false), true);
+    EXPECT_NO_THROW(v.rtnl.addAddress("rt-b", read[0])) << "adding what is there is fine";
+
+    for (const auto& a : read) v.rtnl.deleteAddress("rt-b", a);
+    EXPECT_TRUE(ipJson({"addr", "show", "dev", "rt-b"}).at(0).at("addr_info").empty());
+    EXPECT_NO_THROW(v.rtnl.deleteAddress("rt-b", read[0])) << "removing what is gone is fine";
+}
+
+TEST(RtnetlinkClient, RoutesKeepGatewayMetricProtocolSourceAndOnlink) {
+    Veth v;
+    v.rtnl.setUp("rt-a", true);
+    v.rtnl.setUp("rt-b", true);
+    v.rtnl.addAddress("rt-a", address("192.0.2.2/24"));
+    runChecked({"ip", "route", "add", "198.51.100.0/24", "via", "192.0.2.1", "dev", "rt-a", "metric", "50", "proto", "static",
+                "src", "192.0.2.2"});
+    runChecked({"ip", "route", "add", "203.0.113.0/24", "via", "10.9.9.9", "dev", "rt-a", "onlink"});
+    auto routes = v.rtnl.routes("rt-a");
+    auto find = [&](const std::string& dst) {
+        for (const auto& r : routes)
+            if (r.dst.str() == dst) return r;
+        throw kovs::Error("no route " + dst);
+    };
+    auto viaSrc = find("198.51.100.0/24");
+    EXPECT_EQ(viaSrc.str(), "198.51.100.0/24 via 192.0.2.1 metric 50 proto static src 192.0.2.2");
+    auto onlink = find("203.0.113.0/24");
+    EXPECT_TRUE(onlink.onlink);
+
+    // Moved to rt-b (which needs the source address too), as the uplink does.
+    v.rtnl.addAddress("rt-b", address("192.0.2.2/24"));
+    for (const auto& r : {viaSrc, onlink}) {
+        v.rtnl.deleteRoute("rt-a", r);
+        v.rtnl.addRoute("rt-b", r);
+    }
+    auto seen = ipJson({"route", "show", "dev", "rt-b"});
+    auto witness = [&](const std::string& dst) {
+        for (const auto& r : seen)
+            if (r.at("dst") == dst) return r;
+        return json();
+    };
+    auto w = witness("198.51.100.0/24");
+    EXPECT_EQ(w.value("gateway", ""), "192.0.2.1") << seen.dump();
+    EXPECT_EQ(w.value("protocol", ""), "static") << seen.dump();
+    EXPECT_EQ(w.value("prefsrc", ""), "192.0.2.2") << seen.dump();
+    EXPECT_EQ(w.value("metric", 0), 50) << seen.dump();
+    EXPECT_EQ(witness("203.0.113.0/24").value("flags", json()), json({"onlink"})) << seen.dump();
+    EXPECT_NO_THROW(v.rtnl.addRoute("rt-b", viaSrc)) << "adding what is there is fine";
+    // The same destination and metric through another link is a conflict, not a second route.
+    try {
+        v.rtnl.addRoute("rt-a", viaSrc);
+        FAIL() << "a second route with the same destination and metric was accepted";
+    } catch (const kovs::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("route 198.51.100.0/24 via 192.0.2.1 metric 50 proto static src 192.0.2.2 dev rt-a: add"),
+                  std::string::npos)
+            << e.what();
+    }
+    v.rtnl.deleteRoute("rt-b", viaSrc);
+    EXPECT_NO_THROW(v.rtnl.deleteRoute("rt-b", viaSrc)) << "removing what is gone is fine";
+
+    // The default route reads back with a zero-length destination.
+    runChecked({"ip", "-6", "route", "add", "default", "via", "fe80::1", "dev", "rt-b"});
+    bool found = false;
+    for (const auto& r : v.rtnl.routes("rt-b"))
+        if (r.family() == AF_INET6 && r.dst.prefixLen == 0) found = r.str() == "default via fe80::1 metric 1024 proto boot";
+    EXPECT_TRUE(found);
+}
+
+// Two namespaces wired only through a pair of redirects on this netns's
+// links: they reach each other exactly while the redirects are there.
+TEST(IngressRedirect, JoinsTwoLinksAndComesOffCleanly) {
+    TestNetns left("rt-left"), right("rt-right");
+    RtnetlinkClient rtnl;
+    runChecked({"ip", "link", "add", "rt-l", "type", "veth", "peer", "name", "eth0", "netns", left.name()});
+    runChecked({"ip", "link", "add", "rt-r", "type", "veth", "peer", "name", "eth0", "netns", right.name()});
+    for (const auto& [ns, ip] : {std::pair{left.name(), "10.9.0.1/24"}, {right.name(), "10.9.0.2/24"}}) {
+        runChecked({"ip", "-n", ns, "addr", "add", ip, "dev", "eth0"});
+        runChecked({"ip", "-n", ns, "link", "set", "eth0", "up"});
+    }
+    rtnl.setUp("rt-l", true);
+    rtnl.setUp("rt-r", true);
+    auto ping = [&] { return left.exec({"ping", "-c1", "-W1", "10.9.0.2"}).ok(); };
+    EXPECT_FALSE(ping()) << "nothing joins them yet";
+
+    kovs::addIngressRedirect(rtnl, "rt-l", "rt-r");
+    kovs::addIngressRedirect(rtnl, "rt-r", "rt-l");
+    EXPECT_EQ(kovs::ingressRedirectTarget(rtnl, "rt-l"), rtnl.requireLink("rt-r").index);
+    EXPECT_TRUE(kovs::test::pollUntil(ping, std::chrono::seconds(5))) << runChecked({"tc", "filter", "show", "dev", "rt-l", "ingress"});
+    EXPECT_NO_THROW(kovs::addIngressRedirect(rtnl, "rt-l", "rt-r")) << "again: nothing to do";
+    EXPECT_NE(runChecked({"tc", "filter", "show", "dev", "rt-l", "ingress"}).find("Egress Redirect to device rt-r"), std::string::npos);
+
+    // Someone else's filter on the same link survives ours going.
+    runChecked({"tc", "filter", "add", "dev", "rt-r", "ingress", "pref", "7", "protocol", "ip", "u32", "match", "u32", "0", "0",
+                "classid", "1:1"});
+    kovs::removeIngressRedirect(rtnl, "rt-l");
+    kovs::removeIngressRedirect(rtnl, "rt-r");
+    EXPECT_FALSE(kovs::ingressRedirectTarget(rtnl, "rt-l"));
+    EXPECT_FALSE(ping());
+    EXPECT_EQ(runChecked({"tc", "qdisc", "show", "dev", "rt-l"}).find("clsact"), std::string::npos) << "an empty clsact goes";
+    EXPECT_NE(runChecked({"tc", "filter", "show", "dev", "rt-r", "ingress"}).find("pref 7"), std::string::npos);
+    EXPECT_NO_THROW(kovs::removeIngressRedirect(rtnl, "rt-l")) << "removing what is gone is fine";
+
+    // A foreign `ingress` qdisc cannot be shared: a clear error naming both links.
+    runChecked({"tc", "qdisc", "add", "dev", "rt-l", "ingress"});
+    try {
+        kovs::addIngressRedirect(rtnl, "rt-l", "rt-r");
+        FAIL();
+    } catch (const kovs::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("redirect rt-l ingress -> rt-r egress: rt-l has a tc 'ingress' qdisc"), std::string::npos)
+            << e.what();
+    }
+    runProcess({"ip", "link", "del", "rt-l"});
+    runProcess({"ip", "link", "del", "rt-r"});
+}
