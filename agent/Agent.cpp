@@ -40,13 +40,8 @@ void Agent::startOvs() {
 }
 
 void Agent::startBridges() {
-    auto options = bridgeOptions(config_);
     // The uplink's port and br-phy's MAC are part of br-phy's desired state.
-    if (config_.uplink.mode != Config::UplinkMode::None) {
-        auto side = uplink::Uplink(uplinkOptions(config_)).ovsSide(ovsdb_->replica());
-        options.uplink = BridgeUplinkPort{side.port, side.type, side.hwaddr};
-    }
-    bridges_ = std::make_unique<BridgeReconciler>(loop_, *ovsdb_, options);
+    bridges_ = std::make_unique<BridgeReconciler>(loop_, *ovsdb_, bridgeOptions(config_, ovsdb_->replica()));
     bridges_->setAppliedHandler([this](const BridgePlan& plan) {
         for (const auto& c : plan.changes) repairs_.record("ovsdb", c);
     });

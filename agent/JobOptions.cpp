@@ -36,6 +36,15 @@ BridgeOptions bridgeOptions(const Config& c) {
     return o;
 }
 
+BridgeOptions bridgeOptions(const Config& c, const OvsdbReplica& replica) {
+    auto o = bridgeOptions(c);
+    if (c.uplink.mode != Config::UplinkMode::None) {
+        auto side = uplink::Uplink(uplinkOptions(c)).ovsSide(replica);
+        o.uplink = BridgeUplinkPort{side.port, side.type, side.hwaddr};
+    }
+    return o;
+}
+
 uplink::UplinkOptions uplinkOptions(const Config& c) {
     uplink::UplinkOptions o;
     o.mode = c.uplink.mode == Config::UplinkMode::Direct ? uplink::UplinkMode::Direct : uplink::UplinkMode::Shim;

@@ -20,6 +20,9 @@ inline bool standalone(const Config& c) { return c.mode == Config::Mode::Standal
 
 OvsSupervisorOptions supervisorOptions(const Config& c);
 BridgeOptions bridgeOptions(const Config& c);
+// With the uplink's OVS side (its port and br-phy's MAC), which the uplink job
+// derives from what the node and OVSDB hold now: what the bridge job keeps.
+BridgeOptions bridgeOptions(const Config& c, const OvsdbReplica& replica);
 uplink::UplinkOptions uplinkOptions(const Config& c);
 // Without the peers' routes: they join as peers arrive (PeerFanout).
 GatewayGuardOptions gatewayOptions(const Config& c);

@@ -93,7 +93,7 @@ void Doctor::checkSocketBuffers(std::vector<DoctorCheck>& out) {
 // A dry run of the bridge job: what it would send OVSDB now.
 void Doctor::checkBridges(const OvsdbReplica& replica, std::vector<DoctorCheck>& out) {
     try {
-        auto plan = BridgePlanner(bridgeOptions(config_)).plan(replica);
+        auto plan = BridgePlanner(bridgeOptions(config_, replica)).plan(replica);
         if (plan.txn.empty()) {
             out.push_back(ok("bridges", "bridges and ports are as kovs-agent makes them"));
             return;
