@@ -225,6 +225,7 @@ Config parseConfig(const std::string& text) {
 
     auto flows = top.sub("flows");
     flows.flag("conntrack", c.flows.conntrack);
+    flows.duration("ofctlTimeout", c.flows.ofctlTimeout);
     flows.rejectUnknown();
 
     auto egress = top.sub("egress");

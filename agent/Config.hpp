@@ -58,6 +58,7 @@ struct Config {
         // The Service reply path (flows/FlowTable.hpp, tables 10 and 20): off
         // only where nothing in the node's kernel translates pod traffic.
         bool conntrack = true;
+        std::chrono::milliseconds ofctlTimeout{10000};  // each ovs-ofctl call
     } flows;
 
     struct Egress {

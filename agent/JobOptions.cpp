@@ -93,6 +93,7 @@ FlowReconcilerOptions flowOptions(const Config& c) {
         if (a.family == AF_INET) o.localCidr = a.network().str();
     }
     o.serviceReplyPath = c.flows.conntrack;
+    o.ofctlTimeout = c.flows.ofctlTimeout;
     o.readBack = c.resync;
     return o;
 }

@@ -40,11 +40,12 @@ gateway:
   resync: 500ms
 uplink: {mode: direct, interface: eth1, portType: afxdp, mtu: 9000}
 peers: {source: file, file: /tmp/peers.yaml}
-flows: {conntrack: false}
+flows: {conntrack: false, ofctlTimeout: 3s}
 egress: {masquerade: true, clusterCIDR: 10.244.0.0/16, nonMasqueradeCIDRs: [192.168.0.0/16]}
 resync: 2m
 )");
     EXPECT_FALSE(c.flows.conntrack);
+    EXPECT_EQ(c.flows.ofctlTimeout, std::chrono::seconds(3));
     EXPECT_EQ(c.egress.clusterCIDR, "10.244.0.0/16");
     EXPECT_EQ(c.egress.nonMasqueradeCIDRs, std::vector<std::string>{"192.168.0.0/16"});
     EXPECT_TRUE(c.ovs.manage);
