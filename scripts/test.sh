@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 build=${KOVS_BUILD_DIR:-build-ci}
 suites=${KOVS_SUITES:-"unit integration e2e fuzz bench"}
-fuzz_seconds=${KOVS_FUZZ_SECONDS:-30}
+fuzz_seconds=${KOVS_FUZZ_SECONDS:-20}
 
 step() { printf '\n==> %s\n' "$*"; }
 
