@@ -25,6 +25,11 @@ using namespace std::chrono_literals;
 
 // How long ADD waits for the agent to install the new pod's flows.
 constexpr auto kFlowWait = 3000ms;
+// ovsdb-server answers one transaction at a time; 20 pods started at once on
+// a busy 2-core node took more than the 2 s this once was (a failed ADD,
+// retried by the runtime seconds later). The runtime's own deadline for a
+// CNI call is minutes.
+constexpr auto kOvsdbTimeout = 10000ms;
 
 // Runtime failures below the CNI layer (netlink, ethtool, OVSDB) become code 100.
 template <typename Fn>
@@ -76,7 +81,7 @@ nlohmann::json MainMode::add() {
         throw CniError(kInvalidEnv, std::string("CNI_NETNS: ") + e.what());
     }
     IpamPlugin ipam(conf.ipamType(), req_.path);
-    OvsdbSession db(conf.ovsdb, conf.bridge, 2000ms, kTryAgainLater);
+    OvsdbSession db(conf.ovsdb, conf.bridge, kOvsdbTimeout, kTryAgainLater);
     if (!internal("ovsdb", [&] { return db.ports().bridgeReady(); })) {
         throw CniError(kTryAgainLater, "bridge " + conf.bridge + " is not ready (missing, or ovs-vswitchd has not opened it)");
     }
@@ -137,7 +142,7 @@ void MainMode::del() {
     auto hostName = hostNameOf(req_);
     IpamPlugin ipam(conf.ipamType(), req_.path);
     // OVS down: fail, so the runtime retries DEL instead of leaking the port.
-    OvsdbSession db(conf.ovsdb, conf.bridge, 2000ms, kTryAgainLater);
+    OvsdbSession db(conf.ovsdb, conf.bridge, kOvsdbTimeout, kTryAgainLater);
     bool hadPort = internal("DEL", [&] { return db.ports().remove(hostName); });
     // Deleting the host end takes the pod end with it; when the netns is
     // gone, the kernel already removed both.
@@ -155,7 +160,7 @@ void MainMode::check() {
     auto fail = [&](const std::string& what) { throw CniError(kCheckFailed, "CHECK " + req_.containerId + "/" + req_.ifname + ": " + what); };
 
     IpamPlugin ipam(conf.ipamType(), req_.path);
-    OvsdbSession db(conf.ovsdb, conf.bridge, 2000ms, kTryAgainLater);
+    OvsdbSession db(conf.ovsdb, conf.bridge, kOvsdbTimeout, kTryAgainLater);
     auto port = internal("CHECK", [&] { return db.ports().find(hostName); });
     if (!port) fail("port " + hostName + " is not on " + conf.bridge);
     if (port->attachment() != Attachment{req_.containerId, req_.ifname}) fail("port " + hostName + " belongs to another attachment");
@@ -191,7 +196,7 @@ void MainMode::gc() {
     const auto& conf = req_.conf;
     std::set<Attachment> valid(conf.validAttachments->begin(), conf.validAttachments->end());
     IpamPlugin ipam(conf.ipamType(), req_.path);
-    OvsdbSession db(conf.ovsdb, conf.bridge, 2000ms, kTryAgainLater);
+    OvsdbSession db(conf.ovsdb, conf.bridge, kOvsdbTimeout, kTryAgainLater);
     std::vector<std::string> failures;
     for (const auto& port : internal("GC", [&] { return db.ports().list(); })) {
         // Another kovs network on the same bridge (a second attachment) has
