@@ -9,7 +9,7 @@ packages=(
   build-essential meson ninja-build pkg-config clang libclang-rt-14-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev libnl-3-dev libnl-route-3-dev
   libnl-genl-3-dev libcli11-dev libyaml-cpp-dev
-  libcpp-httplib-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libmbedtls-dev libcpp-httplib-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libnftnl-dev libmnl-dev
   # runtime and tests
   openvswitch-switch openvswitch-common containernetworking-plugins iproute2

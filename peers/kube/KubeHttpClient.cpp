@@ -1,26 +1,20 @@
 #include "peers/kube/KubeHttpClient.hpp"
 
-#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/err.h>
-#include <openssl/pem.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
-#include <csignal>
 #include <cstring>
 #include <memory>
-#include <vector>
+#include <optional>
 
 #include "base/Error.hpp"
 #include "base/WaitReady.hpp"
 #include "peers/kube/HttpResponseParser.hpp"
+#include "peers/kube/TlsSession.hpp"
 
 namespace kovs::tunnel {
 namespace {
@@ -35,83 +29,6 @@ struct Deleter {
     template <typename T>
     void operator()(T* p) const { Free(p); }
 };
-using SslCtx = std::unique_ptr<SSL_CTX, Deleter<SSL_CTX_free>>;
-using Ssl = std::unique_ptr<SSL, Deleter<SSL_free>>;
-using Bio = std::unique_ptr<BIO, Deleter<BIO_free>>;
-using X509Ptr = std::unique_ptr<X509, Deleter<X509_free>>;
-using Pkey = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY_free>>;
-
-// `what`, then OpenSSL's queued errors.
-[[noreturn]] void throwSsl(const std::string& what) {
-    std::string msg = what;
-    const char* sep = ": ";
-    while (unsigned long e = ERR_get_error()) {
-        char buf[256];
-        ERR_error_string_n(e, buf, sizeof buf);
-        msg += sep;
-        msg += buf;
-        sep = "; ";
-    }
-    throw Error(msg);
-}
-
-Bio memBio(const std::string& pem) {
-    Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-    if (!bio) throwSsl("BIO_new_mem_buf");
-    return bio;
-}
-
-// Every certificate in PEM text, in order; throws when there is none.
-std::vector<X509Ptr> pemCertificates(const std::string& pem, const std::string& what) {
-    std::vector<X509Ptr> certs;
-    Bio bio = memBio(pem);
-    while (X509* x = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) certs.emplace_back(x);
-    if (certs.empty()) throwSsl(what + ": no PEM certificate");
-    ERR_clear_error();  // the read that ended the loop queued "no start line"
-    return certs;
-}
-
-SslCtx tlsContext(const KubeCredentials& c) {
-    SslCtx ctx(SSL_CTX_new(TLS_client_method()));
-    if (!ctx) throwSsl("SSL_CTX_new");
-    SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
-    if (!c.insecureSkipTlsVerify) {
-        SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
-        if (!c.caData.empty()) {
-            for (auto& cert : pemCertificates(c.caData, "certificate-authority-data"))
-                if (X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx.get()), cert.get()) != 1)
-                    throwSsl("certificate-authority-data");
-        }
-        if (!c.caFile.empty() && SSL_CTX_load_verify_locations(ctx.get(), c.caFile.c_str(), nullptr) != 1)
-            throwSsl("CA file " + c.caFile);
-        if (c.caData.empty() && c.caFile.empty() && SSL_CTX_set_default_verify_paths(ctx.get()) != 1)
-            throwSsl("system CA store");
-    }
-    if (!c.clientCertData.empty()) {
-        auto certs = pemCertificates(c.clientCertData, "client-certificate-data");
-        if (SSL_CTX_use_certificate(ctx.get(), certs[0].get()) != 1) throwSsl("client-certificate-data");
-        for (size_t i = 1; i < certs.size(); ++i)
-            if (SSL_CTX_add1_chain_cert(ctx.get(), certs[i].get()) != 1) throwSsl("client-certificate-data chain");
-    }
-    if (!c.clientCertFile.empty() && SSL_CTX_use_certificate_chain_file(ctx.get(), c.clientCertFile.c_str()) != 1)
-        throwSsl("client certificate " + c.clientCertFile);
-    if (!c.clientKeyData.empty()) {
-        Bio bio = memBio(c.clientKeyData);
-        Pkey key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-        if (!key || SSL_CTX_use_PrivateKey(ctx.get(), key.get()) != 1) throwSsl("client-key-data");
-    }
-    if (!c.clientKeyFile.empty() &&
-        SSL_CTX_use_PrivateKey_file(ctx.get(), c.clientKeyFile.c_str(), SSL_FILETYPE_PEM) != 1)
-        throwSsl("client key " + c.clientKeyFile);
-    bool haveCert = !c.clientCertData.empty() || !c.clientCertFile.empty();
-    if (haveCert && SSL_CTX_check_private_key(ctx.get()) != 1) throwSsl("client certificate and key do not match");
-    return ctx;
-}
-
-bool isIpLiteral(const std::string& host) {
-    unsigned char buf[sizeof(in6_addr)];
-    return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
-}
 
 // One TCP connection, TLS or not, on a non-blocking socket. Every wait also
 // watches `wake` (throws Interrupted) and a deadline (throws Error).
@@ -121,89 +38,49 @@ public:
         auto deadline = Clock::now() + kConnectTimeout;
         connectTcp(url, deadline);
         if (!url.tls) return;
-        ctx_ = tlsContext(creds);
-        ssl_.reset(SSL_new(ctx_.get()));
-        if (!ssl_ || SSL_set_fd(ssl_.get(), fd_.get()) != 1) throwSsl("SSL_new");
-        if (isIpLiteral(url.host)) {
-            if (!creds.insecureSkipTlsVerify &&
-                X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_.get()), url.host.c_str()) != 1)
-                throwSsl("TLS: verify IP " + url.host);
-        } else {
-            SSL_set_tlsext_host_name(ssl_.get(), url.host.c_str());
-            if (!creds.insecureSkipTlsVerify && SSL_set1_host(ssl_.get(), url.host.c_str()) != 1)
-                throwSsl("TLS: verify host " + url.host);
-        }
-        while (true) {
-            int r = SSL_connect(ssl_.get());
-            if (r == 1) break;
-            int err = SSL_get_error(ssl_.get(), r);
-            if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) {
-                long verify = SSL_get_verify_result(ssl_.get());
-                if (verify != X509_V_OK)
-                    throw Error(std::string("TLS: server certificate: ") + X509_verify_cert_error_string(verify));
-                throwSsl("TLS handshake");
-            }
-            wait(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, "TLS handshake");
-        }
+        tls_.emplace(creds, url.host, fd_.get());
+        for (auto want = tls_->handshake(); want != TlsSession::Want::Nothing; want = tls_->handshake())
+            wait(want, deadline, "TLS handshake");
     }
 
     void writeAll(std::string_view data) {
         auto deadline = Clock::now() + kConnectTimeout;
         while (!data.empty()) {
-            if (ssl_) {
-                size_t n = 0;
-                int r = SSL_write_ex(ssl_.get(), data.data(), data.size(), &n);
-                if (r == 1) {
-                    data.remove_prefix(n);
-                    continue;
-                }
-                int err = SSL_get_error(ssl_.get(), r);
-                if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) throwSsl("TLS write");
-                wait(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, "sending the request");
-            } else {
-                ssize_t n = ::send(fd_.get(), data.data(), data.size(), MSG_NOSIGNAL);
-                if (n >= 0) {
-                    data.remove_prefix(static_cast<size_t>(n));
-                } else if (errno == EAGAIN) {
-                    wait(POLLOUT, deadline, "sending the request");
-                } else if (errno != EINTR) {
-                    throwErrno("send");
-                }
+            if (tls_) {
+                if (auto want = tls_->write(data); want != TlsSession::Want::Nothing)
+                    wait(want, deadline, "sending the request");
+                continue;
+            }
+            ssize_t n = ::send(fd_.get(), data.data(), data.size(), MSG_NOSIGNAL);
+            if (n >= 0) {
+                data.remove_prefix(static_cast<size_t>(n));
+            } else if (errno == EAGAIN) {
+                wait(POLLOUT, deadline, "sending the request");
+            } else if (errno != EINTR) {
+                throwErrno("send");
             }
         }
     }
 
-    // Bytes read, 0 when the server closed the connection cleanly.
+    // Bytes read, 0 when the server closed the connection (cleanly or not:
+    // whether the body was complete is the parser's call).
     size_t read(char* buf, size_t size, std::chrono::seconds idle) {
         auto deadline = Clock::now() + idle;
         const std::string what = "waiting for the API server (no data for " + std::to_string(idle.count()) + " s)";
         while (true) {
-            if (ssl_) {
+            if (tls_) {
                 size_t n = 0;
-                errno = 0;
-                int r = SSL_read_ex(ssl_.get(), buf, size, &n);
-                if (r == 1) return n;
-                int err = SSL_get_error(ssl_.get(), r);
-                // A server that closes without close_notify ends the stream just
-                // as well; whether the body was complete is the parser's call.
-                // SSL_ERROR_SYSCALL with errno set is a reset, not an end.
-                if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 && errno == 0) ||
-                    (err == SSL_ERROR_SSL && ERR_GET_REASON(ERR_peek_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING)) {
-                    ERR_clear_error();
-                    return 0;
-                }
-                if (err == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) throwErrno("connection lost (TLS read)");
-                if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE)
-                    throwSsl("connection lost (TLS read)");
-                wait(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, what);
-            } else {
-                ssize_t n = ::recv(fd_.get(), buf, size, 0);
-                if (n >= 0) return static_cast<size_t>(n);
-                if (errno == EAGAIN) {
-                    wait(POLLIN, deadline, what);
-                } else if (errno != EINTR) {
-                    throwErrno("connection lost (recv)");
-                }
+                auto want = tls_->read(buf, size, n);
+                if (want == TlsSession::Want::Nothing) return n;
+                wait(want, deadline, what);
+                continue;
+            }
+            ssize_t n = ::recv(fd_.get(), buf, size, 0);
+            if (n >= 0) return static_cast<size_t>(n);
+            if (errno == EAGAIN) {
+                wait(POLLIN, deadline, what);
+            } else if (errno != EINTR) {
+                throwErrno("connection lost (recv)");
             }
         }
     }
@@ -256,6 +133,9 @@ private:
         throw Error("connect to " + url.host + ":" + url.port + ": " + lastError);
     }
 
+    void wait(TlsSession::Want want, Clock::time_point deadline, const std::string& what) {
+        wait(want == TlsSession::Want::Read ? POLLIN : POLLOUT, deadline, what);
+    }
     void wait(short events, Clock::time_point deadline, const std::string& what) {
         switch (waitReady(fd_.get(), events, wake_, deadline)) {
             case WaitResult::Ready: return;  // POLLERR/POLLHUP too: the next call reports it
@@ -267,8 +147,7 @@ private:
 
     int wake_;
     UniqueFd fd_;
-    SslCtx ctx_;
-    Ssl ssl_;
+    std::optional<TlsSession> tls_;  // after fd_: destroyed before the socket closes
 };
 
 }  // namespace
@@ -323,11 +202,6 @@ void KubeHttpClient::interrupt() {
 
 KubeHttpClient::Result KubeHttpClient::get(const std::string& path, const OnData& onData,
                                            std::chrono::seconds idleTimeout) {
-    sigset_t pipe;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
-
     Result r;
     if (interrupted_) {
         r.interrupted = true;
@@ -367,7 +241,6 @@ KubeHttpClient::Result KubeHttpClient::get(const std::string& path, const OnData
     } catch (const Error& e) {
         r.error = e.what();
     }
-    ERR_clear_error();
     r.status = parser.headComplete() ? parser.status() : 0;
     r.complete = parser.done() && !aborted && !r.interrupted;
     if (!r.complete && r.error.empty() && !r.interrupted) r.error = "incomplete response";

@@ -1,6 +1,6 @@
 #pragma once
 // Blocking HTTP/1.1 GETs against the Kubernetes API server, over TLS
-// (OpenSSL) or plain TCP, meant to run on a worker thread. The socket is
+// (mbed TLS, TlsSession) or plain TCP, meant to run on a worker thread. The socket is
 // non-blocking and every wait polls it together with an eventfd, so
 // interrupt() from another thread wakes a transfer at once.
 //
@@ -37,7 +37,6 @@ public:
 
     // GET server+path. `idleTimeout`: abort when nothing arrives for that long
     // (a dead TCP connection to the API server would otherwise hang a watch).
-    // Blocks SIGPIPE on the calling thread: OpenSSL writes with write(2).
     Result get(const std::string& path, const OnData& onData, std::chrono::seconds idleTimeout);
 
     // Thread-safe; the running and every later get() return with interrupted=true.

@@ -31,6 +31,18 @@ std::string nodeName(const json& node) {
     return name;
 }
 
+// The members of a NodeList that peerFromNode and parseNodeList read; every
+// other member is dropped, with all it holds, while parsing. A kind-shaped
+// Node is ~5 KiB of JSON (managedFields, images, conditions, labels), and its
+// full DOM several times that: at 100 nodes the parse alone took megabytes,
+// and the few peer strings made in the middle of it kept those pages
+// resident after it was freed (docs/benchmarks.md, "Agent footprint").
+bool nodeListMemberUsed(const std::string& key) {
+    static const char* const kUsed[] = {"kind",   "metadata",  "items",  "name",      "resourceVersion", "spec",
+                                        "podCIDR", "podCIDRs", "status", "addresses", "type",            "address"};
+    return std::any_of(std::begin(kUsed), std::end(kUsed), [&](const char* k) { return key == k; });
+}
+
 std::string resourceVersionOf(const json& obj, const std::string& what) {
     const auto& meta = member(obj, "metadata", json::value_t::object, what);
     auto* rv = optionalMember(meta, "resourceVersion", json::value_t::string, what + ".metadata");
@@ -73,7 +85,9 @@ std::optional<Peer> peerFromNode(const json& node) {
 }
 
 NodeList parseNodeList(const std::string& body, const std::string& skipNode) {
-    json doc = json::parse(body, nullptr, false);
+    json doc = json::parse(body, [](int, json::parse_event_t event, json& parsed) {
+        return event != json::parse_event_t::key || nodeListMemberUsed(parsed.get_ref<const std::string&>());
+    }, false);
     if (doc.is_discarded()) throw Error("NodeList: response is not valid JSON");
     auto kind = doc.is_object() ? doc.find("kind") : doc.end();
     if (kind == doc.end() || *kind != "NodeList") throw Error("NodeList: response is not a NodeList");

@@ -93,6 +93,14 @@ pid_of() {
     *) cat "$(node_dir "$2")/run/$1.pid" ;;
     esac
 }
+# RSS of PID by what is mapped (file name, [heap], [anon], [stack]) in KiB,
+# largest first, on one line: where an agent's memory is.
+rss_by_mapping() {
+    awk '$1 ~ /^[0-9a-f]+-[0-9a-f]+$/ { n = NF >= 6 ? $NF : "[anon]"; sub(/.*\//, "", n); next }
+         $1 == "Rss:" { kib[n] += $2 }
+         END { for (m in kib) if (kib[m] >= 8) printf "%d %s\n", kib[m], m }' "/proc/$1/smaps" |
+        sort -rn | awk '{ printf "%s%s %d", (NR > 1 ? ", " : ""), $2, $1 } END { print "" }'
+}
 # The agent's own counters of work it did, from /metrics; empty when the
 # agent does not answer.
 activity() {
@@ -179,7 +187,7 @@ printf 'all %d agents ready, %d peers each with OVS route and tunnel neighbour, 
 
 procs=(kovs-agent ovs-vswitchd ovsdb-server)
 hz=$(getconf CLK_TCK)
-rows=() work=()
+rows=() work=() mappings=()
 # One idle window with the agents' current peer source; appends a heading
 # and the table rows to rows, the agents' own counters of work to work.
 measure_idle() {
@@ -216,6 +224,8 @@ measure_idle() {
         done
     done
 
+    pid=$(pid_of kovs-agent 1)
+    mappings+=("-- $heading" "  PSS $(awk '$1 == "Pss:" {print $2}' "/proc/$pid/smaps_rollup") KiB; RSS: $(rss_by_mapping "$pid")")
     work+=("-- $heading")
     for n in $(seq 1 "$real_nodes"); do
         a0=${act_before[$n]} a1=$(activity "$n")
@@ -256,6 +266,11 @@ echo "other processes using them). CPU in % of one core over the window: self (a
 echo "children it ran (ovs-ofctl); 1 clock tick = $(printf '%.3f' "$(echo "100 / $hz / $window" | bc -l)") % over ${window} s."
 printf '%-13s %-6s %7s %6s %6s %7s %8s %9s   %s\n' process node "RSS MiB" anon file "peak" "CPU self" "children" target
 printf '%s\n' "${rows[@]}"
+
+echo
+echo "node1's kovs-agent by mapping, KiB: RSS counts a file-backed page in full in every process that maps it,"
+echo "PSS divides it among them (ovs-vswitchd maps libc, libstdc++, libssl and more too)."
+printf '%s\n' "${mappings[@]}"
 
 echo
 echo "agent work during the idle window (unixctl commands / OVSDB transactions / reconciles / flow installs):"

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "base/Error.hpp"
@@ -11,32 +12,59 @@ namespace kovs::test {
 
 using namespace std::chrono_literals;
 
-SelfSignedCert::SelfSignedCert() {
-    char tmpl[] = "/tmp/kovs-cert-XXXXXX";
-    if (!::mkdtemp(tmpl)) throwErrno("mkdtemp");
-    dir_ = tmpl;
-    runChecked({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                "-keyout", keyFile(), "-out", certFile(), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
-                "subjectAltName=IP:127.0.0.1"});
-}
-
-SelfSignedCert::~SelfSignedCert() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-}
-
-std::string SelfSignedCert::certPem() const {
-    std::ifstream in(certFile());
+namespace {
+std::string readAll(const std::string& path) {
+    std::ifstream in(path);
     std::stringstream s;
     s << in.rdbuf();
     return s.str();
 }
+}  // namespace
 
-KubeApiTestServer::KubeApiTestServer(const SelfSignedCert& cert, std::string token)
-    : token_(std::move(token)), server_(cert.certFile().c_str(), cert.keyFile().c_str()) {
+TestCert::TestCert(const CertSpec& spec, const TestCert* issuer) {
+    char tmpl[] = "/tmp/kovs-cert-XXXXXX";
+    if (!::mkdtemp(tmpl)) throwErrno("mkdtemp");
+    dir_ = tmpl;
+    std::vector<std::string> req = {"openssl", "req", "-newkey"};
+    if (spec.key == CertSpec::Key::Rsa2048) {
+        req.insert(req.end(), {"rsa:2048"});
+    } else {
+        req.insert(req.end(), {"ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"});
+    }
+    req.insert(req.end(), {"-nodes", "-keyout", keyFile(), "-subj", "/CN=" + spec.commonName});
+    if (!spec.subjectAltName.empty()) req.insert(req.end(), {"-addext", "subjectAltName=" + spec.subjectAltName});
+    if (!issuer) {
+        req.insert(req.end(), {"-x509", "-days", "1", "-out", certFile()});
+        runChecked(req);
+    } else {
+        // A leaf, as kubeadm's: not a CA, the names of the request copied over.
+        std::string csr = dir_ + "/req.csr";
+        req.insert(req.end(), {"-addext", "basicConstraints=critical,CA:FALSE", "-out", csr});
+        runChecked(req);
+        runChecked({"openssl", "x509", "-req", "-in", csr, "-CA", issuer->certFile(), "-CAkey", issuer->keyFile(),
+                    "-set_serial", std::to_string(std::random_device{}() | 1u), "-days", "1", "-copy_extensions",
+                    "copy", "-out", certFile()});
+    }
+    if (spec.traditionalKey) {
+        runChecked({"openssl", "pkey", "-in", keyFile(), "-traditional", "-out", dir_ + "/key.traditional"});
+        std::filesystem::rename(dir_ + "/key.traditional", keyFile());
+    }
+}
+
+TestCert::~TestCert() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+}
+
+std::string TestCert::certPem() const { return readAll(certFile()); }
+std::string TestCert::keyPem() const { return readAll(keyFile()); }
+
+KubeApiTestServer::KubeApiTestServer(const TestCert& cert, std::string token, const TestCert* clientCa)
+    : token_(std::move(token)),
+      server_(cert.certFile().c_str(), cert.keyFile().c_str(), clientCa ? clientCa->certFile().c_str() : nullptr) {
     if (!server_.is_valid()) throw Error("test API server: cannot load certificate " + cert.certFile());
     server_.Get("/api/v1/nodes", [this](const httplib::Request& req, httplib::Response& res) {
-        if (!authorized(req, res)) return;
+        if (!authorized(req, noteTls(req), res)) return;
         if (req.get_param_value("watch") != "true") {
             std::lock_guard lock(mutex_);
             ++lists_;
@@ -80,8 +108,31 @@ KubeApiTestServer::~KubeApiTestServer() {
     thread_.join();
 }
 
-bool KubeApiTestServer::authorized(const httplib::Request& req, httplib::Response& res) {
+KubeApiTestServer::TlsSeen KubeApiTestServer::noteTls(const httplib::Request& req) {
+    TlsSeen seen;
+    if (req.ssl) {
+        seen.version = SSL_get_version(req.ssl);
+        const char* sni = SSL_get_servername(req.ssl, TLSEXT_NAMETYPE_host_name);
+        seen.serverName = sni ? sni : "";
+        if (X509* peer = SSL_get0_peer_certificate(req.ssl); peer && SSL_get_verify_result(req.ssl) == X509_V_OK) {
+            char name[256];
+            X509_NAME_oneline(X509_get_subject_name(peer), name, sizeof name);
+            seen.clientSubject = name;
+        }
+    }
+    std::lock_guard lock(mutex_);
+    lastTls_ = seen;
+    return seen;
+}
+
+KubeApiTestServer::TlsSeen KubeApiTestServer::lastTls() const {
+    std::lock_guard lock(mutex_);
+    return lastTls_;
+}
+
+bool KubeApiTestServer::authorized(const httplib::Request& req, const TlsSeen& tls, httplib::Response& res) {
     if (req.get_header_value("Authorization") == "Bearer " + token_) return true;
+    if (!tls.clientSubject.empty()) return true;  // verified against clientCa by the handshake
     std::lock_guard lock(mutex_);
     ++unauthorized_;
     res.status = 401;

@@ -21,26 +21,46 @@
 
 namespace kovs::test {
 
-// A self-signed certificate for 127.0.0.1 made with the openssl binary, in a
-// temp dir removed on destruction.
-class SelfSignedCert {
+// What TestCert makes: the key type, the names, how the key is written.
+struct CertSpec {
+    enum class Key { EcP256, Rsa2048 };
+    Key key = Key::EcP256;
+    std::string commonName = "127.0.0.1";
+    std::string subjectAltName = "IP:127.0.0.1";  // "" for none
+    // PKCS#1 / SEC1 PEM ("BEGIN RSA PRIVATE KEY", as kubeadm writes kind's
+    // keys) instead of OpenSSL 3's default PKCS#8 ("BEGIN PRIVATE KEY").
+    bool traditionalKey = false;
+};
+
+// A certificate and its key made with the openssl binary, in a temp dir
+// removed on destruction: self-signed (a CA of its own), or issued by another
+// TestCert as kubeadm issues the API server's and the users' certificates.
+class TestCert {
 public:
-    SelfSignedCert();
-    ~SelfSignedCert();
+    explicit TestCert(const CertSpec& spec = {}, const TestCert* issuer = nullptr);
+    ~TestCert();
+    TestCert(const TestCert&) = delete;
+    TestCert& operator=(const TestCert&) = delete;
     std::string certFile() const { return dir_ + "/cert.pem"; }
     std::string keyFile() const { return dir_ + "/key.pem"; }
     std::string certPem() const;
+    std::string keyPem() const;
     const std::string& dir() const { return dir_; }
 
 private:
     std::string dir_;
 };
+// The server certificate of most tests: EC P-256, self-signed for 127.0.0.1.
+using SelfSignedCert = TestCert;
 
 class KubeApiTestServer {
 public:
-    KubeApiTestServer(const SelfSignedCert& cert, std::string token);
+    // With `clientCa`, the TLS handshake requires a client certificate issued
+    // by it, and such a certificate authenticates a request without a token.
+    KubeApiTestServer(const TestCert& cert, std::string token, const TestCert* clientCa = nullptr);
     ~KubeApiTestServer();
 
+    int port() const { return port_; }
     std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
 
     // What GET /api/v1/nodes returns from now on.
@@ -59,8 +79,17 @@ public:
     // Query parameters of the n-th watch request (0-based).
     std::map<std::string, std::string> watchParams(size_t n) const;
 
+    // What the TLS layer saw of the latest request.
+    struct TlsSeen {
+        std::string version;        // "TLSv1.2"
+        std::string serverName;     // SNI, "" when none was sent
+        std::string clientSubject;  // "/CN=..." of a verified client certificate, else ""
+    };
+    TlsSeen lastTls() const;
+
 private:
-    bool authorized(const httplib::Request& req, httplib::Response& res);
+    bool authorized(const httplib::Request& req, const TlsSeen& tls, httplib::Response& res);
+    TlsSeen noteTls(const httplib::Request& req);
 
     std::string token_;
     httplib::SSLServer server_;
@@ -74,6 +103,7 @@ private:
     std::vector<std::map<std::string, std::string>> watchParams_;
     int lists_ = 0;
     int unauthorized_ = 0;
+    TlsSeen lastTls_;
     bool stopping_ = false;
 };
 

@@ -1,6 +1,6 @@
 // HttpResponseParser on byte streams cut at every position, and KubeHttpClient
 // against a scripted plain-HTTP server on loopback (the TLS side is covered by
-// integration_tunnel's Kubernetes API test server).
+// integration_peers: KubeTlsTest and the Kubernetes API test server).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>

@@ -76,6 +76,38 @@ TEST(KubeNode, ListSkipsOwnNodeAndNodesWithoutAddress) {
     EXPECT_EQ(l.peers.at("peer").nodeIP, "172.18.0.3");
 }
 
+// parseNodeList drops the members it does not read while parsing; the ones
+// it reads come through wherever same-named members sit around them.
+TEST(KubeNode, ListOfKindShapedNodes) {
+    json kindNode = {
+        {"kind", "Node"},
+        {"apiVersion", "v1"},
+        {"metadata",
+         {{"name", "kind-worker"},
+          {"resourceVersion", "88"},
+          {"labels", {{"kubernetes.io/hostname", "kind-worker"}, {"name", "not-this"}}},
+          {"annotations", {{"node.alpha.kubernetes.io/ttl", "0"}}},
+          {"managedFields", json::array({{{"manager", "kubelet"}, {"fieldsV1", {{"f:status", json::object()}}}}})}}},
+        {"spec",
+         {{"podCIDR", "10.244.1.0/24"},
+          {"podCIDRs", {"10.244.1.0/24"}},
+          {"providerID", "kind://docker/kind/kind-worker"},
+          {"taints", json::array({{{"key", "k"}, {"effect", "NoSchedule"}, {"type", "x"}}})}}},
+        {"status",
+         {{"addresses", json::array({{{"type", "Hostname"}, {"address", "kind-worker"}},
+                                     {{"type", "InternalIP"}, {"address", "172.18.0.3"}}})},
+          {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}, {"address", "1.2.3.4"}}})},
+          {"images", json::array({{{"names", {"registry.k8s.io/pause:3.9"}}, {"sizeBytes", 1}}})},
+          {"nodeInfo", {{"kubeletVersion", "v1.29.2"}, {"name", "x"}}}}}};
+    json list = {{"kind", "NodeList"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", "90"}}},
+                 {"items", {kindNode}}};
+    auto l = parseNodeList(list.dump(), "");
+    EXPECT_EQ(l.resourceVersion, "90");
+    ASSERT_EQ(l.peers.size(), 1u);
+    EXPECT_EQ(l.peers.at("kind-worker").nodeIP, "172.18.0.3");
+    EXPECT_EQ(l.peers.at("kind-worker").podCIDRs, std::vector<std::string>{"10.244.1.0/24"});
+}
+
 TEST(KubeNode, BadListsAreErrors) {
     EXPECT_THROW(parseNodeList("", ""), Error);
     EXPECT_THROW(parseNodeList("{\"kind\":\"NodeList\"", ""), Error);
