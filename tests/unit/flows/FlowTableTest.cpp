@@ -92,19 +92,19 @@ TEST(FlowTable, OnePeerWithTwoPodCidrsIsAcceptedOnceOnTheTunnel) {
 TEST(FlowTable, RejectsUnusableInputs) {
     auto noTunnel = twoNodeInputs();
     noTunnel.tunnelOfport = -1;
-    EXPECT_THROW(FlowTable::render(noTunnel).flows, kovs::Error);
+    EXPECT_THROW(FlowTable::render(noTunnel), kovs::Error);
     auto badMac = twoNodeInputs();
     badMac.gateway.mac = "0a:58:0a:f4:01";
-    EXPECT_THROW(FlowTable::render(badMac).flows, kovs::Error);
+    EXPECT_THROW(FlowTable::render(badMac), kovs::Error);
     auto badCidr = twoNodeInputs();
     badCidr.remotes[0].cidr = "10.244.2.0/40";
-    EXPECT_THROW(FlowTable::render(badCidr).flows, kovs::Error);
+    EXPECT_THROW(FlowTable::render(badCidr), kovs::Error);
     auto injected = twoNodeInputs();
     injected.remotes[0].nodeIP = "172.18.0.3,actions=drop";
-    EXPECT_THROW(FlowTable::render(injected).flows, kovs::Error);
+    EXPECT_THROW(FlowTable::render(injected), kovs::Error);
     auto noLocal = twoNodeInputs();
     noLocal.localCidr.clear();
-    EXPECT_THROW(FlowTable::render(noLocal).flows, kovs::Error);
+    EXPECT_THROW(FlowTable::render(noLocal), kovs::Error);
 }
 
 // One pod's row in OVSDB (written by kovs-cni, or by anyone with access to
