@@ -5,15 +5,14 @@
 # (<= 10 MiB RSS, <= 0.5 % of a core), with ovs-vswitchd and ovsdb-server as
 # context. Measured twice in one run, once per peer source:
 #
-#  file        peers from the peers file, the setting the issue states the
-#              target for.
+#  file        peers from the peers file (context: tests, non-Kubernetes use).
 #  kubernetes  the same agents restarted with peers from the Kubernetes API,
-#              as in a kind cluster: kube_api_mock.py in the underlay
-#              namespace serves a NodeList of the same peers over HTTPS
-#              (self-signed certificate, bearer token), then a chunked watch
-#              carrying a bookmark every few seconds. The agent then loads
-#              and initialises OpenSSL and parses the list, which the file
-#              source never does; these rows are context for kind users.
+#              as in a kind cluster, which is what the target is stated for:
+#              kube_api_mock.py in the underlay namespace serves a NodeList
+#              of the same peers over HTTPS (self-signed certificate, bearer
+#              token), then a chunked watch carrying a bookmark every few
+#              seconds. The agent then initialises TLS and parses the list,
+#              which the file source never does.
 #
 # The peer list holds 3 real nodes and 97 fake ones. The fakes are addresses
 # on one namespace plugged into the underlay bridge, so they answer ARP: each
@@ -216,7 +215,7 @@ measure_idle() {
             target="(context)"
             if [ "$p" = kovs-agent ]; then
                 target="RSS <= 10 MiB: $(verdict "$rss <= 10 * 1024"), CPU <= 0.5 %: $(verdict "$self + $child <= 0.5")"
-                if [ "$source" = kubernetes ]; then target+=" (kubernetes source, context)"; fi
+                if [ "$source" = file ]; then target+=" (peers file, context)"; fi
             fi
             rows+=("$(printf '%-13s %-6s %7.1f %6.1f %6.1f %7.1f %8.3f %9.3f   %s' "$p" "node$n" "$(mib "$rss")" \
                 "$(mib "$(status_kib "$pid" RssAnon)")" "$(mib "$(status_kib "$pid" RssFile)")" \
@@ -238,7 +237,7 @@ measure_idle() {
 }
 
 if [ -n "${measure[file]:-}" ]; then
-    measure_idle file "peers from the file ($peers peers): the issue's target"
+    measure_idle file "peers from the file ($peers peers): context"
 fi
 
 if [ -n "${measure[kubernetes]:-}" ]; then
@@ -257,7 +256,7 @@ if [ -n "${measure[kubernetes]:-}" ]; then
     done
     printf 'all %d agents restarted with peers from the API and ready, %d peers each, %.1f s after the restart\n' \
         "$real_nodes" $(( peers - 1 )) "$(( ($(date +%s%N) - t0) / 1000000 ))e-3"
-    measure_idle kubernetes "peers from the Kubernetes API ($peers nodes, HTTPS, $list_kib KiB NodeList, then a watch): context for kind"
+    measure_idle kubernetes "peers from the Kubernetes API ($peers nodes, HTTPS, $list_kib KiB NodeList, then a watch): the target, as kind users run it"
 fi
 
 echo
