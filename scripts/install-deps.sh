@@ -25,6 +25,8 @@ packages=(
   # the kind-node provider: the test pods' image (static busybox), the kubelet
   # runner's manifest reader, conntrack for the leak checks
   busybox-static python3-yaml conntrack
+  # rebuilds: meson uses ccache by itself when it is installed
+  ccache
 )
 
 if [ "$(id -u)" -ne 0 ]; then
