@@ -160,7 +160,7 @@ protected:
         for (const auto& [key, text] : data) writeFile(dir.path() / "template" / key, text);
         writeFile(dir.path() / "kovs-cni", "#!/bin/sh\nexit 0\n");
         fs::permissions(dir.path() / "kovs-cni", fs::perms::owner_all);
-        env["PATH"] = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+        env.emplace("PATH", std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
         env["KOVS_TEMPLATE_DIR"] = (dir.path() / "template").string();
         env["KOVS_CONFIG_DIR"] = (dir.path() / "etc-kovs").string();
         env["KOVS_CNI_BINARY"] = (dir.path() / "kovs-cni").string();
@@ -268,6 +268,45 @@ TEST_F(KindFiles, InitScriptFillsInThePodCidrAndInstallsPluginThenConflist) {
     for (const auto& e : fs::directory_iterator(dir.path() / "net.d")) {
         EXPECT_EQ(e.path().filename(), "10-kovs.conflist") << "left behind: " << e.path();
     }
+}
+
+// The service-account token goes to the API server, never onto a command
+// line: /proc/PID/cmdline is readable by every user on the node (issue 15,
+// item 5). A stand-in curl records its argv and the headers it was handed
+// (-H @FILE or -H @- for stdin, as curl reads them) and answers with a Node.
+TEST_F(KindFiles, InitScriptKeepsTheTokenOffCurlsCommandLine) {
+    TempDir dir;
+    const std::string token = "eyJhbGciOiJSUzI1NiJ9.secret-token-value";
+    fs::create_directories(dir.path() / "sa");
+    writeFile(dir.path() / "sa/token", token + "\n");
+    writeFile(dir.path() / "sa/ca.crt", "not a real CA\n");
+    fs::create_directories(dir.path() / "bin");
+    writeFile(dir.path() / "bin/curl", R"(#!/bin/bash
+log=$(dirname "$0")/..
+printf '%s\n' "$@" > "$log/curl.argv"
+: > "$log/curl.headers"
+prev=
+for a in "$@"; do
+    if [ "$prev" = -H ] || [ "$prev" = --header ]; then
+        case $a in @-) cat >> "$log/curl.headers" ;; @*) cat "${a#@}" >> "$log/curl.headers" ;; *) printf '%s\n' "$a" >> "$log/curl.headers" ;; esac
+    fi
+    prev=$a
+done
+printf '{"kind": "Node", "metadata": {"name": "kind-worker"}, "spec": {"podCIDR": "10.244.7.0/24"}}\n'
+)");
+    fs::permissions(dir.path() / "bin/curl", fs::perms::owner_all);
+    std::string path = (dir.path() / "bin").string() + ":" + (std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
+    auto r = nodeInit(dir, configMapData(configMap_),
+                      {{"NODE_NAME", "kind-worker"}, {"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
+                       {"KUBERNETES_SERVICE_PORT", "443"}, {"KOVS_SERVICE_ACCOUNT_DIR", (dir.path() / "sa").string()},
+                       {"PATH", path}});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    auto argv = readFile(dir.path() / "curl.argv");
+    EXPECT_NE(argv.find("https://10.96.0.1:443/api/v1/nodes/kind-worker"), std::string::npos) << argv;
+    EXPECT_EQ(argv.find(token), std::string::npos) << "the token is on curl's command line:\n" << argv;
+    EXPECT_NE(readFile(dir.path() / "curl.headers").find("Authorization: Bearer " + token), std::string::npos)
+        << "curl was not given the token as a header";
+    EXPECT_NE(readFile(dir.path() / "etc-kovs/agent.yaml").find("podCIDR: 10.244.7.0/24"), std::string::npos);
 }
 
 TEST_F(KindFiles, InitScriptRejectsBadInputAndInstallsNothing) {
