@@ -21,6 +21,7 @@ TEST(EventLoop, AStopEndsAWaitInProgress) {
     loop.after(1s, [&] { later = true; });
     EXPECT_FALSE(loop.runUntil([] { return false; }, 3s));
     EXPECT_FALSE(later) << "the wait went on after the stop";
+    EXPECT_TRUE(loop.stopped());
 }
 
 // The stop seen during start-up is not forgotten when the agent then enters
