@@ -249,7 +249,7 @@ TEST(HealthServer, AnswersBadRequestsWithTheRightStatus) {
     EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\n"), "");  // closed before the head ended
     EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\nX: " + std::string(9000, 'a') + "\r\n\r\n"),
               "HTTP/1.1 400 Bad Request");
-    // A client that connects and says nothing holds the server for its 2 s read timeout, no longer.
+    // A client that connects and says nothing holds nobody up.
     int idle = connectTo(server.port());
     EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK");
     ::close(idle);
@@ -333,6 +333,27 @@ TEST(HealthServer, AFloodOfIdleConnectionsStillLeavesRoomForAProbe) {
     for (int i = 0; i < 300; ++i) idle.push_back(connectTo(server.port()));
     EXPECT_EQ(probe(server.port(), "/healthz"), "HTTP/1.1 200 OK");
     for (int fd : idle) ::close(fd);
+    lt.join();
+}
+
+// A wedged loop fails every probe with 503 after the loop's 2 s budget, each
+// probe on its own budget: five at once all get their answer within
+// kubelet's 3 s, where answers one after the other would take 10 s.
+TEST(HealthServer, AWedgedLoopFailsEachProbeOnItsOwnBudget) {
+    LoopThread lt;
+    HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
+    lt.start();
+    std::atomic<bool> release{false};
+    lt.loop.post([&] {
+        while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    });
+    std::vector<std::string> got(5);
+    std::vector<std::thread> probes;
+    for (size_t i = 0; i < got.size(); ++i) probes.emplace_back([&, i] { got[i] = probe(server.port(), "/healthz"); });
+    for (auto& t : probes) t.join();
+    release = true;
+    for (const auto& g : got) EXPECT_EQ(g, "HTTP/1.1 503 Service Unavailable");
+    EXPECT_EQ(probe(server.port(), "/healthz"), "HTTP/1.1 200 OK") << "the loop is back";
     lt.join();
 }
 
