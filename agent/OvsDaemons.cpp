@@ -26,7 +26,7 @@ void OvsDaemons::start() {
 void OvsDaemons::releaseUplink() {
     if (config_.uplink.mode == Config::UplinkMode::None) return;
     try {
-        if (tunnel::Uplink(uplinkOptions(config_)).cleanup())
+        if (uplink::Uplink(uplinkOptions(config_)).cleanup())
             spdlog::info("uplink: node addresses handed back to {} before the datapath stops", config_.uplink.interface);
     } catch (const std::exception& e) {
         spdlog::error("uplink: could not hand the node addresses back to {}: {}", config_.uplink.interface, e.what());
