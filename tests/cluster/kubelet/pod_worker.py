@@ -93,6 +93,14 @@ def image_config(ref):
     return json.loads(ctr("content", "get", blob["config"]["digest"]).stdout).get("config", {})
 
 
+def write_json(path, doc):
+    """Atomically (a temp file of this thread's own, renamed into place)."""
+    tmp = f"{path}.{threading.get_ident()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+    os.rename(tmp, path)
+
+
 def now_iso():
     now = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".%03dZ" % (now * 1000 % 1000)
@@ -145,12 +153,11 @@ class PodWorker:
                     "startedAt": self.started_at, "updated": time.time()}
 
     def write_status(self):
-        doc = self.status_doc()
-        tmp = os.path.join(self.status_dir, "status.json.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
-        os.rename(tmp, os.path.join(self.status_dir, "status.json"))
-        self.on_status(doc)
+        # One writer at a time: every container's thread reports.
+        with self.lock:
+            doc = self.status_doc()
+            write_json(os.path.join(self.status_dir, "status.json"), doc)
+            self.on_status(doc)
 
     def on_status(self, doc):
         """Replaced by the runner: mirrors the current pod's status."""

@@ -55,10 +55,10 @@ ds_pod_uid() {
 
 # ds_pod_create N: node N's pod from the DaemonSet's current template.
 ds_pod_create() {
-    local n=$1 name uid tmp chars=bcdfghjklmnpqrstvwxz2456789 i
+    local n=$1 name uid tmp chars=bcdfghjklmnpqrstvwxz2456789
     # The controller's generateName: the DaemonSet's name and 5 characters.
     name="$(jq -r .metadata.name "$(ds_file)")-"
-    for i in 1 2 3 4 5; do name+=${chars:RANDOM % ${#chars}:1}; done
+    for _ in 1 2 3 4 5; do name+=${chars:RANDOM % ${#chars}:1}; done
     uid=$(cat /proc/sys/kernel/random/uuid)
     mkdir -p "$(_pods_dir)"
     tmp=$(mktemp "$(_pods_dir)/.pod.XXXXXX")
@@ -182,13 +182,16 @@ probe_gap() {
 # --- reboots ----------------------------------------------------------------------
 
 _runner_up_since() { [ "$(grep -c "kubelet runner on node$1" "$(kubelet_dir "$1")/kubelet.log")" -gt "$2" ]; }
+# Ready in a pod worker started after SINCE (epoch seconds): the status file
+# of the boot before says Ready too.
+_pod_ready_since() { _pod_status_of "$1" "$2" | jq -e --argjson t "$3" '.ready and .startedAt > $t' >/dev/null; }
 # Waits for node N's runner to have started once more than BEFORE times, then
 # for its pod to be Ready again.
 _node_back() {
-    local n=$1 before=$2
+    local n=$1 before=$2 since=$3
     wait_for "containerd in node $n after its restart" 60 ctr_in "$n" version || return 1
     wait_for "node $n's kubelet runner to start at boot" 60 _runner_up_since "$n" "$before" || return 1
-    wait_for "node $n's kovs pod to be Ready after the restart" 240 _pod_ready_on "$n" "$(ds_pod_uid "$n")" ||
+    wait_for "node $n's kovs pod to be Ready after the restart" 240 _pod_ready_since "$n" "$(ds_pod_uid "$n")" "$since" ||
         { node_debug "$n"; return 1; }
 }
 _runner_starts() { grep -c "kubelet runner on node$1" "$(kubelet_dir "$1")/kubelet.log" || true; }
@@ -196,20 +199,20 @@ _runner_starts() { grep -c "kubelet runner on node$1" "$(kubelet_dir "$1")/kubel
 # node_restart N: `docker restart` of node N (docker stops it: SIGTERM, then
 # SIGKILL after 10 s), and waits until it is back with its kovs pod Ready.
 node_restart() {
-    local n=$1 before; before=$(_runner_starts "$n")
+    local n=$1 before since; before=$(_runner_starts "$n") since=$(date +%s)
     dk restart "$(node_container "$n")" >/dev/null
-    _node_back "$n" "$before"
+    _node_back "$n" "$before" "$since"
 }
 # cluster_reboot: every node stopped, then every node started, as after the
 # Docker host (Docker Desktop's VM, a laptop) rebooted; waits for all of them.
 cluster_reboot() {
-    local n before=()
+    local n before=() since; since=$(date +%s)
     for n in $(seq 1 "$CLUSTER_NODES"); do before[n]=$(_runner_starts "$n"); done
     # shellcheck disable=SC2046
     dk stop $(for n in $(seq 1 "$CLUSTER_NODES"); do node_container "$n"; done) >/dev/null
     # shellcheck disable=SC2046
     dk start $(for n in $(seq 1 "$CLUSTER_NODES"); do node_container "$n"; done) >/dev/null
-    for n in $(seq 1 "$CLUSTER_NODES"); do _node_back "$n" "${before[n]}" || return 1; done
+    for n in $(seq 1 "$CLUSTER_NODES"); do _node_back "$n" "${before[n]}" "$since" || return 1; done
 }
 
 # pod_recreate N P: the runtime bringing test pod P back after node N
@@ -222,7 +225,7 @@ pod_recreate() {
     if in_node "$n" test -s "$cache"; then
         # shellcheck disable=SC2016 # expanded by the node's shell
         in_node "$n" sh -c '
-            cache=$1 id=$2
+            cache=$1 id=$(jq -r .containerId "$1")
             conf=$(jq -r .config "$cache" | base64 -d) result=$(jq -c .result "$cache")
             count=$(printf "%s" "$conf" | jq ".plugins | length")
             i=$((count - 1))
@@ -233,7 +236,7 @@ pod_recreate() {
                     echo "CNI DEL $id: $type failed" >&2
                 i=$((i - 1))
             done
-            rm -f "$cache"' sh "$cache" "$id"
+            rm -f "$cache"' sh "$cache"
     fi
     ctr_in "$n" tasks delete --force "$id" >/dev/null 2>&1 || true
     ctr_in "$n" containers delete "$id" >/dev/null 2>&1 || true
