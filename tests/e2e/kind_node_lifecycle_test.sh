@@ -43,6 +43,7 @@ gaps() {
     echo "pod->pod ${pp} ms, node->node ${nn} ms, API server side->node $(probe_gap "api$n" "$from" "$to") ms"
 }
 # A process of the agent's (or ovs) container, as the node sees it: "pid start-time".
+# shellcheck disable=SC2016 # expanded by the node's shell
 daemon_id() { in_node "$1" sh -c 'p=$(pgrep -x "$0") && echo "$p $(cut -d" " -f22 /proc/$p/stat)"' "$2"; }
 container_pid() { ctr_in "$1" tasks ls | awk -v id="$(container_id "$1" "$2")" '$1 == id {print $2}'; }
 restarts() { pod_status "$1" | jq --arg c "$2" '.containerStatuses[] | select(.name == $c) | .restartCount'; }
