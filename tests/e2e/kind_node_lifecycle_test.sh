@@ -5,6 +5,7 @@
 # own network. 2 nodes, one test pod each; pings every 50 ms run all along:
 # pod -> pod across the nodes, node -> node, and the API server's side (the
 # Docker host) -> each node. Each scenario prints the longest gap of each.
+#  - /healthz answers kubelet's probe while idle connections hold the port;
 #  - the agent container exits (SIGTERM), crashes (SIGABRT), is killed -9, or
 #    is restarted by kubelet for a failed liveness probe: the OVS daemons are
 #    the same processes after it (target: no gap over 1 s);
@@ -54,6 +55,19 @@ _restarted_and_ready() {
 traffic_ok() {
     tcp_ok "$(pod_ip 2 1)" in_pod 1 1 && tcp_ok "$(pod_ip 1 1)" in_pod 2 1
 }
+
+# --- the probes under idle connections ----------------------------------------
+# 8 connections that never send a request, then kubelet's probe with its 3 s
+# timeout (4 such connections used to starve /healthz for 8 s).
+out=$(in_node 1 python3 -c '
+import socket, time, urllib.request
+idle = [socket.create_connection(("127.0.0.1", 9474)) for _ in range(8)]
+t = time.monotonic()
+r = urllib.request.urlopen("http://127.0.0.1:9474/healthz", timeout=3)
+print(r.status, int((time.monotonic() - t) * 1000))') || fail "node 1: /healthz did not answer within 3 s with 8 idle connections open"
+[ "${out% *}" = 200 ] || fail "node 1: /healthz with 8 idle connections open: $out"
+echo "  node 1: /healthz answered in ${out#* } ms with 8 idle connections open"
+pass "the agent's probes answer while idle connections hold the metrics port"
 
 # --- the agent container: exit, crash, kill -9, liveness restart --------------
 # Two ways per node: kubelet's crash-loop back-off is per container (0 s, then 10 s).
