@@ -18,9 +18,6 @@
 #    node has its original address, routes and MAC on eth0 and is reachable.
 export KOVS_PROVIDER=kind-node
 source "$(dirname "$0")/lib.sh"
-for b in busybox socat openssl; do
-    command -v "$b" >/dev/null || { echo "the kind-node provider needs $b (scripts/install-deps.sh installs it); skipped"; exit 77; }
-done
 
 cluster_up 2
 for n in 1 2; do pod_add "$n" 1; done

@@ -12,9 +12,6 @@
 # long the API server's side could not reach it.
 export KOVS_PROVIDER=kind-node
 source "$(dirname "$0")/lib.sh"
-for b in busybox socat openssl; do
-    command -v "$b" >/dev/null || { echo "the kind-node provider needs $b (scripts/install-deps.sh installs it); skipped"; exit 77; }
-done
 
 cluster_up 2
 for n in 1 2; do pod_add "$n" 1; done

@@ -25,6 +25,7 @@
 #include "base/Process.hpp"
 #include "tests/support/OvsSandbox.hpp"
 #include "tests/support/Poll.hpp"
+#include "tests/support/TempDir.hpp"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -44,25 +45,6 @@ std::string readFile(const fs::path& p) {
     ss << f.rdbuf();
     return ss.str();
 }
-
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "kovs-agent-stop.XXXXXX").string();
-        if (!::mkdtemp(tmpl.data())) throw kovs::Error("mkdtemp " + tmpl + ": failed");
-        path_ = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
 
 // One kovs-agent process, its stderr in a file.
 class AgentProcess {
@@ -123,15 +105,15 @@ private:
     Clock::time_point startedAt_, termAt_, exitedAt_;
 };
 
-fs::path writeConfig(const TempDir& dir, const std::string& rundir, const std::string& uplink = "{mode: none}") {
-    auto p = dir.path() / "agent.yaml";
+fs::path writeConfig(const kovs::test::TempDir& dir, const std::string& rundir, const std::string& uplink = "{mode: none}") {
+    auto p = fs::path(dir / "agent.yaml");
     std::ofstream f(p);
     f << "node: {name: stop-test, podCIDR: 10.250.1.0/24}\n"
       << "ovs: {manage: false, rundir: " << rundir << "}\n"
-      << "gateway: {networkdDropinDir: " << (dir.path() / "networkd").string() << "}\n"
+      << "gateway: {networkdDropinDir: " << dir / "networkd" << "}\n"
       << "uplink: " << uplink << "\n"
       << "peers: {source: none}\n"
-      << "statusSocket: " << (dir.path() / "agent.sock").string() << "\n"
+      << "statusSocket: " << dir / "agent.sock" << "\n"
       << "metricsAddress: 127.0.0.1:0\n";
     return p;
 }
@@ -141,9 +123,9 @@ fs::path writeConfig(const TempDir& dir, const std::string& rundir, const std::s
 // The OVS container is not up yet: start-up waits up to 15 s for OVSDB. A
 // SIGTERM then ends that wait and the agent, with status 0 and no error.
 TEST(AgentShutdown, SigtermWhileWaitingForOvsdbEndsTheAgent) {
-    TempDir dir;
-    fs::create_directories(dir.path() / "run");
-    AgentProcess agent(writeConfig(dir, (dir.path() / "run").string()), dir.path() / "agent.log");
+    kovs::test::TempDir dir("kovs-agent-stop");
+    fs::create_directories(dir / "run");
+    AgentProcess agent(writeConfig(dir, dir / "run"), dir / "agent.log");
     // Wait until it is in the OVSDB wait: the client has tried once.
     ASSERT_TRUE(kovs::test::pollUntil([&] { return agent.log().find("reconnecting in") != std::string::npos; }, 10s))
         << agent.log();
@@ -161,8 +143,8 @@ TEST(AgentShutdown, SigtermWhileWaitingForBrPhyEndsTheAgent) {
     kovs::test::OvsSandbox ovs(/*startVswitchd=*/false);
     // No dummy module here (and no modprobe): one end of a veth is eth0.
     kovs::runChecked({"ip", "link", "add", "eth0", "type", "veth", "peer", "name", "eth0-peer"});
-    TempDir dir;
-    AgentProcess agent(writeConfig(dir, ovs.dir(), "{mode: shim, interface: eth0}"), dir.path() / "agent.log");
+    kovs::test::TempDir dir("kovs-agent-stop");
+    AgentProcess agent(writeConfig(dir, ovs.dir(), "{mode: shim, interface: eth0}"), dir / "agent.log");
     ASSERT_TRUE(kovs::test::pollUntil([&] { return ovs.vsctl({"list-br"}).find("br-phy") != std::string::npos; }, 10s))
         << agent.log();
     agent.terminate();
@@ -180,8 +162,8 @@ TEST(AgentShutdown, SigtermAtAnyPointOfStartUpEndsTheAgent) {
     kovs::test::OvsSandbox ovs;
     std::vector<long> stops;
     for (int delayMs : {0, 10, 30, 60, 100, 150, 250, 400, 700, 1200}) {
-        TempDir dir;
-        AgentProcess agent(writeConfig(dir, ovs.dir()), dir.path() / "agent.log");
+        kovs::test::TempDir dir("kovs-agent-stop");
+        AgentProcess agent(writeConfig(dir, ovs.dir()), dir / "agent.log");
         std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
         agent.terminate();
         ASSERT_TRUE(agent.waitExit(30s)) << "SIGTERM after " << delayMs << " ms: no exit\n" << agent.log();
