@@ -62,7 +62,12 @@ void Agent::migrateUplink() {
     waitForDevice(config_.bridge.physical, std::chrono::seconds(15));
     auto opts = uplinkOptions(config_);
     // While it waits for vswitchd, the loop keeps the OVSDB replica current.
-    auto idle = [this] { loop_.runUntil([] { return false; }, std::chrono::milliseconds(10)); };
+    // A SIGTERM meanwhile (a stopped loop no longer waits) ends the migration,
+    // undone, instead of spinning here until its deadline.
+    auto idle = [this] {
+        if (loop_.stopped()) throw Error("stopping");
+        loop_.runUntil([] { return false; }, std::chrono::milliseconds(10));
+    };
     if (uplink::Uplink(opts).migrate(ovsdb_->replica(), idle) == uplink::Uplink::Outcome::Migrated)
         repairs_.record("uplink", fmt::format("{} moved to {} ({})", opts.device, opts.bridge, uplink::modeName(opts.mode)));
 }

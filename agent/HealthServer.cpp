@@ -7,38 +7,41 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
-#include <chrono>
+#include <algorithm>
+#include <climits>
 #include <cstring>
-#include <future>
-#include <optional>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "base/Error.hpp"
-#include "base/WaitReady.hpp"
 
 namespace kovs {
+
+// Filled on the loop thread, drained by the serving thread; shared so that a
+// task still queued on the loop after the server is gone writes into this,
+// not into freed memory.
+struct HealthServer::Answers {
+    std::mutex mutex;
+    std::vector<std::pair<uint64_t, std::string>> ready;  // connection id, HTTP response
+    UniqueFd wake{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
+
+    void push(uint64_t id, std::string response) {
+        {
+            std::lock_guard lock(mutex);
+            ready.emplace_back(id, std::move(response));
+        }
+        uint64_t one = 1;
+        [[maybe_unused]] auto n = ::write(wake.get(), &one, sizeof one);
+    }
+};
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxRequestHead = 8192;
-// Reading a request, and writing its answer, each get this long in all: a
-// client trickling bytes must not hold the (only) serving thread for longer.
+// Reading a request, the loop's answer, and writing it each get this long in
+// all: a client trickling bytes or never reading costs its own answer only.
 constexpr auto kIoBudget = std::chrono::seconds(2);
-
-// Runs fn on the loop and waits for it; nullopt when the loop did not answer in time.
-template <typename T>
-std::optional<T> onLoop(EventLoop& loop, std::function<T()> fn) {
-    auto promise = std::make_shared<std::promise<T>>();
-    auto future = promise->get_future();
-    loop.post([promise, fn] {
-        try {
-            promise->set_value(fn());
-        } catch (...) {
-            promise->set_exception(std::current_exception());
-        }
-    });
-    if (future.wait_for(std::chrono::seconds(2)) != std::future_status::ready) return std::nullopt;
-    return future.get();
-}
 
 const char* reason(int status) {
     switch (status) {
@@ -51,22 +54,17 @@ const char* reason(int status) {
     }
 }
 
-}  // namespace
-
-void HealthServer::sendAll(int conn, std::string_view data) const {
-    auto deadline = Clock::now() + kIoBudget;
-    while (!data.empty()) {
-        ssize_t n = ::send(conn, data.data(), data.size(), MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno == EAGAIN && waitReady(conn, POLLOUT, stop_.get(), deadline) == WaitResult::Ready) continue;
-        if (n <= 0) return;  // the client went away, or stalled past the budget
-        data.remove_prefix(static_cast<size_t>(n));
-    }
+std::string response(int status, const std::string& body, const std::string& type = "text/plain") {
+    return "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\nContent-Type: " + type +
+           "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
 }
 
+}  // namespace
+
 HealthServer::HealthServer(EventLoop& loop, const std::string& address, HealthHandlers handlers)
-    : loop_(loop), handlers_(std::move(handlers)), stop_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
-    if (!stop_) throwErrno("eventfd");
+    : loop_(loop), handlers_(std::move(handlers)), stop_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      answers_(std::make_shared<Answers>()) {
+    if (!stop_ || !answers_->wake) throwErrno("eventfd");
     auto colon = address.rfind(':');
     std::string host = colon == std::string::npos ? "" : address.substr(0, colon);
     std::string port = colon == std::string::npos ? "" : address.substr(colon + 1);
@@ -87,7 +85,9 @@ HealthServer::HealthServer(EventLoop& loop, const std::string& address, HealthHa
         UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
         int one = 1;
         if (fd) setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (fd && ::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd.get(), 16) == 0) {
+        // A backlog deep enough that a burst of connections waits in the
+        // kernel for acceptAll() instead of having its SYNs dropped.
+        if (fd && ::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd.get(), 128) == 0) {
             listen_ = std::move(fd);
         } else {
             why = std::strerror(errno);
@@ -110,73 +110,173 @@ HealthServer::~HealthServer() {
 }
 
 void HealthServer::serve() {
+    std::vector<pollfd> fds;
     while (true) {
-        pollfd fds[2] = {{listen_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
-        if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
-        if (fds[1].revents) return;
-        if (!fds[0].revents) continue;
-        UniqueFd conn(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-        if (conn) {
-            answer(conn.get());
-        } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-            // The connection stays queued and the socket readable: pause
-            // instead of spinning until descriptors or memory free up.
-            pollfd stop = {stop_.get(), POLLIN, 0};
-            ::poll(&stop, 1, 100);
+        fds.clear();
+        fds.push_back({stop_.get(), POLLIN, 0});
+        fds.push_back({answers_->wake.get(), POLLIN, 0});
+        bool acceptNow = Clock::now() >= acceptPausedUntil_;
+        fds.push_back({acceptNow ? listen_.get() : -1, POLLIN, 0});
+        auto next = acceptNow ? Clock::time_point::max() : acceptPausedUntil_;
+        for (auto& c : connections_) {
+            short events = c.state == Connection::State::Reading ? POLLIN : c.state == Connection::State::Writing ? POLLOUT : 0;
+            fds.push_back({c.fd.get(), events, 0});
+            next = std::min(next, c.deadline);
         }
+        int timeout = -1;
+        if (next != Clock::time_point::max()) {
+            auto ms = std::chrono::ceil<std::chrono::milliseconds>(next - Clock::now()).count();
+            timeout = static_cast<int>(std::clamp<long long>(ms, 0, INT_MAX));
+        }
+        if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) return;
+        if (fds[0].revents) return;
+        if (fds[1].revents) takeAnswers();
+        // fds[3...] are connections_ in order; new ones are appended after them.
+        size_t i = 3;
+        for (auto& c : connections_) {
+            if (i >= fds.size()) break;
+            short got = fds[i++].revents;
+            if (!got || !c.fd) continue;
+            if (c.state == Connection::State::Reading) read(c);
+            else if (c.state == Connection::State::Writing) write(c);
+            else if (got & (POLLHUP | POLLERR)) c.fd.reset();  // left while the loop answers
+        }
+        if (fds[2].revents) acceptAll();
+        expire();
+        connections_.remove_if([](const Connection& c) { return !c.fd; });
     }
 }
 
-void HealthServer::answer(int conn) {
-    auto deadline = Clock::now() + kIoBudget;
-    std::string head;
+void HealthServer::acceptAll() {
+    while (true) {
+        UniqueFd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+        if (!fd) {
+            // Out of descriptors or memory: the connection stays queued and the
+            // socket readable; pause instead of spinning until that passes.
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                acceptPausedUntil_ = Clock::now() + std::chrono::milliseconds(100);
+            return;
+        }
+        size_t open = static_cast<size_t>(std::count_if(connections_.begin(), connections_.end(),
+                                                        [](const Connection& c) { return bool(c.fd); }));
+        if (open >= kMaxConnections) {
+            // Full: the oldest connection that has not sent its request makes
+            // room (a probe sends its request as soon as it connects).
+            auto oldest = std::find_if(connections_.begin(), connections_.end(), [](const Connection& c) {
+                return c.fd && c.state == Connection::State::Reading;
+            });
+            if (oldest == connections_.end()) continue;  // all busy with answers: drop the new one
+            oldest->fd.reset();
+        }
+        connections_.push_back(Connection{nextId_++, std::move(fd), Connection::State::Reading, Clock::now() + kIoBudget, {}, 0});
+    }
+}
+
+void HealthServer::read(Connection& c) {
     char buf[2048];
-    while (head.find("\r\n\r\n") == std::string::npos && head.size() <= kMaxRequestHead) {
-        ssize_t n = ::recv(conn, buf, sizeof buf, 0);
+    while (c.data.find("\r\n\r\n") == std::string::npos && c.data.size() <= kMaxRequestHead) {
+        ssize_t n = ::recv(c.fd.get(), buf, sizeof buf, 0);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno == EAGAIN && waitReady(conn, POLLIN, stop_.get(), deadline) == WaitResult::Ready) continue;
-        if (n <= 0) return;  // closed, failed, out of time, or the server is stopping
-        head.append(buf, static_cast<size_t>(n));
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // more later
+        if (n <= 0) {
+            c.fd.reset();  // closed or failed before the head ended
+            return;
+        }
+        c.data.append(buf, static_cast<size_t>(n));
     }
-
-    Reply reply = route(head);
-    std::string out = "HTTP/1.1 " + std::to_string(reply.status) + " " + reason(reply.status) +
-                      "\r\nContent-Type: " + reply.type + "\r\nContent-Length: " + std::to_string(reply.body.size()) +
-                      "\r\nConnection: close\r\n\r\n" + reply.body;
-    sendAll(conn, out);
+    dispatch(c);
 }
 
-HealthServer::Reply HealthServer::route(const std::string& head) {
+void HealthServer::dispatch(Connection& c) {
+    const std::string& head = c.data;
     size_t end = head.find("\r\n\r\n");
-    if (end == std::string::npos || end > kMaxRequestHead) return {400, "request headers too long\n"};
+    if (end == std::string::npos || end > kMaxRequestHead) return reply(c, response(400, "request headers too long\n"));
     // "GET /metrics?x HTTP/1.1"
     std::string_view line = std::string_view(head).substr(0, head.find("\r\n"));
     size_t sp1 = line.find(' ');
     size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-    if (sp2 == std::string_view::npos || line.substr(sp2 + 1).rfind("HTTP/1.", 0) != 0) return {400, "bad request\n"};
+    if (sp2 == std::string_view::npos || line.substr(sp2 + 1).rfind("HTTP/1.", 0) != 0)
+        return reply(c, response(400, "bad request\n"));
     std::string_view method = line.substr(0, sp1);
     std::string_view path = line.substr(sp1 + 1, sp2 - sp1 - 1);
     path = path.substr(0, path.find('?'));
-    if (method != "GET") return {405, "only GET is served here\n"};
-    try {
-        if (path == "/healthz") {
-            bool alive = onLoop<bool>(loop_, [] { return true; }).has_value();
-            return {alive ? 200 : 503, alive ? "ok\n" : "event loop not responding\n"};
+    if (method != "GET") return reply(c, response(405, "only GET is served here\n"));
+    if (path == "/healthz") return ask(c, Query::Healthz);
+    if (path == "/readyz") return ask(c, Query::Readyz);
+    if (path == "/metrics") return ask(c, Query::Metrics);
+    reply(c, response(404, "not found: /healthz, /readyz and /metrics are served here\n"));
+}
+
+// The answer is computed on the loop and comes back through answers_; until
+// then the connection waits (and the others go on being served).
+void HealthServer::ask(Connection& c, Query q) {
+    c.state = Connection::State::Answering;
+    c.deadline = Clock::now() + kIoBudget;
+    c.data.clear();
+    loop_.post([answers = answers_, handlers = handlers_, id = c.id, q] {
+        std::string out;
+        try {
+            if (q == Query::Healthz) {
+                out = response(200, "ok\n");
+            } else if (q == Query::Readyz) {
+                auto why = handlers.ready();
+                out = why.empty() ? response(200, "ready\n") : response(503, why + "\n");
+            } else {
+                out = response(200, handlers.metrics(), "text/plain; version=0.0.4");
+            }
+        } catch (const std::exception& e) {
+            // A handler that threw (out of memory, say) costs this answer, not the agent.
+            out = response(500, std::string("internal error: ") + e.what() + "\n");
         }
-        if (path == "/readyz") {
-            auto why = onLoop<std::string>(loop_, handlers_.ready);
-            bool ok = why && why->empty();
-            return {ok ? 200 : 503, ok ? "ready\n" : (why ? *why : "event loop not responding") + "\n"};
-        }
-        if (path == "/metrics") {
-            auto text = onLoop<std::string>(loop_, handlers_.metrics);
-            return {text ? 200 : 503, text ? *text : "event loop not responding\n", "text/plain; version=0.0.4"};
-        }
-    } catch (const std::exception& e) {
-        // A handler that threw (out of memory, say) costs this answer, not the agent.
-        return {500, std::string("internal error: ") + e.what() + "\n"};
+        answers->push(id, std::move(out));
+    });
+}
+
+void HealthServer::takeAnswers() {
+    uint64_t n;
+    while (::read(answers_->wake.get(), &n, sizeof n) > 0) {
     }
-    return {404, "not found: /healthz, /readyz and /metrics are served here\n"};
+    std::vector<std::pair<uint64_t, std::string>> ready;
+    {
+        std::lock_guard lock(answers_->mutex);
+        ready.swap(answers_->ready);
+    }
+    for (auto& [id, text] : ready) {
+        auto c = std::find_if(connections_.begin(), connections_.end(), [id = id](const Connection& x) { return x.id == id; });
+        // Ids are never reused: an answer for a connection that left or timed out is dropped.
+        if (c != connections_.end() && c->fd && c->state == Connection::State::Answering) reply(*c, std::move(text));
+    }
+}
+
+void HealthServer::reply(Connection& c, std::string text) {
+    c.state = Connection::State::Writing;
+    c.deadline = Clock::now() + kIoBudget;
+    c.data = std::move(text);
+    c.sent = 0;
+    write(c);
+}
+
+void HealthServer::write(Connection& c) {
+    while (c.sent < c.data.size()) {
+        ssize_t n = ::send(c.fd.get(), c.data.data() + c.sent, c.data.size() - c.sent, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // the rest when writable
+        if (n <= 0) break;                                               // the client went away
+        c.sent += static_cast<size_t>(n);
+    }
+    c.fd.reset();  // one request per connection: done
+}
+
+void HealthServer::expire() {
+    auto now = Clock::now();
+    for (auto& c : connections_) {
+        if (!c.fd || now < c.deadline) continue;
+        if (c.state == Connection::State::Answering) {
+            reply(c, response(503, "event loop not responding\n"));
+        } else {
+            c.fd.reset();  // a request or an answer that did not get through in time
+        }
+    }
 }
 
 }  // namespace kovs

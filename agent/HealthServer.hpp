@@ -2,15 +2,26 @@
 // /healthz, /readyz and /metrics over plain HTTP/1.1, on a thread of its own.
 // Every answer is computed on the agent's event loop (the request is posted
 // there), so a wedged loop makes /healthz fail — which is what liveness
-// probes are for. One request per connection, one connection at a time:
-// the clients are the kubelet's probes and a Prometheus scraper. A client
-// gets 2 s in all to send its request and 2 s to take the answer, so a slow
-// or silent one cannot hold the probes off for long, nor the agent's exit. Hand-written
-// instead of cpp-httplib, whose shared library initialises OpenSSL when it is
-// loaded — a fifth of the agent's memory target (docs/benchmarks.md).
+// probes are for. One request per connection.
+//
+// The clients are kubelet's probes and a Prometheus scraper, but anything on
+// the node can connect: connections are served side by side (one poll over
+// all of them), each gets 2 s in all to send its request, the loop 2 s to
+// answer it (else 503) and the client 2 s to take the answer. At most
+// kMaxConnections are open; a new one beyond that closes the oldest that
+// has not sent its request yet. So idle or trickling connections, however
+// many, never keep a probe from its answer (issue 15: 4 idle connections used
+// to hold the old one-at-a-time server past kubelet's 3 s probe timeout).
+//
+// Hand-written instead of cpp-httplib, whose shared library initialises
+// OpenSSL when it is loaded — a fifth of the agent's memory target
+// (docs/benchmarks.md).
+#include <chrono>
+#include <cstdint>
 #include <functional>
+#include <list>
+#include <memory>
 #include <string>
-#include <string_view>
 #include <thread>
 
 #include "base/EventLoop.hpp"
@@ -25,6 +36,8 @@ struct HealthHandlers {
 
 class HealthServer {
 public:
+    static constexpr size_t kMaxConnections = 64;
+
     // address: "host:port" (port 0: any free port). Throws kovs::Error when it cannot bind.
     HealthServer(EventLoop& loop, const std::string& address, HealthHandlers handlers);
     ~HealthServer();
@@ -33,22 +46,39 @@ public:
 
     int port() const { return port_; }
 
+    // Answers computed on the loop, handed back to the serving thread.
+    struct Answers;
+
 private:
-    struct Reply {
-        int status;
-        std::string body;
-        std::string type = "text/plain";
+    using Clock = std::chrono::steady_clock;
+    enum class Query { Healthz, Readyz, Metrics };
+    struct Connection {
+        uint64_t id;
+        UniqueFd fd;
+        enum class State { Reading, Answering, Writing } state = State::Reading;
+        Clock::time_point deadline;
+        std::string data;  // the request head while reading, the answer while writing
+        size_t sent = 0;
     };
 
     void serve();
-    void answer(int conn);
-    Reply route(const std::string& head);
-    void sendAll(int conn, std::string_view data) const;
+    void acceptAll();
+    void read(Connection& c);
+    void write(Connection& c);
+    void dispatch(Connection& c);
+    void ask(Connection& c, Query q);
+    void takeAnswers();
+    void expire();
+    void reply(Connection& c, std::string response);
 
     EventLoop& loop_;
     HealthHandlers handlers_;
     UniqueFd listen_;
     UniqueFd stop_;  // eventfd
+    std::shared_ptr<Answers> answers_;
+    std::list<Connection> connections_;  // oldest first
+    uint64_t nextId_ = 1;
+    Clock::time_point acceptPausedUntil_{};
     std::thread thread_;
     int port_ = 0;
 };

@@ -52,6 +52,12 @@ void EventLoop::cancel(TimerId id) {
     }
 }
 
+void EventLoop::stop() {
+    stopped_ = true;
+    uint64_t one = 1;  // wakes an epoll_wait in progress (stop from another thread)
+    [[maybe_unused]] auto n = ::write(wake_.get(), &one, sizeof one);
+}
+
 void EventLoop::post(Task task) {
     {
         std::lock_guard lock(postedMutex_);
@@ -102,13 +108,13 @@ void EventLoop::runOnce(int timeoutMs) {
 }
 
 void EventLoop::run() {
-    stopped_ = false;
     while (!stopped_) runOnce(msUntilNextTimer());
 }
 
 bool EventLoop::runUntil(const std::function<bool()>& done, Clock::duration timeout) {
     auto deadline = Clock::now() + timeout;
     while (!done()) {
+        if (stopped_) return false;
         auto left = deadline - Clock::now();
         if (left <= Clock::duration::zero()) return done();
         int leftMs = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <atomic>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -40,8 +41,14 @@ public:
     // Runs until stop(); returns after the iteration in which stop() was called.
     void run();
     // Runs until `done()` is true or the deadline passes; returns done().
+    // A stopped loop runs nothing more: the wait gives up at once (false
+    // unless done() already holds), so a SIGTERM during a start-up step
+    // that waits here ends that step instead of its timeout.
     bool runUntil(const std::function<bool()>& done, Clock::duration timeout);
-    void stop() { post([this] { stopped_ = true; }); }
+    // Thread-safe and final: a loop once stopped stays stopped, so a stop
+    // seen inside a start-up wait is not forgotten by the run() after it.
+    void stop();
+    bool stopped() const { return stopped_; }
 
 private:
     void runOnce(int timeoutMs);
@@ -56,7 +63,7 @@ private:
     TimerId nextTimer_ = 1;
     std::mutex postedMutex_;
     std::vector<Task> posted_;
-    bool stopped_ = false;
+    std::atomic<bool> stopped_{false};
 };
 
 }  // namespace kovs

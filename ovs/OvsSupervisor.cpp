@@ -4,7 +4,9 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/syscall.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +26,15 @@ namespace fs = std::filesystem;
 namespace {
 
 bool alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
+
+bool accepts(const std::string& socketPath) {
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    if (socketPath.size() >= sizeof a.sun_path) return false;
+    socketPath.copy(a.sun_path, sizeof a.sun_path - 1);
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    return fd && ::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+}
 
 }  // namespace
 
@@ -74,8 +85,19 @@ void OvsSupervisor::start() {
     for (Proc* p : {&db_, &vs_}) {
         if (adopt(*p)) continue;
         cleanStale(*p);
+        if (p == &vs_) waitForDbSocket();
         spawn(*p);
     }
+}
+
+// ovs-vswitchd that finds no db.sock retries only after a second (its
+// reconnect back-off), and that second is the datapath's whole start: every
+// pod of a node restarted with its kovs pod waits for it.
+void OvsSupervisor::waitForDbSocket() {
+    auto path = opts_.rundir + "/db.sock";
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!accepts(path) && alive(db_.pid) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
 bool OvsSupervisor::adopt(Proc& p) {

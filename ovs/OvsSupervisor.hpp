@@ -81,6 +81,7 @@ private:
     std::vector<std::string> argv(const Proc& p) const;
     bool adopt(Proc& p);
     void cleanStale(const Proc& p);
+    void waitForDbSocket();
     void spawn(Proc& p);
     void watch(Proc& p);
     void onExit(Proc& p);

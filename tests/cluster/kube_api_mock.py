@@ -25,11 +25,26 @@ auth, the real server's JSON shapes and status codes:
       resourceVersion 0 starts with an ADDED event per node; a version older
       than the oldest event kept gets the real server's 410 Gone ERROR event.
 
+With --objects DIR, also the pods and ConfigMaps a kubelet reads, from JSON
+files DIR/<namespace>/<pods|configmaps>/<name>.json that the caller writes
+(renamed into place) and removes: the kind-node provider's stand-in for the
+DaemonSet controller creates and deletes its pods there
+(tests/cluster/lib/kind-node-lifecycle.sh), and its kubelet runner reads them
+over the node's network as kubelet does:
+
+  GET /api/v1/pods?fieldSelector=spec.nodeName=NAME
+      a v1 PodList of the pods bound to that node (kubelet's list; it then
+      watches, the runner lists again instead).
+  GET /api/v1/namespaces/NS/configmaps/NAME
+      that ConfigMap (configMap volumes), or the real server's 404.
+
 A request without `Authorization: Bearer <the token>` gets the API server's 401
 Status; other paths 404, other methods 405.
 
-Left out of the real API: every resource but nodes (no pods, DaemonSets,
-Services, leases, events), writes of any kind, label and field selectors,
+Left out of the real API: every resource but nodes, pods and ConfigMaps (no
+DaemonSets, Services, leases, events), watches of pods, writes of any kind
+(pod status stays with the kubelet runner), label selectors and every field
+selector but spec.nodeName on pods,
 pagination (limit/continue), protobuf and table output, RBAC and real token
 review (one shared token stands for every service account), and resource
 versions other objects would move on (bookmarks stand in for those).
@@ -170,8 +185,9 @@ def status(code, reason, message):
 class Api:
     """The Nodes, their resourceVersions and the events that changed them."""
 
-    def __init__(self, peers, shape, token, bookmark_interval):
+    def __init__(self, peers, shape, token, bookmark_interval, objects=None):
         self.make = kind_node if shape == "kind" else minimal_node
+        self.objects = objects
         self.token = token
         self.bookmark_interval = bookmark_interval
         self.changed = threading.Condition()
@@ -225,6 +241,31 @@ class Api:
             return str(self.rv)
 
 
+    def stored(self, namespace, resource, name=None):
+        """The objects of --objects: one (name given) or all of a resource,
+        in one namespace or (None) every namespace."""
+        if not self.objects or not os.path.isdir(self.objects):
+            return [] if name is None else None
+        found = []
+        for ns in [namespace] if namespace else sorted(os.listdir(self.objects)):
+            d = os.path.join(self.objects, ns, resource)
+            if name:
+                names = [name + ".json"]
+            elif os.path.isdir(d):
+                names = sorted(f for f in os.listdir(d) if f.endswith(".json"))
+            else:
+                names = []
+            for f in names:
+                try:
+                    with open(os.path.join(d, f), encoding="utf-8") as fh:
+                        found.append(json.load(fh))
+                except FileNotFoundError:
+                    pass  # deleted meanwhile
+        if name is not None:
+            return found[0] if found else None
+        return found
+
+
 def watch_peers_file(path, api, server):
     """Re-reads the peers file whenever it changes (write_peers renames a
     complete file into place): nodes join and leave the API through it."""
@@ -271,7 +312,21 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
             return
         url = urlsplit(self.path)
-        m = re.fullmatch(r"/api/v1/nodes/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)", url.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        name = r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?)"
+        if url.path == "/api/v1/pods":
+            self.pods(api, query)
+            return
+        m = re.fullmatch(rf"/api/v1/namespaces/{name}/configmaps/{name}", url.path)
+        if m:
+            cm = api.stored(m[1], "configmaps", m[3])
+            if cm is None:
+                self.send_json(404, {**status(404, "NotFound", f'configmaps "{m[3]}" not found'),
+                                     "details": {"name": m[3], "kind": "configmaps"}})
+            else:
+                self.send_json(200, cm)
+            return
+        m = re.fullmatch(rf"/api/v1/nodes/{name}", url.path)
         if m:
             node = api.node(m[1])
             if node is None:
@@ -283,7 +338,6 @@ class Handler(BaseHTTPRequestHandler):
         if url.path != "/api/v1/nodes":
             self.send_json(404, status(404, "NotFound", "the server could not find the requested resource"))
             return
-        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         if query.get("watch") in ("true", "1"):
             self.watch(api, query)
         else:
@@ -294,6 +348,16 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(405, status(405, "MethodNotAllowed", "the server does not allow this method"))
 
     do_PUT = do_PATCH = do_DELETE = do_POST
+
+    def pods(self, api, query):
+        selector = query.get("fieldSelector", "")
+        node = selector[len("spec.nodeName="):] if selector.startswith("spec.nodeName=") else None
+        if query.get("watch") in ("true", "1") or (selector and node is None):
+            self.send_json(400, status(400, "BadRequest", f"not implemented here: watch or fieldSelector '{selector}'"))
+            return
+        items = [p for p in api.stored(None, "pods") if node is None or p.get("spec", {}).get("nodeName") == node]
+        self.send_json(200, {"kind": "PodList", "apiVersion": "v1",
+                             "metadata": {"resourceVersion": api.next_rv()}, "items": items})
 
     def list(self, api):
         # Chunked, like the real server for any list larger than its buffer.
@@ -412,6 +476,7 @@ def main():
     p.add_argument("--watch-peers", action="store_true",
                    help="follow changes of the peers file: nodes join and leave, watchers get the events")
     p.add_argument("--node-shape", choices=("kind", "minimal"), default="kind")
+    p.add_argument("--objects", help="directory of pods and ConfigMaps to serve (<ns>/<resource>/<name>.json)")
     p.add_argument("--bookmark-interval", type=float, default=5.0, help="seconds between BOOKMARK events")
     p.add_argument("--ready-file", help="written once the socket listens")
     p.add_argument("--parent", type=int, help="exit when this process is gone")
@@ -423,7 +488,7 @@ def main():
             token = f.read().strip()
         if not token:
             sys.exit(f"kube_api_mock: {a.token_file}: empty token")
-        api = Api(read_peers(a.peers), a.node_shape, token, a.bookmark_interval)
+        api = Api(read_peers(a.peers), a.node_shape, token, a.bookmark_interval, a.objects)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(a.cert, a.key)
         log = open(a.log, "a", encoding="utf-8") if a.log else sys.stderr  # open for the process's life

@@ -8,9 +8,6 @@
 # conntrack entry of a pod address but those the kernel expires by itself.
 export KOVS_PROVIDER=kind-node
 source "$(dirname "$0")/lib.sh"
-for b in busybox socat openssl; do
-    command -v "$b" >/dev/null || { echo "the kind-node provider needs $b (scripts/install-deps.sh installs it); skipped"; exit 77; }
-done
 per_node=${KOVS_CHURN_PODS_PER_NODE:-25}
 half=$(( per_node / 2 ))
 

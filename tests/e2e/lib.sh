@@ -12,6 +12,11 @@ if [ "${KOVS_PROVIDER:-netns}" = docker ] || [ "${KOVS_PROVIDER:-netns}" = kind-
         command -v "$b" >/dev/null || { echo "the docker provider needs $b (scripts/install-deps.sh installs it); skipped"; exit 77; }
     done
 fi
+if [ "${KOVS_PROVIDER:-netns}" = kind-node ]; then
+    for b in busybox socat openssl; do
+        command -v "$b" >/dev/null || { echo "the kind-node provider needs $b (scripts/install-deps.sh installs it); skipped"; exit 77; }
+    done
+fi
 # shellcheck source=../cluster/lib/cluster.sh
 source "$root/tests/cluster/lib/cluster.sh"
 # shellcheck source=../cluster/lib/checks.sh

@@ -1,478 +1,194 @@
 #!/usr/bin/env python3
-"""A kubelet-shaped runner: one node's copy of a DaemonSet pod, run through containerd.
+"""A kubelet-shaped runner: the pods the API server binds to this node, run through containerd.
 
-  kovs_kubelet.py --node NAME --pod POD.json --dir DIR --api-token F --api-ca F
-                  --service-host IP --service-port PORT
+  kovs_kubelet.py --node NAME --api-server https://HOST:PORT --api-token F --api-ca F
+                  --dir DIR --service-host IP --service-port PORT
 
 Test harness, not product (tests/cluster/lib/kind-node-cluster.sh starts it in
-every node, as kind's nodes run kubelet). POD.json comes from manifests.py,
-which has already refused every field this file does not implement. Like
-kubelet for that pod it:
-  - makes the volumes: hostPath with its type's checks (DirectoryOrCreate makes
-    the directory, CharDevice must be one, ...), configMap (kubelet's atomic
-    writer layout: ..data -> timestamped directory, one symlink per key),
-    emptyDir (one per pod, kept across container restarts), and the projected
-    service account volume (token, ca.crt, namespace) every container gets at
-    /var/run/secrets/kubernetes.io/serviceaccount;
-  - runs the init containers one after the other, each until it exits 0, then
-    all containers, each through `ctr run` with the spec's command/args (over
-    the image's ENTRYPOINT/CMD as Kubernetes defines), env (+ the kubernetes
-    Service variables kubelet injects, the downward API fields), the volume
-    mounts with their propagation as containerd's CRI maps them (None ->
-    rprivate, HostToContainer -> rslave, after checking the source is a
-    shared or slave mount), the capabilities (the runtime's defaults, less
-    drop, plus add), hostNetwork (the node's network and UTS namespaces);
-  - restartPolicy Always: a container that exits is started again after
-    kubelet's back-off (0 s, then 10 s doubling to 300 s; reset after 10 min);
-  - probes: startupProbe, then livenessProbe and readinessProbe, httpGet with
-    periodSeconds, timeoutSeconds, failureThreshold, successThreshold and
-    initialDelaySeconds; a failed startup or liveness probe kills the
-    container (SIGTERM, SIGKILL after terminationGracePeriodSeconds) and it
-    is restarted; a container is ready after its readiness probe passes, the
-    pod Ready when every container is;
-  - on SIGTERM, deletes the pod: every container stopped with the grace period.
-It writes the pod's status (kubelet's PodStatus, as JSON) to DIR/status.json
-after every change, its events to DIR/kubelet.log, container logs under
-DIR/logs/<container>/<restart>.log (kubelet: /var/log/pods/...).
+every node, and the node starts it again when it boots, as kind's nodes run
+kubelet). Like kubelet it:
+  - lists its pods from the API server, over the node's own network
+    (GET /api/v1/pods?fieldSelector=spec.nodeName=NAME every LIST_INTERVAL;
+    kubelet lists once and then watches, which tells it within milliseconds),
+    and the ConfigMaps they mount; while the API server cannot be reached it
+    keeps running what it has and says so;
+  - starts a pod worker (pod_worker.py) for every pod that appears, and
+    deletes every pod that is gone from the list: its containers stopped with
+    the grace period, then its sandbox;
+  - at start, removes the containers and sandboxes of its last run (a node
+    that rebooted has their records but not their tasks), as kubelet's
+    garbage collection does, and runs the pods the API server still binds
+    to it again, from their init containers on.
+The pods' fields were checked against what pod_worker.py implements when the
+manifests were rendered (manifests.py); the API server here is
+tests/cluster/kube_api_mock.py, fed by the stand-in for the DaemonSet
+controller (tests/cluster/lib/kind-node-lifecycle.sh).
 
-Not emulated: the API server's view of the pod (nothing posts status
-anywhere but the file), scheduling and the DaemonSet controller (the harness
-starts one runner per node), image pulls (images are loaded), resource
-requests and cgroup limits, a pod sandbox (containers share no IPC namespace),
-and ctr's default spec differs from CRI's in a tmpfs on /run.
+Status: each pod's (kubelet's PodStatus, as JSON) in DIR/pods/<uid>/status.json,
+and the newest pod's also in DIR/status.json; events in DIR/kubelet.log.
+
+Not emulated: pod status written back to the API server (the status files
+stand for it), watches, scheduling and the DaemonSet controller (the harness
+creates and deletes the pods), image pulls (images are loaded), resource
+requests and cgroup limits, a sandbox for pods that do not share their PID
+namespace, and ctr's default spec differs from CRI's in a tmpfs on /run. After
+a reboot kubelet keeps a pod's restart counts, this runner starts them at 0.
 """
 
 import argparse
 import http.client
 import json
 import os
-import random
 import signal
-import string
+import ssl
 import subprocess
 import sys
 import threading
 import time
-import uuid
+import urllib.parse
 
-DEFAULT_CAPS = {"CHOWN", "DAC_OVERRIDE", "FSETID", "FOWNER", "MKNOD", "NET_RAW", "SETGID", "SETUID", "SETFCAP",
-                "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "KILL", "AUDIT_WRITE"}
-SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-BACKOFF_INITIAL, BACKOFF_MAX = 10.0, 300.0
+from pod_worker import RUNNER_LABEL, PodWorker, ctr, now_iso, write_json
 
-
-def normalized_image(ref):
-    """The reference as containerd stores it (kubelet's images are named like
-    that: kovs:dev is docker.io/library/kovs:dev), as Docker's reference
-    normalisation makes it."""
-    name, _, digest = ref.partition("@")
-    first = name.split("/", 1)[0]
-    if "/" not in name:
-        name = "docker.io/library/" + name
-    elif not ("." in first or ":" in first or first == "localhost"):
-        name = "docker.io/" + name
-    if not digest and ":" not in name.rsplit("/", 1)[-1]:
-        name += ":latest"
-    return name + ("@" + digest if digest else "")
-
-
-def now_iso():
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+# Polling stands in for kubelet's watch: short, so that what a pod
+# replacement costs is kovs's, not the poll's.
+LIST_INTERVAL = 0.2
 
 
 class Kubelet:
     def __init__(self, a):
-        with open(a.pod, encoding="utf-8") as f:
-            self.pod = json.load(f)
         self.node = a.node
         self.dir = a.dir
-        self.spec = self.pod["spec"]
-        self.namespace = self.pod["namespace"]
-        self.uid = str(uuid.uuid4())
-        suffix = "".join(random.choice(string.ascii_lowercase + string.digits) for _ in range(5))
-        self.name = f"{self.pod['daemonSet']}-{suffix}"
-        self.pod_dir = f"/var/lib/kubelet/pods/{self.uid}"
-        self.service = (a.service_host, a.service_port)
+        api = urllib.parse.urlsplit(a.api_server)
+        self.api_host, self.api_port = api.hostname, api.port or 443
         self.token_file, self.ca_file = a.api_token, a.api_ca
+        self.service = (a.service_host, a.service_port)
         self.host_ip = a.host_ip
-        self.grace = int(self.spec.get("terminationGracePeriodSeconds", 30))
-        self.lock = threading.RLock()
+        self.tls = ssl.create_default_context(cafile=a.api_ca)
         self.stopping = threading.Event()
+        self.lock = threading.Lock()
+        self.workers = {}      # uid -> PodWorker
+        self.current = None    # uid of the newest pod: its status is DIR/status.json
+        self.last_error = None
         self.log_file = open(os.path.join(self.dir, "kubelet.log"), "a", encoding="utf-8", buffering=1)
-        self.phase = "Pending"
-        self.started_at = time.time()
-        self.init_status = [self.new_status(c) for c in self.spec.get("initContainers", [])]
-        self.status = [self.new_status(c) for c in self.spec["containers"]]
-        self.mounts = {}
-        self.running = {}    # container name -> (ctr run process, container id)
-
-    @staticmethod
-    def new_status(c):
-        return {"name": c["name"], "image": c["image"], "state": "waiting", "reason": "PodInitializing",
-                "containerID": None, "restartCount": 0, "ready": False, "started": False, "lastExit": None}
 
     def event(self, what):
-        print(f"{now_iso()} {self.name}: {what}", file=self.log_file, flush=True)
+        print(f"{now_iso()} {what}", file=self.log_file, flush=True)
 
-    def write_status(self):
-        with self.lock:
-            ready = self.phase == "Running" and all(s["ready"] for s in self.status)
-            doc = {"name": self.name, "namespace": self.namespace, "uid": self.uid, "nodeName": self.node,
-                   "phase": self.phase, "ready": ready, "initContainerStatuses": self.init_status,
-                   "containerStatuses": self.status, "startedAt": self.started_at, "updated": time.time()}
-            tmp = os.path.join(self.dir, "status.json.tmp")
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(doc, f, indent=1)
-            os.rename(tmp, os.path.join(self.dir, "status.json"))
+    # --- the API server, over the node's network -------------------------------
 
-    # --- volumes -------------------------------------------------------------
-
-    def volume_path(self, plugin, name):
-        path = f"{self.pod_dir}/volumes/kubernetes.io~{plugin}/{name}"
-        os.makedirs(path, exist_ok=True)
-        return path
-
-    def atomic_write(self, path, files):
-        """kubelet's AtomicWriter: the payload in a timestamped directory,
-        ..data pointing at it, and a symlink per key through ..data."""
-        stamp = time.strftime("..%Y_%m_%d_%H_%M_%S.") + str(random.randint(0, 10**9))
-        os.makedirs(os.path.join(path, stamp))
-        for key, text in files.items():
-            with open(os.path.join(path, stamp, key), "w", encoding="utf-8") as f:
-                f.write(text)
-            os.chmod(os.path.join(path, stamp, key), 0o644)
-        os.symlink(stamp, os.path.join(path, "..data_tmp"))
-        os.rename(os.path.join(path, "..data_tmp"), os.path.join(path, "..data"))
-        for key in files:
-            os.symlink(os.path.join("..data", key), os.path.join(path, key))
-
-    def prepare_volumes(self):
-        for v in self.spec.get("volumes", []):
-            name = v["name"]
-            if "hostPath" in v:
-                self.mounts[name] = self.host_path(v["hostPath"], name)
-            elif "configMap" in v:
-                path = self.volume_path("configmap", name)
-                self.atomic_write(path, self.pod["configMaps"][v["configMap"]["name"]])
-                self.mounts[name] = path
-            elif "emptyDir" in v:
-                self.mounts[name] = self.volume_path("empty-dir", name)
-            else:
-                raise RuntimeError(f"volume {name}: no source the runner implements")
-        # The projected service account volume (automountServiceAccountToken).
-        path = self.volume_path("projected", "kube-api-access-" + self.uid[:5])
+    def get(self, path):
         with open(self.token_file, encoding="utf-8") as f:
             token = f.read().strip()
-        with open(self.ca_file, encoding="utf-8") as f:
-            ca = f.read()
-        self.atomic_write(path, {"token": token, "ca.crt": ca, "namespace": self.namespace})
-        self.sa_path = path
-
-    def host_path(self, hp, name):
-        import stat as st
-        path, kind = hp["path"], hp.get("type", "")
-        what = f"volume {name}: hostPath {path} (type {kind or 'unset'})"
-        exists = os.path.lexists(path)
-        mode = os.stat(path).st_mode if exists else 0
-        if kind == "DirectoryOrCreate" and not exists:
-            os.makedirs(path, mode=0o755)
-        elif kind == "FileOrCreate" and not exists:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            open(path, "a").close()
-        elif kind in ("Directory", "DirectoryOrCreate") and not st.S_ISDIR(mode):
-            raise RuntimeError(f"{what}: not a directory")
-        elif kind == "File" and not st.S_ISREG(mode):
-            raise RuntimeError(f"{what}: not a file")
-        elif kind == "Socket" and not st.S_ISSOCK(mode):
-            raise RuntimeError(f"{what}: not a socket")
-        elif kind == "CharDevice" and not st.S_ISCHR(mode):
-            raise RuntimeError(f"{what}: not a character device")
-        elif kind == "BlockDevice" and not st.S_ISBLK(mode):
-            raise RuntimeError(f"{what}: not a block device")
-        return os.path.realpath(path)
-
-    @staticmethod
-    def shared_or_slave(src):
-        """containerd CRI's check for HostToContainer: the mount holding src
-        propagates (shared or slave), else the mount would never see new ones."""
-        best, fields = "", []
-        with open("/proc/self/mountinfo", encoding="utf-8") as f:
-            for line in f:
-                parts = line.split()
-                point = parts[4]
-                if (src == point or src.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
-                    best, fields = point, parts[6:parts.index("-")]
-        if not any(x.startswith(("shared:", "master:")) for x in fields):
-            raise RuntimeError(f"path {src} is mounted on {best} but it is not a shared or slave mount")
-
-    # --- one container ---------------------------------------------------------
-
-    def env(self, c):
-        host, port = self.service
-        out = {"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port,
-               "KUBERNETES_SERVICE_PORT_HTTPS": port, "KUBERNETES_PORT": f"tcp://{host}:{port}",
-               f"KUBERNETES_PORT_{port}_TCP": f"tcp://{host}:{port}", f"KUBERNETES_PORT_{port}_TCP_PROTO": "tcp",
-               f"KUBERNETES_PORT_{port}_TCP_PORT": port, f"KUBERNETES_PORT_{port}_TCP_ADDR": host}
-        fields = {"spec.nodeName": self.node, "metadata.name": self.name, "metadata.namespace": self.namespace,
-                  "metadata.uid": self.uid, "spec.serviceAccountName": self.spec.get("serviceAccountName", "default"),
-                  "status.hostIP": self.host_ip, "status.podIP": self.host_ip}
-        for e in c.get("env", []):
-            out[e["name"]] = fields[e["valueFrom"]["fieldRef"]["fieldPath"]] if "valueFrom" in e else str(e.get("value", ""))
-        return out
-
-    def argv(self, c):
-        cfg = self.pod["imageConfig"].get(c["image"], {})
-        entrypoint, cmd = cfg.get("Entrypoint") or [], cfg.get("Cmd") or []
-        if "command" in c:
-            return c["command"] + c.get("args", [])
-        return entrypoint + (c["args"] if "args" in c else cmd)
-
-    def ctr_run_args(self, c, cid, log):
-        args = ["ctr", "--namespace", "k8s.io", "run", "--rm", "--log-uri", "file://" + log,
-                "--net-host", "--with-ns", "uts:/proc/1/ns/uts"]
-        caps = c.get("securityContext", {}).get("capabilities", {})
-        drop = {x.upper() for x in caps.get("drop", [])}
-        final = (set() if "ALL" in drop else DEFAULT_CAPS - drop) | {x.upper() for x in caps.get("add", [])}
-        args += [f"--cap-add=CAP_{x}" for x in sorted(final - DEFAULT_CAPS)]
-        args += [f"--cap-drop=CAP_{x}" for x in sorted(DEFAULT_CAPS - final)]
-        for k, v in self.env(c).items():
-            args += ["--env", f"{k}={v}"]
-        mounts = [(SA_DIR, self.sa_path, True, "None")]
-        for m in c.get("volumeMounts", []):
-            mounts.append((m["mountPath"], self.mounts[m["name"]], m.get("readOnly", False), m.get("mountPropagation", "None")))
-        # Shallow paths first, as CRI sorts them, so no mount hides another.
-        for dst, src, ro, prop in sorted(mounts, key=lambda m: m[0].rstrip("/").count("/")):
-            if prop == "HostToContainer":
-                self.shared_or_slave(src)
-            opts = ["rbind", "rslave" if prop == "HostToContainer" else "rprivate", "ro" if ro else "rw"]
-            args += ["--mount", f"type=bind,src={src},dst={dst},options={':'.join(opts)}"]
-        if c.get("workingDir"):
-            args += ["--cwd", c["workingDir"]]
-        return args + [normalized_image(c["image"]), cid] + self.argv(c)
-
-    def run_once(self, c, st, on_start=None):
-        """Starts the container and waits for it; returns its exit code.
-        on_start(proc, cid) runs once it started (probes)."""
-        with self.lock:
-            attempt = st["restartCount"]
-            cid = f"{self.name}-{c['name']}-{attempt}"
-            logdir = os.path.join(self.dir, "logs", c["name"])
-            os.makedirs(logdir, exist_ok=True)
-            log = os.path.join(logdir, f"{attempt}.log")
+        conn = http.client.HTTPSConnection(self.api_host, self.api_port, context=self.tls, timeout=5)
         try:
-            args = self.ctr_run_args(c, cid, log)
-        except (RuntimeError, OSError) as e:
-            self.event(f"Failed: container {c['name']}: {e}")
-            with self.lock:
-                st.update(state="waiting", reason="CreateContainerError", message=str(e))
-            self.write_status()
-            return None
-        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=open(log + ".ctr", "a", encoding="utf-8"))
-        with self.lock:
-            st.update(state="running", reason=None, containerID=cid, startedAt=now_iso(), started=False, ready=False)
-            st.pop("message", None)
-            self.running[c["name"]] = (proc, cid)
-        self.event(f"Started container {c['name']} ({cid}): {' '.join(self.argv(c))}")
-        self.write_status()
-        if on_start:
-            on_start(c, st, proc, cid)
-        code = proc.wait()
-        with self.lock:
-            self.running.pop(c["name"], None)
-            st.update(state="terminated", ready=False, started=False,
-                      lastExit={"exitCode": code, "finishedAt": now_iso(), "finishedAtUnix": time.time(),
-                                "reason": "Completed" if code == 0 else "Error"})
-        self.event(f"container {c['name']} ({cid}) exited with {code}")
-        self.write_status()
-        return code
-
-    def kill(self, name, why, grace=None):
-        """SIGTERM, then SIGKILL after the grace period, as kubelet kills a container."""
-        with self.lock:
-            entry = self.running.get(name)
-        if not entry:
-            return
-        proc, cid = entry
-        grace = self.grace if grace is None else grace
-        self.event(f"Killing container {name} ({cid}) with a grace period of {grace}s: {why}")
-        subprocess.run(["ctr", "--namespace", "k8s.io", "tasks", "kill", "--signal", "SIGTERM", cid],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            self.event(f"container {name} ({cid}) outlived its grace period: SIGKILL")
-            subprocess.run(["ctr", "--namespace", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", cid],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            proc.wait()
-
-    # --- probes ----------------------------------------------------------------
-
-    def probe_once(self, c, probe):
-        get = probe["httpGet"]
-        port = get["port"]
-        if isinstance(port, str) and not port.isdigit():
-            port = next(p["containerPort"] for p in c.get("ports", []) if p.get("name") == port)
-        conn = http.client.HTTPConnection(get.get("host", self.host_ip), int(port),
-                                          timeout=probe.get("timeoutSeconds", 1))
-        try:
-            conn.request("GET", get.get("path", "/"), headers={"User-Agent": "kube-probe/1.27"})
-            code = conn.getresponse().status
-            return 200 <= code < 400, f"HTTP probe failed with statuscode: {code}"
-        except OSError as e:
-            return False, f'Get "http://{get.get("host", self.host_ip)}:{port}{get.get("path", "/")}": {e}'
+            conn.request("GET", path, headers={"Authorization": "Bearer " + token, "Accept": "application/json",
+                                               "User-Agent": f"kubelet/v1.27 ({self.node})"})
+            r = conn.getresponse()
+            body = r.read()
+            if r.status != 200:
+                raise RuntimeError(f"GET {path}: {r.status} {body[:200].decode(errors='replace')}")
+            return json.loads(body)
         finally:
             conn.close()
 
-    def prober(self, c, st, proc, cid):
-        """The container's probes until it exits: startup first, then liveness
-        and readiness, each on its own period."""
-        probes = {k: c[k] for k in ("startupProbe", "livenessProbe", "readinessProbe") if k in c}
-        if "readinessProbe" not in probes:
-            with self.lock:
-                st.update(ready=True, readyAtUnix=time.time())
-        if "startupProbe" not in probes:
-            with self.lock:
-                st["started"] = True
-        self.write_status()
+    def list_pods(self):
+        q = urllib.parse.urlencode({"fieldSelector": f"spec.nodeName={self.node}"})
+        return self.get(f"/api/v1/pods?{q}")["items"]
 
-        def loop():
-            count = {k: [0, 0] for k in probes}   # consecutive successes, failures
-            due = {k: time.monotonic() + p.get("initialDelaySeconds", 0) for k, p in probes.items()}
-            while proc.poll() is None and not self.stopping.is_set():
-                with self.lock:
-                    started = st["started"]
-                active = ["startupProbe"] if not started else [k for k in probes if k != "startupProbe"]
-                active = [k for k in active if k in probes]
-                if not active:
-                    if proc.wait() is not None:
-                        return
-                for k in active:
-                    if time.monotonic() < due[k]:
-                        continue
-                    p = probes[k]
-                    due[k] = time.monotonic() + p.get("periodSeconds", 10)
-                    ok, msg = self.probe_once(c, p)
-                    s, f = count[k]
-                    count[k] = [s + 1, 0] if ok else [0, f + 1]
-                    if not ok:
-                        self.event(f"{k[:-5].capitalize()} probe failed for {c['name']}: {msg}")
-                    if k == "startupProbe":
-                        if ok:
-                            with self.lock:
-                                st["started"] = True
-                            self.write_status()
-                        elif count[k][1] >= p.get("failureThreshold", 3):
-                            threading.Thread(target=self.kill, args=(c["name"], "failed startup probe"), daemon=True).start()
-                            return
-                    elif k == "livenessProbe" and count[k][1] >= p.get("failureThreshold", 3):
-                        threading.Thread(target=self.kill, args=(c["name"], "failed liveness probe"), daemon=True).start()
-                        return
-                    elif k == "readinessProbe":
-                        with self.lock:
-                            was = st["ready"]
-                            if ok and count[k][0] >= p.get("successThreshold", 1):
-                                if not st["ready"]:
-                                    st["readyAtUnix"] = time.time()
-                                st["ready"] = True
-                            elif not ok and count[k][1] >= p.get("failureThreshold", 3):
-                                st["ready"] = False
-                            changed = was != st["ready"]
-                        if changed:
-                            self.event(f"container {c['name']} {'ready' if st['ready'] else 'not ready'}")
-                            self.write_status()
-                time.sleep(0.2)
+    def config_maps(self, pod):
+        out = {}
+        ns = pod["metadata"]["namespace"]
+        for v in pod["spec"].get("volumes", []):
+            if "configMap" in v:
+                name = v["configMap"]["name"]
+                out[name] = self.get(f"/api/v1/namespaces/{ns}/configmaps/{name}").get("data", {})
+        return out
 
-        threading.Thread(target=loop, daemon=True).start()
+    # --- pods ----------------------------------------------------------------------
 
-    # --- the pod -----------------------------------------------------------------
+    def mirror(self, uid, doc):
+        with self.lock:
+            if uid == self.current:
+                write_json(os.path.join(self.dir, "status.json"), doc)
 
-    def backoff_wait(self, c, st, state):
-        """kubelet's crash-loop back-off before restarting a container."""
-        delay, last = state
-        now = time.monotonic()
-        if last is not None and now - last > 2 * BACKOFF_MAX:
-            delay = None
-        wait = 0.0 if delay is None else delay
-        nxt = BACKOFF_INITIAL if delay is None else min(delay * 2, BACKOFF_MAX)
-        if wait:
-            with self.lock:
-                st.update(state="waiting", reason="CrashLoopBackOff",
-                          message=f"back-off {int(wait)}s restarting failed container={c['name']} pod={self.name}")
-            self.event(f"Back-off {int(wait)}s restarting failed container {c['name']}")
-            self.write_status()
-            if self.stopping.wait(wait):
-                return None
-        return (nxt, time.monotonic())
+    def start_pod(self, pod):
+        uid = pod["metadata"]["uid"]
+        worker = PodWorker(pod, self.config_maps(pod), self.node, self.dir, self.service,
+                           self.token_file, self.ca_file, self.host_ip, self.event)
+        worker.on_status = lambda doc, uid=uid: self.mirror(uid, doc)
+        with self.lock:
+            self.workers[uid] = worker
+            self.current = uid
+        self.event(f"SyncLoop ADD: pod {pod['metadata']['namespace']}/{pod['metadata']['name']} (uid {uid})")
+        threading.Thread(target=worker.run, daemon=True).start()
 
-    def run_container(self, c, st):
-        backoff = (None, None)
-        while not self.stopping.is_set():
-            self.run_once(c, st, self.prober)
-            if self.stopping.is_set():
-                return
-            with self.lock:
-                st["restartCount"] += 1
-            backoff = self.backoff_wait(c, st, backoff)
-            if backoff is None:
-                return
+    def delete_pod(self, uid):
+        with self.lock:
+            worker = self.workers.pop(uid)
+        self.event(f"SyncLoop DELETE: pod {worker.namespace}/{worker.name} (uid {uid})")
+        threading.Thread(target=worker.delete, daemon=True).start()
+
+    def sync_once(self):
+        try:
+            pods = {p["metadata"]["uid"]: p for p in self.list_pods()}
+            for uid, pod in pods.items():
+                if uid not in self.workers:
+                    self.start_pod(pod)
+        except (OSError, RuntimeError, ValueError, KeyError, ssl.SSLError) as e:
+            # Unreachable or failing: keep what runs, as kubelet does.
+            if str(e) != self.last_error:
+                self.event(f"cannot sync pods with the API server https://{self.api_host}:{self.api_port}: {e}")
+            self.last_error = str(e)
+            return
+        if self.last_error:
+            self.event("pods in sync with the API server again")
+            self.last_error = None
+        for uid in [u for u in self.workers if u not in pods]:
+            self.delete_pod(uid)
+
+    def gc(self):
+        """Containers and sandboxes of the runner's last run on this node
+        (their tasks died with it, or with the node)."""
+        stale = ctr("containers", "ls", "-q", f'labels."{RUNNER_LABEL}"', check=False).stdout.split()
+        for cid in stale:
+            ctr("tasks", "delete", "--force", cid, check=False)
+            ctr("containers", "delete", cid, check=False)
+        if stale:
+            self.event(f"removed {len(stale)} containers of an earlier run: {' '.join(stale)}")
 
     def run(self):
-        self.write_status()
-        self.event(f"pod {self.namespace}/{self.name} (uid {self.uid}) on {self.node} from {self.pod['source']}")
-        try:
-            self.prepare_volumes()
-        except (RuntimeError, OSError, KeyError) as e:
-            self.event(f"FailedMount: {e}")
-            with self.lock:
-                for s in self.init_status + self.status:
-                    s.update(reason="ContainerCreating", message=f"FailedMount: {e}")
-            self.write_status()
-            self.stopping.wait()
-            return
-        for c, st in zip(self.spec.get("initContainers", []), self.init_status):
-            backoff = (None, None)
-            while not self.stopping.is_set():
-                if self.run_once(c, st) == 0:
-                    break
-                with self.lock:
-                    st["restartCount"] += 1
-                backoff = self.backoff_wait(c, st, backoff)
-                if backoff is None:
-                    break
-            if self.stopping.is_set():
-                return
-        with self.lock:
-            self.phase = "Running"
-        threads = [threading.Thread(target=self.run_container, args=(c, st), daemon=True)
-                   for c, st in zip(self.spec["containers"], self.status)]
-        for t in threads:
-            t.start()
-        self.stopping.wait()
+        # At boot containerd may not be up yet.
+        while not self.stopping.is_set() and ctr("version", check=False).returncode != 0:
+            self.stopping.wait(0.2)
+        self.gc()
+        self.event(f"kubelet runner on {self.node}: pods from https://{self.api_host}:{self.api_port}")
+        while not self.stopping.is_set():
+            self.sync_once()
+            self.stopping.wait(LIST_INTERVAL)
 
-    def delete(self):
-        """Pod deletion: every running container stopped with the grace period."""
+    def shutdown(self):
+        """SIGTERM (the harness tearing down): every pod deleted as if the API
+        server had deleted it."""
         self.stopping.set()
         with self.lock:
-            names = list(self.running)
-        killers = [threading.Thread(target=self.kill, args=(n, "pod deleted")) for n in names]
-        for t in killers:
-            t.start()
-        for t in killers:
+            uids = list(self.workers)
+        threads = []
+        for uid in uids:
+            with self.lock:
+                worker = self.workers.pop(uid)
+            threads.append(threading.Thread(target=worker.delete))
+            threads[-1].start()
+        for t in threads:
             t.join()
-        with self.lock:
-            self.phase = "Succeeded"
-        self.write_status()
-        self.event("pod deleted")
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--node", required=True)
-    p.add_argument("--pod", required=True, help="the pod, from manifests.py")
-    p.add_argument("--dir", required=True, help="status, events and container logs go here")
+    p.add_argument("--api-server", required=True, help="https://HOST:PORT, the address kubelet's kubeconfig names")
     p.add_argument("--api-token", required=True)
     p.add_argument("--api-ca", required=True)
+    p.add_argument("--dir", required=True, help="status, events and container logs go here")
     p.add_argument("--service-host", required=True, help="the kubernetes Service's address")
     p.add_argument("--service-port", required=True)
     p.add_argument("--host-ip", help="status.hostIP (default: the node's address on eth0's network)")
@@ -485,7 +201,7 @@ def main():
     done = threading.Event()
 
     def on_term(*_):
-        threading.Thread(target=lambda: (k.delete(), done.set()), daemon=True).start()
+        threading.Thread(target=lambda: (k.shutdown(), done.set()), daemon=True).start()
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)

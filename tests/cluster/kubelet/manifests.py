@@ -1,27 +1,29 @@
 #!/usr/bin/env python3
-"""Renders the pod that the kovs DaemonSet runs on every node, for kovs_kubelet.py.
+"""Renders the kovs DaemonSet and the ConfigMaps its pods mount, for the kind-node provider.
 
-  manifests.py DIR_OR_FILE --image IMAGE --image-config JSON --out POD.json
+  manifests.py DIR_OR_FILE --image IMAGE --daemonset DS.json --objects DIR
 
 DIR_OR_FILE is what `kubectl apply -k` / `-f` takes: kind/manifests, or
-kind/overlays/companion, whose kustomization.yaml builds on it. No kubectl or
-kustomize binary exists here, so this does the part of `kubectl kustomize`
-that the shipped kustomizations use: `resources` (files and directories) and
+kind/overlays/companion, whose kustomization.yaml builds on it. No kustomize
+binary is needed here, so this does the part of `kubectl kustomize` that the
+shipped kustomizations use: `resources` (files and directories) and
 `patches` by `path`, applied as strategic merge patches: maps merge key by key,
 the lists Kubernetes merges by a key are merged by it (containers,
 initContainers, env, volumes by name; volumeMounts by mountPath; ports by
-containerPort), any other list is replaced. Any other kustomization field, or
-a `$patch` directive, is refused.
+containerPort), an item of such a list with `$patch: delete` removes the
+base's item of that key, any other list is replaced. Any other kustomization
+field, or any other `$patch` directive, is refused.
 
 Then every field of the DaemonSet is checked against ALLOWED below, the fields
-kovs_kubelet.py implements (or accepts knowingly: each says why it has no
-effect here). Anything else stops the run with the field's path, so the
-manifests cannot grow a field that this runner silently ignores.
+the kubelet runner (pod_worker.py) implements (or accepts knowingly: each says
+why it has no effect here). Anything else stops the run with the field's
+path, so the manifests cannot grow a field that the runner silently ignores.
 
-The output holds the pod template's spec and metadata, the data of every
-ConfigMap it mounts, and the image's config (ENTRYPOINT/CMD, as kubelet learns
-it from the runtime), with IMAGE in place of the manifests' kovs:dev as
-`kind/kovs-kind --image` substitutes it.
+Written: DS.json, the DaemonSet with IMAGE in place of the manifests' kovs:dev
+(as `kind/kovs-kind --image` substitutes it), from which the stand-in for the
+DaemonSet controller makes each node's pod (kind-node-lifecycle.sh); and
+DIR/<namespace>/configmaps/<name>.json for every ConfigMap its pods mount, as
+the mock API server serves them (kube_api_mock.py --objects DIR).
 """
 
 import argparse
@@ -56,7 +58,8 @@ def strategic_merge(base, patch, path):
         out = dict(base)
         for k, v in patch.items():
             if k.startswith("$"):
-                raise ManifestError(f"{path}.{k}: strategic merge directives are not implemented")
+                raise ManifestError(f"{path}.{k}: strategic merge directives are not implemented here "
+                                    f"(only $patch: delete on an item of a list merged by key)")
             out[k] = strategic_merge(base[k], v, f"{path}.{k}") if k in base else v
         return out
     if isinstance(base, list) and isinstance(patch, list):
@@ -70,6 +73,12 @@ def strategic_merge(base, patch, path):
             if not isinstance(item, dict) or key not in item:
                 raise ManifestError(f"{path}: patch item without its merge key '{key}': {item}")
             at = next((i for i, b in enumerate(base) if isinstance(b, dict) and b.get(key) == item[key]), None)
+            if item.get("$patch") == "delete":
+                if set(item) != {key, "$patch"}:
+                    raise ManifestError(f"{path}[{key}={item[key]}]: $patch: delete takes only the merge key")
+                if at is not None:
+                    used.add(at)   # deleted: neither merged nor kept
+                continue
             if at is None:
                 merged.append(item)
             else:
@@ -146,11 +155,12 @@ ALLOWED = {
     "metadata": {"name": ANY, "namespace": ANY, "labels": "copied to the pod"},
     "spec": {
         "selector": {"matchLabels": "the DaemonSet controller's: checked against the template's labels"},
-        "updateStrategy": {"type": {"RollingUpdate"}, "rollingUpdate": {"maxUnavailable": "rollouts: none here"}},
+        "updateStrategy": {"type": {"RollingUpdate"}, "rollingUpdate": {"maxUnavailable": {1}}},  # ds_rollout: one node at a time
         "template": {
             "metadata": {"labels": "copied to the pod", "annotations": "copied to the pod"},
             "spec": {
                 "serviceAccountName": ANY,
+                "shareProcessNamespace": ANY,   # a sandbox task holds the PID namespace the containers join
                 "hostNetwork": {True},  # the CNI's own pod cannot wait for a pod network
                 "dnsPolicy": {"ClusterFirstWithHostNet", "Default"},   # no cluster DNS here: the node's resolv.conf
                 "priorityClassName": "eviction order: no eviction here",
@@ -186,7 +196,8 @@ def check(value, allowed, path):
             raise ManifestError(f"{path}: {value!r} is not implemented here (only {sorted(map(str, allowed))})")
 
 
-def render(source, image, image_config):
+def render(source, image):
+    """The checked DaemonSet (image substituted) and the ConfigMaps its pods mount."""
     docs = kustomize(source)
     ds = [d for d in docs if d["kind"] == "DaemonSet"]
     if len(ds) != 1:
@@ -200,7 +211,7 @@ def render(source, image, image_config):
             raise ManifestError(f"DaemonSet.spec.selector.matchLabels.{k}: the template's labels do not match")
     spec = template["spec"]
     namespace = ds["metadata"].get("namespace", "default")
-    config_maps = {}
+    config_maps = []
     for v in spec.get("volumes", []):
         if "configMap" in v:
             name = v["configMap"]["name"]
@@ -209,33 +220,36 @@ def render(source, image, image_config):
             if len(found) != 1:
                 raise ManifestError(f"DaemonSet.spec.template.spec.volumes[{v['name']}]: ConfigMap {namespace}/{name} "
                                     f"found {len(found)} times in {source}")
-            config_maps[name] = found[0].get("data", {})
+            config_maps.append(found[0])
     for c in spec.get("initContainers", []) + spec["containers"]:
         if c["image"] == MANIFEST_IMAGE:
             c["image"] = image
-    return {"daemonSet": ds["metadata"]["name"], "namespace": namespace,
-            "metadata": template.get("metadata", {}), "spec": spec,
-            "configMaps": config_maps, "imageConfig": {image: image_config}, "source": source}
+    return ds, config_maps
+
+
+def write_json(path, obj):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.rename(path + ".tmp", path)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("source", help="kind/manifests, kind/overlays/companion, or a manifest file")
     p.add_argument("--image", default=MANIFEST_IMAGE, help="the image in place of kovs:dev")
-    p.add_argument("--image-config", default="{}", help="the image's config as JSON ({Entrypoint, Cmd})")
-    p.add_argument("--out", help="write the pod here (default: stdout)")
+    p.add_argument("--daemonset", required=True, help="write the DaemonSet here (JSON)")
+    p.add_argument("--objects", required=True, help="the mock API server's object directory: ConfigMaps go here")
     a = p.parse_args()
     try:
-        pod = render(a.source, a.image, json.loads(a.image_config))
-    except (ManifestError, OSError, yaml.YAMLError, KeyError, json.JSONDecodeError) as e:
+        ds, config_maps = render(a.source, a.image)
+        for cm in config_maps:
+            ns = cm["metadata"].get("namespace", "default")
+            write_json(os.path.join(a.objects, ns, "configmaps", cm["metadata"]["name"] + ".json"), cm)
+        write_json(a.daemonset, ds)
+    except (ManifestError, OSError, yaml.YAMLError, KeyError) as e:
         sys.exit(f"manifests.py: {e}")
-    text = json.dumps(pod, indent=1, sort_keys=True)
-    if a.out:
-        with open(a.out + ".tmp", "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-        os.rename(a.out + ".tmp", a.out)
-    else:
-        print(text)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,12 @@
 #     node container's own subtree, so nothing lands elsewhere in the machine's;
 #   - the CNI plugins kind ships in /opt/cni/bin (host-local, portmap, loopback,
 #     ptp; Debian keeps them in /usr/lib/cni) and an empty /etc/cni/net.d;
+#   - the rule kube-proxy keeps for the kubernetes Service (KOVS_SERVICE_DNAT,
+#     "SERVICE_IP:PORT=API_IP:PORT", from the node's docker run): every boot
+#     starts with empty iptables, and kind's kube-proxy puts it back;
 #   - containerd with its CRI plugin off (kubelet here is the kovs-kubelet
-#     runner, which drives containerd through ctr).
+#     runner, which drives containerd through ctr), and the runner itself
+#     once the harness configured it (start-kubelet.sh), at every boot.
 set -euo pipefail
 
 mount --make-rshared /
@@ -40,10 +44,17 @@ mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd
 mkdir -p /opt/cni/bin /etc/cni/net.d /etc/containerd
 for p in host-local portmap loopback ptp; do install -m 0755 "/usr/lib/cni/$p" "/opt/cni/bin/$p"; done
 
+if [ -n "${KOVS_SERVICE_DNAT:-}" ]; then
+    svc=${KOVS_SERVICE_DNAT%%=*} api=${KOVS_SERVICE_DNAT#*=}
+    iptables -t nat -A OUTPUT -d "${svc%:*}/32" -p tcp --dport "${svc##*:}" -j DNAT --to-destination "$api"
+fi
+
 cat > /etc/containerd/config.toml <<'EOF'
 version = 2
 disabled_plugins = ["io.containerd.grpc.v1.cri"]
 [plugins."io.containerd.internal.v1.opt"]
   path = "/opt/containerd"
 EOF
+# The runner waits for containerd itself.
+"$(dirname "$0")/start-kubelet.sh" &
 exec containerd --config /etc/containerd/config.toml --log-level "${CONTAINERD_LOG_LEVEL:-info}"

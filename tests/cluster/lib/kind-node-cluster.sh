@@ -9,14 +9,18 @@
 #   kovs:dev     built from kind/Dockerfile (runtime stage as shipped, binaries of
 #                KOVS_BUILD) and loaded into every node's containerd as
 #                `kind load docker-image` does (kind-node-images.sh)
-#   kubelet      tests/cluster/kubelet/kovs_kubelet.py in every node: the DaemonSet
-#                pod of kind/manifests/kovs.yaml (or the companion overlay), run
-#                through containerd as kubelet would (init containers, probes,
-#                restarts); it refuses any spec field it does not implement
+#   kubelet      tests/cluster/kubelet/kovs_kubelet.py in every node, started
+#                again at every boot: the pods the API server binds to the node,
+#                run through containerd as kubelet would (init containers,
+#                probes, restarts, a shared PID namespace); manifests.py refuses
+#                any spec field it does not implement
 #   API server   tests/cluster/kube_api_mock.py on the Docker host side at
 #                172.18.0.1:6443, reached from pods at the kubernetes Service
 #                address 10.96.0.1:443 (a DNAT rule in each node, kube-proxy's
-#                job): the Node objects kovs-node-init and the agent read
+#                job): the Node objects kovs-node-init and the agent read, and
+#                the pods and ConfigMaps the runners read
+#   DaemonSet    kind-node-lifecycle.sh: one pod per node from the rendered
+#                DaemonSet, rolling updates one node at a time, uninstall
 #   pods         `ctr run --cni`: containerd's own CNI client (go-cni/libcni) runs
 #                ADD with the node's conflist, and DEL when the pod stops
 #
@@ -28,6 +32,8 @@
 source "$(dirname "${BASH_SOURCE[0]}")/docker-cluster.sh"
 # shellcheck source=kind-node-images.sh
 source "$(dirname "${BASH_SOURCE[0]}")/kind-node-images.sh"
+# shellcheck source=kind-node-lifecycle.sh
+source "$(dirname "${BASH_SOURCE[0]}")/kind-node-lifecycle.sh"
 # The docker provider's teardown, which cluster_down below extends.
 eval "_docker_$(declare -f cluster_down)"
 
@@ -39,7 +45,7 @@ KOVS_NODE_IMAGE_REPO=kovs-kind-node
 KOVS_NODE_RUNS_KOVS=0
 KOVS_NODE_PACKAGES=(
     containerd runc containernetworking-plugins iproute2 iptables conntrack ethtool
-    socat iperf3 iputils-ping jq procps python3 curl tcpdump util-linux
+    socat iperf3 iputils-ping jq procps python3 curl tcpdump util-linux tini
 )
 KIND_NODE_COMPANION=${KIND_NODE_COMPANION:-0}
 API_ADDR=172.18.0.1 API_PORT=6443
@@ -88,7 +94,8 @@ api_up() {
     write_peers
     in_underlay python3 "$KOVS_REPO/tests/cluster/kube_api_mock.py" --listen "$API_ADDR" --port "$API_PORT" \
         --cert "$d/apiserver.crt" --key "$d/apiserver.key" --token-file "$d/token" --peers "$CLUSTER_DIR/peers.yaml" \
-        --watch-peers --node-shape kind --ready-file "$d/ready" --log "$d/requests.log" >"$d/mock.log" 2>&1 &
+        --watch-peers --node-shape kind --objects "$d/objects" --ready-file "$d/ready" --log "$d/requests.log" \
+        >"$d/mock.log" 2>&1 &
     disown   # cluster_down ends it with the namespace's other processes
     wait_for "the mock API server to listen" 15 test -s "$d/ready" ||
         { tail -5 "$d/mock.log" >&2; die "the mock API server did not start"; }
@@ -114,22 +121,23 @@ node_up() {
         --cgroupns=private --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
         --tmpfs /run --tmpfs /tmp --mount type=volume,dst=/var/lib/containerd \
         -v "$CLUSTER_DIR:$CLUSTER_DIR" -v "$KOVS_REPO/tests/cluster/kubelet:$KOVS_KUBELET_DIR:ro" \
+        -e "KOVS_SERVICE_DNAT=$API_SERVICE_IP:$API_SERVICE_PORT=$API_ADDR:$API_PORT" \
         "$KOVS_NODE_IMAGE" "$KOVS_KUBELET_DIR/node-boot.sh" >/dev/null
     wait_for "containerd in node $n" 30 ctr_in "$n" version ||
         { dk logs --tail 20 "$c" >&2; die "containerd did not start in node $n"; }
-    # kube-proxy's rule for the kubernetes Service, for host-network pods.
-    in_node "$n" iptables -t nat -A OUTPUT -d "$API_SERVICE_IP/32" -p tcp --dport "$API_SERVICE_PORT" \
-        -j DNAT --to-destination "$API_ADDR:$API_PORT"
 }
 
-# The runner, as a node's kubelet: started once the manifests are applied.
+# The runner, as a node's kubelet: configured in the node (so the node starts
+# it again at every boot) and started. It lists the node's pods from the API
+# server directly, as kubelet's kubeconfig names it.
 kubelet_start() {
     local n=$1 d; d=$(kubelet_dir "$n")
-    dk exec -d "$(node_container "$n")" python3 "$KOVS_KUBELET_DIR/kovs_kubelet.py" \
-        --node "node$n" --pod "$CLUSTER_DIR/manifests/pod.json" --dir "$d" \
-        --api-token "$(api_dir)/token" --api-ca "$(api_dir)/ca.crt" \
-        --service-host "$API_SERVICE_IP" --service-port "$API_SERVICE_PORT"
-    wait_for "the kubelet runner of node $n to start" 10 test -s "$d/status.json"
+    printf '%s\n' --node "node$n" --api-server "https://$API_ADDR:$API_PORT" \
+        --api-token "$(api_dir)/token" --api-ca "$(api_dir)/ca.crt" --dir "$d" \
+        --service-host "$API_SERVICE_IP" --service-port "$API_SERVICE_PORT" |
+        in_node "$n" sh -c 'mkdir -p /etc/kovs-kubelet && cat > /etc/kovs-kubelet/args'
+    dk exec -d "$(node_container "$n")" "$KOVS_KUBELET_DIR/start-kubelet.sh"
+    wait_for "the kubelet runner of node $n to start" 10 grep -q "kubelet runner on node$n" "$d/kubelet.log"
 }
 
 # --- the steps of kind/kovs-kind up ---------------------------------------------
@@ -153,13 +161,12 @@ kind_step_load_image() {
     local n
     for n in $(seq 1 "$CLUSTER_NODES"); do image_load "$n" "$KOVS_IMAGE"; image_load "$n" "$KOVS_POD_IMAGE"; done
 }
+# kubectl apply: the objects go to the API server, its DaemonSet controller
+# makes a pod per node, and each node's kubelet picks its pod up.
 kind_step_apply_manifests() {
-    local src=$KOVS_REPO/kind/manifests n
-    [ "$KIND_NODE_COMPANION" = 1 ] && src=$KOVS_REPO/kind/overlays/companion
-    mkdir -p "$CLUSTER_DIR/manifests"
-    python3 "$KOVS_REPO/tests/cluster/kubelet/manifests.py" "$src" --image "$KOVS_IMAGE" \
-        --image-config "$(dk image inspect -f '{{json .Config}}' "$KOVS_IMAGE")" --out "$CLUSTER_DIR/manifests/pod.json" || die "the kubelet runner cannot run the manifests of $src"
+    local n
     for n in $(seq 1 "$CLUSTER_NODES"); do kubelet_start "$n"; done
+    ds_apply "$KOVS_IMAGE"
 }
 _pod_ready() { pod_status "$1" | jq -e '.ready' >/dev/null; }
 kind_step_wait_agents() {
@@ -265,7 +272,7 @@ provider_node_debug() {
     _log "--- node $n: kovs pod: $(pod_status "$n" | jq -c '{ready, containerStatuses: [.containerStatuses[] | {name, state, restartCount, ready, lastExit}]}' 2>&1)"
     _log "--- node $n: kubelet runner log (last 15 lines)"; tail -15 "$d/kubelet.log" >&2 2>/dev/null || true
     local f
-    for f in $(find "$d/logs" -name '*.log' 2>/dev/null | sort | tail -3); do
+    for f in $(find "$d/logs" -name '*.log' -printf '%T@ %p\n' 2>/dev/null | sort -n | tail -3 | cut -d' ' -f2); do
         _log "--- node $n: $f (last 20 lines)"; tail -20 "$f" >&2 || true
     done
 }

@@ -230,3 +230,23 @@ TEST(OvsSupervisor, LeavesADatabaseAnotherServerHoldsAlone) {
     ::kill(foreign, SIGTERM);
     EXPECT_TRUE(pollUntil([&] { return ::kill(foreign, 0) != 0; }, std::chrono::seconds(5)));
 }
+
+// vswitchd is started once ovsdb-server listens: one that finds no db.sock
+// waits a second (its reconnect back-off) before it can bring the datapath
+// up, and that second is every pod's on a node whose kovs pod restarted.
+TEST(OvsSupervisor, StartsVswitchdOnceOvsdbListens) {
+    kovs::test::TempDir tmp("kovs-sup");
+    EventLoop loop;
+    auto opts = optionsIn(tmp.path());
+    OvsSupervisor sup(loop, opts);
+    sup.start();
+    auto log = [&] {
+        std::ifstream f(opts.rundir + "/ovs-vswitchd.log");
+        return std::string(std::istreambuf_iterator<char>(f), {});
+    };
+    ASSERT_TRUE(pollUntil([&] { return log().find("db.sock: connected") != std::string::npos; }, std::chrono::seconds(10)))
+        << log();
+    EXPECT_EQ(log().find("connection attempt failed"), std::string::npos) << "vswitchd started before ovsdb-server listened:\n"
+                                                                          << log();
+    sup.stop();
+}

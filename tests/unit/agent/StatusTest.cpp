@@ -249,7 +249,7 @@ TEST(HealthServer, AnswersBadRequestsWithTheRightStatus) {
     EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\n"), "");  // closed before the head ended
     EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\nX: " + std::string(9000, 'a') + "\r\n\r\n"),
               "HTTP/1.1 400 Bad Request");
-    // A client that connects and says nothing holds the server for its 2 s read timeout, no longer.
+    // A client that connects and says nothing holds nobody up.
     int idle = connectTo(server.port());
     EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK");
     ::close(idle);
@@ -283,6 +283,77 @@ TEST(HealthServer, ATricklingClientIsCutOffAndProbesGoOn) {
     ::close(fd);
     EXPECT_LT(sent, 40) << "the server kept a trickling client for all 8 s";
     EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK");
+    lt.join();
+}
+
+namespace {
+// GET path as kubelet's prober sends it, with its timeoutSeconds (3 s in
+// kind/manifests/kovs.yaml): the status line, or "" when no answer came in time.
+std::string probe(int port, const std::string& path) {
+    int fd = connectTo(port);
+    timeval tv{3, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: kube-probe/1.27\r\n\r\n";
+    ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+    std::string out;
+    char buf[4096];
+    while (out.find("\r\n") == std::string::npos) {
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        out.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    return out.substr(0, out.find("\r\n"));
+}
+}  // namespace
+
+// Idle connections to the metrics port (a port scanner, a stuck scraper, a
+// few curl sessions left open) must not starve kubelet's probes: with one
+// connection served at a time, 4 idle ones held /healthz for 8 s and the
+// liveness probe failed (issue 15, item 4).
+TEST(HealthServer, IdleConnectionsDoNotStarveTheProbes) {
+    LoopThread lt;
+    HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string("kovs_up 1\n"); }});
+    lt.start();
+    std::vector<int> idle;
+    for (int i = 0; i < 8; ++i) idle.push_back(connectTo(server.port()));
+    EXPECT_EQ(probe(server.port(), "/healthz"), "HTTP/1.1 200 OK");
+    EXPECT_EQ(probe(server.port(), "/readyz"), "HTTP/1.1 200 OK");
+    for (int fd : idle) ::close(fd);
+    lt.join();
+}
+
+// A flood larger than the server keeps open: the oldest silent connections
+// make room, and a probe still gets its answer.
+TEST(HealthServer, AFloodOfIdleConnectionsStillLeavesRoomForAProbe) {
+    LoopThread lt;
+    HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
+    lt.start();
+    std::vector<int> idle;
+    for (int i = 0; i < 300; ++i) idle.push_back(connectTo(server.port()));
+    EXPECT_EQ(probe(server.port(), "/healthz"), "HTTP/1.1 200 OK");
+    for (int fd : idle) ::close(fd);
+    lt.join();
+}
+
+// A wedged loop fails every probe with 503 after the loop's 2 s budget, each
+// probe on its own budget: five at once all get their answer within
+// kubelet's 3 s, where answers one after the other would take 10 s.
+TEST(HealthServer, AWedgedLoopFailsEachProbeOnItsOwnBudget) {
+    LoopThread lt;
+    HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
+    lt.start();
+    std::atomic<bool> release{false};
+    lt.loop.post([&] {
+        while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    });
+    std::vector<std::string> got(5);
+    std::vector<std::thread> probes;
+    for (size_t i = 0; i < got.size(); ++i) probes.emplace_back([&, i] { got[i] = probe(server.port(), "/healthz"); });
+    for (auto& t : probes) t.join();
+    release = true;
+    for (const auto& g : got) EXPECT_EQ(g, "HTTP/1.1 503 Service Unavailable");
+    EXPECT_EQ(probe(server.port(), "/healthz"), "HTTP/1.1 200 OK") << "the loop is back";
     lt.join();
 }
 

@@ -160,7 +160,7 @@ protected:
         for (const auto& [key, text] : data) writeFile(dir.path() / "template" / key, text);
         writeFile(dir.path() / "kovs-cni", "#!/bin/sh\nexit 0\n");
         fs::permissions(dir.path() / "kovs-cni", fs::perms::owner_all);
-        env["PATH"] = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+        env.emplace("PATH", std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
         env["KOVS_TEMPLATE_DIR"] = (dir.path() / "template").string();
         env["KOVS_CONFIG_DIR"] = (dir.path() / "etc-kovs").string();
         env["KOVS_CNI_BINARY"] = (dir.path() / "kovs-cni").string();
@@ -211,7 +211,7 @@ TEST_F(KindFiles, AgentConfigNeedsOnlyThePodCidrThatTheInitContainerAdds) {
     ASSERT_NO_THROW(c = kovs::parseConfig(rendered)) << rendered;
     EXPECT_EQ(c.node.podCIDR, "10.244.2.0/24");
     EXPECT_EQ(c.mode, Config::Mode::Standalone);
-    EXPECT_TRUE(c.ovs.manage);
+    EXPECT_FALSE(c.ovs.manage) << "the pod's ovs container runs the daemons, not the agent";
     EXPECT_EQ(c.uplink.mode, Config::UplinkMode::Shim);
     EXPECT_EQ(c.peers.source, Config::PeerSourceKind::Kubernetes);
     EXPECT_TRUE(c.peers.kubeconfig.empty()) << "in-cluster service account expected";
@@ -268,6 +268,45 @@ TEST_F(KindFiles, InitScriptFillsInThePodCidrAndInstallsPluginThenConflist) {
     for (const auto& e : fs::directory_iterator(dir.path() / "net.d")) {
         EXPECT_EQ(e.path().filename(), "10-kovs.conflist") << "left behind: " << e.path();
     }
+}
+
+// The service-account token goes to the API server, never onto a command
+// line: /proc/PID/cmdline is readable by every user on the node (issue 15,
+// item 5). A stand-in curl records its argv and the headers it was handed
+// (-H @FILE or -H @- for stdin, as curl reads them) and answers with a Node.
+TEST_F(KindFiles, InitScriptKeepsTheTokenOffCurlsCommandLine) {
+    TempDir dir;
+    const std::string token = "eyJhbGciOiJSUzI1NiJ9.secret-token-value";
+    fs::create_directories(dir.path() / "sa");
+    writeFile(dir.path() / "sa/token", token + "\n");
+    writeFile(dir.path() / "sa/ca.crt", "not a real CA\n");
+    fs::create_directories(dir.path() / "bin");
+    writeFile(dir.path() / "bin/curl", R"(#!/bin/bash
+log=$(dirname "$0")/..
+printf '%s\n' "$@" > "$log/curl.argv"
+: > "$log/curl.headers"
+prev=
+for a in "$@"; do
+    if [ "$prev" = -H ] || [ "$prev" = --header ]; then
+        case $a in @-) cat >> "$log/curl.headers" ;; @*) cat "${a#@}" >> "$log/curl.headers" ;; *) printf '%s\n' "$a" >> "$log/curl.headers" ;; esac
+    fi
+    prev=$a
+done
+printf '{"kind": "Node", "metadata": {"name": "kind-worker"}, "spec": {"podCIDR": "10.244.7.0/24"}}\n'
+)");
+    fs::permissions(dir.path() / "bin/curl", fs::perms::owner_all);
+    std::string path = (dir.path() / "bin").string() + ":" + (std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
+    auto r = nodeInit(dir, configMapData(configMap_),
+                      {{"NODE_NAME", "kind-worker"}, {"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
+                       {"KUBERNETES_SERVICE_PORT", "443"}, {"KOVS_SERVICE_ACCOUNT_DIR", (dir.path() / "sa").string()},
+                       {"PATH", path}});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    auto argv = readFile(dir.path() / "curl.argv");
+    EXPECT_NE(argv.find("https://10.96.0.1:443/api/v1/nodes/kind-worker"), std::string::npos) << argv;
+    EXPECT_EQ(argv.find(token), std::string::npos) << "the token is on curl's command line:\n" << argv;
+    EXPECT_NE(readFile(dir.path() / "curl.headers").find("Authorization: Bearer " + token), std::string::npos)
+        << "curl was not given the token as a header";
+    EXPECT_NE(readFile(dir.path() / "etc-kovs/agent.yaml").find("podCIDR: 10.244.7.0/24"), std::string::npos);
 }
 
 TEST_F(KindFiles, InitScriptRejectsBadInputAndInstallsNothing) {
@@ -376,7 +415,7 @@ TEST_F(KindFiles, AgentRunsWithTheRenderedConfigAndItsNodeName) {
     ASSERT_TRUE(volumes[ovsRunVolume]["hostPath"]) << "kovs-cni runs on the node: the OVS run dir must be a hostPath";
     EXPECT_EQ("unix:" + volumes[ovsRunVolume]["hostPath"]["path"].as<std::string>() + "/db.sock",
               conflist()["plugins"][0]["ovsdb"].get<std::string>());
-    auto tun = volumes[mountOf(agent, "/dev/net/tun")];
+    auto tun = volumes[mountOf(containerNamed(podSpec_, "ovs"), "/dev/net/tun")];
     ASSERT_TRUE(tun["hostPath"]);
     EXPECT_EQ(tun["hostPath"]["path"].as<std::string>(), "/dev/net/tun");
     EXPECT_EQ(tun["hostPath"]["type"].as<std::string>(), "CharDevice");
@@ -399,25 +438,68 @@ TEST_F(KindFiles, ProbesPointAtMetricsAddress) {
     }
 }
 
-TEST_F(KindFiles, CapabilitiesAreExactlyTheDocumentedSix) {
-    auto agent = containerNamed(podSpec_, "kovs-agent");
-    auto caps = agent["securityContext"]["capabilities"];
-    auto added = strings(caps["add"]);
-    std::sort(added.begin(), added.end());
-    EXPECT_EQ(added, (std::vector<std::string>{"IPC_LOCK", "NET_ADMIN", "NET_RAW", "SYS_ADMIN", "SYS_NICE", "SYS_PTRACE"}));
-    EXPECT_EQ(strings(caps["drop"]), std::vector<std::string>{"ALL"});
-    EXPECT_FALSE(agent["securityContext"]["privileged"].as<bool>());
-    // Each added capability carries a comment saying why (docs/kind.md lists them too).
+// The six capabilities userspace OVS and the agent were verified to need
+// (docs/kind.md), split by who needs them: the daemons in the ovs container,
+// the agent's own in its container, none for the others.
+TEST_F(KindFiles, CapabilitiesAreExactlyTheDocumentedOnesPerContainer) {
+    std::map<std::string, std::vector<std::string>> want = {
+        {"ovs", {"IPC_LOCK", "NET_ADMIN", "NET_RAW", "SYS_NICE"}},
+        {"kovs-agent", {"NET_ADMIN", "SYS_ADMIN", "SYS_PTRACE"}},
+    };
     auto text = readFile(src_ / "kind/manifests/kovs.yaml");
-    for (const auto& cap : added) {
-        EXPECT_TRUE(std::regex_search(text, std::regex("# " + cap + ": ")))
-            << cap << " has no '# " << cap << ": why' comment";
-    }
     auto docs = readFile(src_ / "docs/kind.md");
-    for (const auto& cap : added) EXPECT_NE(docs.find(cap), std::string::npos) << "docs/kind.md does not explain " << cap;
     for (const auto& c : allContainers(podSpec_)) {
-        if (c["name"].as<std::string>() == "kovs-agent") continue;
-        EXPECT_FALSE(c["securityContext"]["capabilities"]["add"]) << c["name"] << " needs no capability";
+        auto name = c["name"].as<std::string>();
+        auto caps = c["securityContext"]["capabilities"];
+        EXPECT_EQ(strings(caps["drop"]), std::vector<std::string>{"ALL"}) << name;
+        if (!want.count(name)) {
+            EXPECT_FALSE(caps["add"]) << name << " needs no capability";
+            continue;
+        }
+        auto added = strings(caps["add"]);
+        std::sort(added.begin(), added.end());
+        EXPECT_EQ(added, want[name]) << name;
+        EXPECT_FALSE(c["securityContext"]["privileged"].as<bool>()) << name;
+        // Each added capability carries a comment saying why (docs/kind.md lists them too).
+        for (const auto& cap : added) {
+            EXPECT_TRUE(std::regex_search(text, std::regex("# " + cap + ": "))) << cap << " has no '# " << cap << ": why' comment";
+            EXPECT_NE(docs.find(cap), std::string::npos) << "docs/kind.md does not explain " << cap;
+        }
+    }
+}
+
+// The datapath's own container (docs/architecture.md, "Restarts, rollouts and
+// reboots"): kovs-agent --ovs-daemons with the same rendered config, so it
+// runs the daemons where the agent and kovs-cni look for them; no liveness or
+// startup probe, so only the pod's end sends it SIGTERM (when it hands the
+// node IP back); a process namespace shared with the agent.
+TEST_F(KindFiles, OvsContainerRunsTheDaemonsTheAgentUses) {
+    auto ovs = containerNamed(podSpec_, "ovs");
+    auto agent = containerNamed(podSpec_, "kovs-agent");
+    EXPECT_EQ(strings(ovs["command"]),
+              (std::vector<std::string>{"kovs-agent", "--config", "/etc/kovs/agent.yaml", "--ovs-daemons"}));
+    EXPECT_EQ(ovs["image"].as<std::string>(), agent["image"].as<std::string>());
+    EXPECT_EQ(podSpec_["containers"][0]["name"].as<std::string>(), "ovs") << "kubelet starts containers in order: OVS first";
+    for (const auto* probe : {"livenessProbe", "startupProbe"})
+        EXPECT_FALSE(ovs[probe]) << probe << ": a failed probe would SIGTERM the ovs container and take the node IP off br-phy";
+    EXPECT_TRUE(podSpec_["shareProcessNamespace"] && podSpec_["shareProcessNamespace"].as<bool>())
+        << "the agent sizes vswitchd's sockets through its pid";
+    auto conf = kovs::parseConfig("node: {podCIDR: 10.244.0.0/24}\n" + agentTemplate());
+    auto mount = [](const YAML::Node& c, const std::string& path) -> std::string {
+        for (const auto& m : c["volumeMounts"]) {
+            if (m["mountPath"].as<std::string>() == path) return m["name"].as<std::string>();
+        }
+        return "";
+    };
+    EXPECT_EQ(mount(ovs, "/etc/kovs"), mount(agent, "/etc/kovs")) << "both read the rendered agent.yaml";
+    EXPECT_FALSE(mount(ovs, conf.ovs.rundir).empty());
+    EXPECT_EQ(mount(ovs, conf.ovs.rundir), mount(agent, conf.ovs.rundir)) << "one OVS run directory";
+    auto dbDir = fs::path(conf.ovs.dbPath).parent_path().string();
+    EXPECT_FALSE(mount(ovs, dbDir).empty()) << conf.ovs.dbPath << " must be on a volume: bridges outlive the pod";
+    for (const auto& v : podSpec_["volumes"]) {
+        if (v["name"].as<std::string>() == mount(ovs, dbDir)) {
+            EXPECT_TRUE(v["hostPath"]) << "the OVS database must be on the node, not in the pod";
+        }
     }
 }
 
@@ -595,6 +677,7 @@ TEST_F(CompanionOverlay, PatchedDaemonSetStillMountsOnlyExistingVolumes) {
         EXPECT_TRUE(volumes.count(v["name"].as<std::string>())) << "the patch adds a volume " << v["name"];
     }
     for (const auto& c : allContainers(patch)) {
+        if (c["$patch"]) continue;  // a container deleted from the base
         for (const auto& m : c["volumeMounts"]) {
             EXPECT_TRUE(volumes.count(m["name"].as<std::string>())) << c["name"] << " mounts unknown " << m["name"];
         }
@@ -624,6 +707,12 @@ TEST_F(CompanionOverlay, KustomizeMergesTheOverlayAsIntended) {
     EXPECT_EQ(envValue(init, "KOVS_CNI_MODE"), "chained");
     EXPECT_NO_THROW(containerNamed(spec, "kovs-agent"));
     EXPECT_NO_THROW(containerNamed(spec, "chain-cni"));
+    EXPECT_THROW(containerNamed(spec, "ovs"), kovs::Error) << "Antrea's antrea-ovs runs the daemons";
+    std::set<std::string> mounted;
+    for (const auto& c : allContainers(spec)) {
+        for (const auto& m : c["volumeMounts"]) mounted.insert(m["name"].as<std::string>());
+    }
+    for (const auto& v : spec["volumes"]) EXPECT_TRUE(mounted.count(v["name"].as<std::string>())) << "unused volume " << v["name"];
     for (const auto& v : spec["volumes"]) {
         if (v["name"].as<std::string>() == "ovs-run") {
             EXPECT_EQ(v["hostPath"]["path"].as<std::string>(), "/var/run/antrea/openvswitch");
