@@ -84,7 +84,12 @@ done_step
 pass "OVN cluster up (NB/SB + northd on node 1, ovn-controller with netdev br-int and Geneve on 3 nodes), pods attached as ovnkube-node does"
 
 # The test bed works and needs the fix: OVN switches on one node, and fails across nodes.
-ping_ok "$(pod_ip 1 2)" in_pod 1 1 || fail "without kovs, same-node ping n1/p1 -> n1/p2 fails: the OVN setup is broken"
+wait_for "same-node ping n1/p1 -> n1/p2 without kovs" 20 ping_ok "$(pod_ip 1 2)" in_pod 1 1 ||
+    fail "without kovs, same-node ping fails: the OVN setup is broken"
+for n in 1 2 3; do
+    tunnels=$(ovn_vsctl "$n" --bare --columns=name find Interface type=geneve | grep -c .)
+    [ "$tunnels" -eq 2 ] || fail "node $n: $tunnels Geneve ports on br-int, expected one per other chassis"
+done
 for pair in "1 1 2 1" "2 1 3 1" "3 1 1 1"; do
     read -r n p m q <<<"$pair"
     ping_ok "$(pod_ip "$m" "$q")" in_pod "$n" "$p" && fail "without kovs, ping n$n/p$p -> n$m/p$q works: the test would not show the fix"
