@@ -87,7 +87,7 @@ void Agent::startJobs() {
     offload_->attach(loop_, config_.resync);
     jobs_.push_back(offload_.get());
 
-    if (config_.uplink.mode != Config::UplinkMode::None) {
+    if (tunnelJobWanted(config_)) {
         unixctl_ = std::make_unique<UnixctlClient>(loop_, config_.ovs.rundir);
         neighbours_ = std::make_unique<tunnel::KernelNeighbourTable>();
         tunnel_ = std::make_unique<tunnel::TunnelReconciler>(loop_, *unixctl_, *neighbours_, tunnelOptions(config_));
@@ -106,6 +106,7 @@ void Agent::startJobs() {
     jobs_.push_back(socketBuffers_.get());
     ovsdb_->addChangeHandler([this] {
         if (flows_) flows_->onDatabaseChange();
+        offload_->portsChanged();
         socketBuffers_->run();
     });
 }

@@ -138,9 +138,11 @@ void checkIfname(const Section& s, const std::string& k, const std::string& v) {
         s.fail(k, "not a valid interface name (at most 15 characters, no '/', ':' or spaces): '" + v + "'");
 }
 
-// gw0 carries pod packets that the tunnel wraps in 50 bytes of VXLAN on the uplink.
+// gw0 carries pod packets that the tunnel wraps in 50 bytes of VXLAN on the
+// uplink. In companion mode the other CNI's tunnel may add more (Geneve with
+// OVN's option: 58), which only the node can tell: kovsctl doctor checks it.
 void checkMtus(const Config& c) {
-    if (c.gatewayMtu() < 576)
+    if (c.mode == Config::Mode::Standalone && c.gatewayMtu() < 576)
         throw Error("gateway.mtu: uplink.mtu - 50 = " + std::to_string(c.gatewayMtu()) + " is below 576; set gateway.mtu");
     if (c.gateway.mtu > c.uplink.mtu - 50)
         throw Error("gateway.mtu: " + std::to_string(c.gateway.mtu) + " leaves no room for the 50-byte VXLAN header on a " +
@@ -198,6 +200,8 @@ Config parseConfig(const std::string& text) {
         br.str(k, *out);
         checkIfname(br, k, *out);
     }
+    c.bridge.tunnelConfigured = br.has("tunnel");
+    c.bridge.physicalConfigured = br.has("physical");
     if (br.has("tunnelDstPort")) c.bridge.tunnelDstPort = static_cast<uint16_t>(br.integer("tunnelDstPort", 1, 65535));
     br.rejectUnknown();
 

@@ -34,14 +34,20 @@ struct Config {
         std::string gateway = "gw0";
         std::string tunnel = "tun0";
         uint16_t tunnelDstPort = 4789;
+        // Whether the file named them (not the defaults): in companion mode a
+        // tunnel port is made only when asked for, and with uplink.mode none
+        // a named physical bridge is the other CNI's that holds the node IP
+        // (OVN-Kubernetes' breth0), where the tunnel job programs its routes.
+        bool tunnelConfigured = false;
+        bool physicalConfigured = false;
     } bridge;
 
     Mode mode = Mode::Standalone;
 
     struct Gateway {
         bool guard = true;
-        int mtu = 0;                          // 0: uplink MTU - 50 (VXLAN overhead)
-        std::vector<std::string> addresses;   // default: first address of node.podCIDR
+        int mtu = 0;                          // 0: standalone uplink MTU - 50 (VXLAN); companion: left alone
+        std::vector<std::string> addresses;   // default: standalone first address of node.podCIDR; companion: the device's
         std::vector<std::string> extraRoutes; // destination CIDRs routed via the gateway
         std::chrono::milliseconds resync{10000};
         std::string networkdDropinDir = "/run/systemd/network";
@@ -79,8 +85,22 @@ struct Config {
 
     // Derived values.
     std::string ovsdbRemote() const { return ovs.db.empty() ? "unix:" + ovs.rundir + "/db.sock" : ovs.db; }
+    // The MTU kovs keeps on the gateway; 0: none (companion mode without
+    // gateway.mtu: the other CNI's device keeps the MTU that CNI gave it).
+    // Standalone: kovs's own VXLAN tunnel's overhead off the uplink's MTU.
     // Needs uplink.mtu resolved (resolveUplinkMtu) when it was not configured.
-    int gatewayMtu() const { return gateway.mtu ? gateway.mtu : uplink.mtu - 50; }
+    int gatewayMtu() const {
+        if (gateway.mtu || mode == Mode::Companion) return gateway.mtu;
+        return uplink.mtu - kVxlanOverhead;
+    }
+    // The tunnel port kovs makes on the integration bridge; "": none. In
+    // companion mode the other CNI tunnels, so only when asked for.
+    std::string tunnelPort() const { return mode == Mode::Standalone || bridge.tunnelConfigured ? bridge.tunnel : ""; }
+
+    // What kovs's VXLAN adds to a pod packet on an IPv4 underlay: outer IPv4
+    // 20 + UDP 8 + VXLAN 8 + the pod's Ethernet header 14 (gateway/TunnelOverhead.hpp
+    // has the other tunnels).
+    static constexpr int kVxlanOverhead = 50;
 };
 
 // Parses YAML text; throws kovs::Error naming the offending key.

@@ -3,10 +3,14 @@
 namespace kovs {
 namespace {
 
+// Companion mode without gateway.addresses: none, the guard keeps what the
+// other CNI gave its device (OVN-K's management port is .2 of the node
+// subnet, Kube-OVN's ovn0 on a join subnet: the pod CIDR's first address is
+// only Antrea's convention).
 std::vector<IpPrefix> gatewayAddresses(const Config& c) {
     std::vector<IpPrefix> out;
     if (c.gateway.addresses.empty()) {
-        if (!c.node.podCIDR.empty()) out.push_back(gatewayAddressFor(c.node.podCIDR));
+        if (standalone(c) && !c.node.podCIDR.empty()) out.push_back(gatewayAddressFor(c.node.podCIDR));
     } else {
         for (const auto& a : c.gateway.addresses) out.push_back(IpPrefix::parse(a));
     }
@@ -27,10 +31,14 @@ OvsSupervisorOptions supervisorOptions(const Config& c) {
 BridgeOptions bridgeOptions(const Config& c) {
     BridgeOptions o;
     o.integrationBridge = c.bridge.integration;
+    // uplink.mode none: a physical bridge, if named, is the other CNI's.
     o.physBridge = c.uplink.mode == Config::UplinkMode::None ? "" : c.bridge.physical;
-    o.gatewayPort = c.bridge.gateway;
-    o.tunnelPort = c.bridge.tunnel;
+    // Companion: the gateway is the other CNI's, guarded once it exists, never made.
+    o.gatewayPort = standalone(c) ? c.bridge.gateway : "";
+    if (standalone(c) && c.gatewayMtu() > 0) o.gatewayMtu = c.gatewayMtu();
+    o.tunnelPort = c.tunnelPort();
     o.tunnelDstPort = c.bridge.tunnelDstPort;
+    o.createIntegrationBridge = standalone(c);
     // Standalone: only kovs's flows forward on br-int. Companion: the other CNI owns br-int's mode.
     if (standalone(c)) o.failMode = "secure";
     return o;
@@ -61,8 +69,10 @@ GatewayGuardOptions gatewayOptions(const Config& c) {
     GatewayGuardOptions o;
     o.enabled = c.gateway.guard;
     o.name = c.bridge.gateway;
-    o.mtu = c.gatewayMtu();
+    o.mtu = c.gatewayMtu() > 0 ? std::optional<int>(c.gatewayMtu()) : std::nullopt;
     o.addresses = gatewayAddresses(c);
+    o.adoptAddresses = o.addresses.empty() && !standalone(c);
+    o.serviceSysctls = standalone(c);
     o.routes = extraGatewayRoutes(c);
     // Peer pod-CIDR routes join once the peers are known.
     o.routesComplete = !standalone(c) || c.peers.source == Config::PeerSourceKind::None;
@@ -74,6 +84,10 @@ std::vector<GatewayRoute> extraGatewayRoutes(const Config& c) {
     std::vector<GatewayRoute> routes;
     for (const auto& r : c.gateway.extraRoutes) routes.push_back({IpPrefix::parse(r).network(), std::nullopt});
     return routes;
+}
+
+bool tunnelJobWanted(const Config& c) {
+    return c.uplink.mode != Config::UplinkMode::None || c.bridge.physicalConfigured;
 }
 
 tunnel::TunnelReconcilerOptions tunnelOptions(const Config& c) {

@@ -27,6 +27,10 @@ uplink::UplinkOptions uplinkOptions(const Config& c);
 // Without the peers' routes: they join as peers arrive (PeerFanout).
 GatewayGuardOptions gatewayOptions(const Config& c);
 std::vector<GatewayRoute> extraGatewayRoutes(const Config& c);
+// The tunnel job (ovs/route + tnl/neigh per peer) runs on the bridge that
+// holds the node IP: kovs's br-phy, or with uplink.mode none a bridge the
+// other CNI owns, named as bridge.physical (OVN-Kubernetes' breth0).
+bool tunnelJobWanted(const Config& c);
 tunnel::TunnelReconcilerOptions tunnelOptions(const Config& c);
 FlowReconcilerOptions flowOptions(const Config& c);
 tunnel::PeerFilterOptions peerFilterOptions(const Config& c);

@@ -33,8 +33,10 @@ void checkName(const std::string& what, const std::string& name) {
 BridgePlanner::BridgePlanner(BridgeOptions opts) : opts_(std::move(opts)) {
     checkName("integration bridge", opts_.integrationBridge);
     if (!opts_.physBridge.empty()) checkName("physical bridge", opts_.physBridge);
-    checkName("gateway port", opts_.gatewayPort);
-    checkName("tunnel port", opts_.tunnelPort);
+    if (!opts_.gatewayPort.empty()) checkName("gateway port", opts_.gatewayPort);
+    if (!opts_.tunnelPort.empty()) checkName("tunnel port", opts_.tunnelPort);
+    if (opts_.gatewayMtu && (*opts_.gatewayMtu < 68 || *opts_.gatewayMtu > 65535))
+        throw Error("bridge options: gateway MTU " + std::to_string(*opts_.gatewayMtu) + " is not in 68..65535");
     std::vector<std::string> all{opts_.integrationBridge, opts_.physBridge, opts_.gatewayPort, opts_.tunnelPort};
     if (opts_.uplink) {
         if (opts_.physBridge.empty()) throw Error("bridge options: an uplink port needs a physical bridge");
@@ -51,18 +53,23 @@ BridgePlanner::BridgePlanner(BridgeOptions opts) : opts_(std::move(opts)) {
     if (opts_.failMode && *opts_.failMode != "secure" && *opts_.failMode != "standalone")
         throw Error("bridge options: fail_mode '" + *opts_.failMode + "' is not secure or standalone");
     if (opts_.owner.empty()) throw Error("bridge options: owner is empty");
-    DesiredBridge integ{opts_.integrationBridge, opts_.failMode, {}, {}};
-    integ.ports.push_back({opts_.integrationBridge, "internal", {}});
-    integ.ports.push_back({opts_.gatewayPort, "internal", {}});
-    integ.ports.push_back({opts_.tunnelPort,
-                           opts_.tunnelType,
-                           {{"remote_ip", "flow"}, {"key", "flow"}, {"dst_port", std::to_string(opts_.tunnelDstPort)}}});
+    // Always desired, even with no port of kovs's on it: an owned port an
+    // older kovs left there is found and removed only on a bridge the plan visits.
+    DesiredBridge integ{opts_.integrationBridge, opts_.createIntegrationBridge, opts_.failMode, {}, {}};
+    integ.ports.push_back({opts_.integrationBridge, "internal", {}, std::nullopt});
+    if (!opts_.gatewayPort.empty()) integ.ports.push_back({opts_.gatewayPort, "internal", {}, opts_.gatewayMtu});
+    if (!opts_.tunnelPort.empty()) {
+        integ.ports.push_back({opts_.tunnelPort,
+                               opts_.tunnelType,
+                               {{"remote_ip", "flow"}, {"key", "flow"}, {"dst_port", std::to_string(opts_.tunnelDstPort)}},
+                               std::nullopt});
+    }
     desired_.push_back(std::move(integ));
     if (!opts_.physBridge.empty()) {
-        DesiredBridge phys{opts_.physBridge, std::nullopt, {}, {}};
-        phys.ports.push_back({opts_.physBridge, "internal", {}});
+        DesiredBridge phys{opts_.physBridge, true, std::nullopt, {}, {}};
+        phys.ports.push_back({opts_.physBridge, "internal", {}, std::nullopt});
         if (opts_.uplink) {
-            phys.ports.push_back({opts_.uplink->port, opts_.uplink->type, {}});
+            phys.ports.push_back({opts_.uplink->port, opts_.uplink->type, {}, std::nullopt});
             // The node's IP<->MAC binding stays eth0's: peers and the Docker
             // host keep the neighbour entry they have.
             phys.otherConfig["hwaddr"] = MacAddress::parse(opts_.uplink->hwaddr).str();
@@ -99,6 +106,13 @@ std::optional<std::pair<std::string, Json>> interfaceOf(const OvsdbReplica& db, 
     return std::nullopt;
 }
 
+// mtu_request is an optional integer: a bare number, or ["set", []] when unset.
+std::optional<int> mtuRequestOf(const Json& iface) {
+    auto it = iface.find("mtu_request");
+    if (it == iface.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<int>();
+}
+
 }  // namespace
 
 BridgePlan BridgePlanner::plan(const OvsdbReplica& db) const {
@@ -131,12 +145,18 @@ void BridgePlanner::planBridge(const OvsdbReplica& db, const DesiredBridge& br, 
         std::string iface = names.next("iface"), port = names.next("port");
         Json irow = {{"name", p.name}, {"type", p.type}, {"external_ids", ownerMap()}};
         if (!p.options.empty()) irow["options"] = ovsdb::map(p.options);
+        if (p.mtuRequest) irow["mtu_request"] = *p.mtuRequest;
         txn.insert("Interface", irow, iface, p.name);
         txn.insert("Port", {{"name", p.name}, {"interfaces", ovsdb::namedUuid(iface)}, {"external_ids", ownerMap()}},
                    port, p.name);
         return port;
     };
 
+    if (!existing && !br.create) {
+        bool wanted = std::any_of(br.ports.begin(), br.ports.end(), [&](const DesiredInterface& p) { return p.name != br.name; });
+        if (wanted) out.foreign.push_back("bridge " + br.name + " does not exist: waiting for the CNI that owns it to create it");
+        return;
+    }
     if (!existing) {
         std::vector<Json> ports;
         for (const auto& p : br.ports) {
@@ -240,22 +260,21 @@ void BridgePlanner::planBridge(const OvsdbReplica& db, const DesiredBridge& br, 
         Json update = Json::object();
         if (ovsdb::stringOr(iface->second, "type") != p.type) update["type"] = p.type;
         if (ovsdb::mapValue(iface->second.value("options", Json())) != p.options) update["options"] = ovsdb::map(p.options);
+        if (p.mtuRequest && mtuRequestOf(iface->second) != p.mtuRequest) update["mtu_request"] = *p.mtuRequest;
         if (!update.empty()) {
             txn.update("Interface", ovsdb::whereUuid(iface->first), update, p.name);
             out.changes.push_back("fix interface " + p.name + " " + update.dump());
         }
     }
     std::vector<Json> dropPorts;
-    if (ownBridge) {
-        for (const auto& pu : bridgePorts) {
-            const auto* prow = db.row("Port", pu);
-            if (!prow || !owned(*prow)) continue;
-            auto name = ovsdb::stringOr(*prow, "name");
-            bool wanted = std::any_of(br.ports.begin(), br.ports.end(), [&](const DesiredInterface& d) { return d.name == name; });
-            if (wanted) continue;
-            dropPorts.push_back(ovsdb::uuid(pu));
-            out.changes.push_back("remove port " + name + " from " + br.name + " (no longer wanted)");
-        }
+    for (const auto& pu : bridgePorts) {
+        const auto* prow = db.row("Port", pu);
+        if (!prow || !owned(*prow)) continue;
+        auto name = ovsdb::stringOr(*prow, "name");
+        bool wanted = std::any_of(br.ports.begin(), br.ports.end(), [&](const DesiredInterface& d) { return d.name == name; });
+        if (wanted) continue;
+        dropPorts.push_back(ovsdb::uuid(pu));
+        out.changes.push_back("remove port " + name + " from " + br.name + " (no longer wanted)");
     }
     if (!dropPorts.empty())
         txn.mutate("Bridge", ovsdb::whereUuid(buuid), Json::array({Json::array({"ports", "delete", ovsdb::set(dropPorts)})}),

@@ -9,8 +9,20 @@
 // kovs wants there, is adopted (an older kovs made the uplink port without
 // the mark, and a reboot keeps the database). The one write that touches a
 // foreign row is adding kovs's own port to a foreign bridge's "ports"
-// (companion mode: br-int belongs to another CNI). A port kovs owns in a
-// bridge kovs owns that is no longer wanted (the uplink changed) is removed.
+// (companion mode: br-int belongs to another CNI). A port kovs owns that is no
+// longer wanted (the uplink changed; a tunnel port an older kovs added to the
+// other CNI's br-int) is removed, from whichever bridge holds it.
+//
+// Companion mode wants nothing of kovs on the integration bridge by default:
+// no gateway (the other CNI's is guarded, never created: kovs starting first
+// must not make it), no tunnel (the other CNI tunnels; a second VXLAN port
+// would claim UDP 4789 next to its own), and the bridge itself is never
+// created (ovn-controller and antrea-agent make their own br-int).
+//
+// The gateway port's MTU is set the OVS way, as mtu_request on its Interface
+// row: without it, ovs-vswitchd keeps an internal port at the smallest MTU of
+// the bridge's other ports (the pods'), and a guard that sets the MTU over
+// netlink fights it (a repair every ~1.5 ms was measured).
 #include <map>
 #include <optional>
 #include <string>
@@ -32,8 +44,9 @@ struct BridgeUplinkPort {
 struct BridgeOptions {
     std::string integrationBridge = "br-int";
     std::string physBridge = "br-phy";  // empty: no physical bridge
-    std::string gatewayPort = "gw0";    // any name: antrea-gw0 works too
-    std::string tunnelPort = "tun0";
+    std::string gatewayPort = "gw0";    // empty: none (companion mode: the other CNI's, never created)
+    std::optional<int> gatewayMtu;      // mtu_request of the gateway's Interface row
+    std::string tunnelPort = "tun0";    // empty: none (companion mode unless asked)
     std::string tunnelType = "vxlan";
     int tunnelDstPort = 4789;
     std::string datapathType = "netdev";
@@ -41,16 +54,21 @@ struct BridgeOptions {
     std::string ownerKey = "kovs-owner";
     std::string owner = "kovs-agent";
     std::optional<BridgeUplinkPort> uplink;  // needs physBridge
+    // false: the integration bridge is another CNI's to create; a missing one
+    // is waited for (reported in BridgePlan::foreign), never made.
+    bool createIntegrationBridge = true;
 };
 
 struct DesiredInterface {
     std::string name;
     std::string type;
     std::map<std::string, std::string> options;
+    std::optional<int> mtuRequest;  // none: the column is left as it is
 };
 
 struct DesiredBridge {
     std::string name;
+    bool create = true;  // false: only ever added to, once someone else made it
     std::optional<std::string> failMode;
     std::vector<DesiredInterface> ports;  // the bridge's own local port first
     // Keys of other_config kovs sets; other keys are left as they are.

@@ -94,42 +94,48 @@ void Doctor::checkGateway(std::vector<DoctorCheck>& out) {
     const auto& gw = config_.bridge.gateway;
     int ifindex = static_cast<int>(::if_nametoindex(gw.c_str()));
     if (ifindex == 0) {
-        out.push_back(fail("gateway", gw + " does not exist", "kovs-agent creates it as an OVS internal port; check the agent log"));
+        out.push_back(fail("gateway", gw + " does not exist",
+                           config_.mode == Config::Mode::Standalone
+                               ? "kovs-agent creates it as an OVS internal port; check the agent log"
+                               : "it is the other CNI's (companion mode): that CNI creates it, kovs guards it once it exists"));
         return;
     }
     auto sock = nl::connectRoute();
+    // The addresses the guard keeps: configured (standalone: the pod CIDR's
+    // first), or, on another CNI's device, what the agent adopted from it.
     std::vector<IpPrefix> want;
-    if (config_.gateway.addresses.empty()) {
-        if (!config_.node.podCIDR.empty()) want.push_back(gatewayAddressFor(config_.node.podCIDR));
-    } else {
-        for (const auto& a : config_.gateway.addresses) want.push_back(IpPrefix::parse(a));
+    bool adopted = false;
+    for (const auto& a : gatewayOptions(config_).addresses) want.push_back(a);
+    if (gatewayOptions(config_).adoptAddresses) {
+        adopted = true;
+        if (!agentStatus_.is_null() && agentStatus_.contains("gateway")) {
+            for (const auto& a : agentStatus_["gateway"].value("addresses", nlohmann::json::array()))
+                want.push_back(IpPrefix::parse(a.get<std::string>()));
+        }
     }
     auto have = addressesOf(sock.get(), ifindex);
     std::vector<std::string> problems;
+    if (adopted && want.empty() &&
+        std::none_of(have.begin(), have.end(), [](const std::string& a) { return a.find(':') == std::string::npos; }))
+        problems.push_back("no IPv4 address (the CNI that owns it has not addressed it, or it was flushed)");
     for (const auto& w : want) {
         if (std::find(have.begin(), have.end(), w.str()) == have.end()) problems.push_back("address " + w.str() + " missing");
         else if (!hasRouteTo(sock.get(), ifindex, w.network().str())) problems.push_back("route " + w.network().str() + " missing");
     }
-    std::ifstream mtuFile("/sys/class/net/" + gw + "/mtu");
-    int mtu = 0;
-    mtuFile >> mtu;
     if (problems.empty()) {
-        out.push_back(ok("gateway", fmt::format("{} has its addresses and pod-CIDR routes", gw)));
+        out.push_back(ok("gateway", fmt::format("{} has its {}addresses and their routes", gw, adopted ? "adopted " : "")));
     } else {
         std::string all;
         for (const auto& p : problems) all += (all.empty() ? "" : ", ") + p;
         out.push_back(fail("gateway", gw + ": " + all,
                            "the gateway guard restores these within milliseconds; is gateway.guard on and the agent running?"));
     }
-    // br-phy carries the tunnel; without it (uplink.mode none) trust the config.
-    int uplinkMtu = 0;
-    std::ifstream phy("/sys/class/net/" + config_.bridge.physical + "/mtu");
-    if (!(phy >> uplinkMtu)) uplinkMtu = config_.uplink.mtu;
-    if (mtu + 50 > uplinkMtu) {
-        out.push_back(fail("mtu", fmt::format("{} MTU {} + 50 bytes of VXLAN exceeds the uplink MTU {}", gw, mtu, uplinkMtu),
-                           fmt::format("set gateway.mtu (and the CNI mtu) to at most {}", uplinkMtu - 50)));
-    } else {
-        out.push_back(ok("mtu", fmt::format("{} MTU {} fits the tunnel over a {}-byte uplink", gw, mtu, uplinkMtu)));
+    if (!agentStatus_.is_null() && agentStatus_.contains("gateway") && agentStatus_["gateway"].value("mtuContested", false)) {
+        out.push_back(fail("gateway-mtu",
+                           fmt::format("{}'s MTU keeps being changed under the guard (wanted {}); its repairs are held back", gw,
+                                       agentStatus_["gateway"]["mtu"].dump()),
+                           "something else sets it: OVS gives an internal port without mtu_request the bridge's smallest MTU. "
+                           "Set mtu_request on that port, or leave gateway.mtu unset where the gateway is another CNI's"));
     }
 }
 

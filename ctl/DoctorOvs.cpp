@@ -4,14 +4,102 @@
 
 #include "base/Error.hpp"
 
+#include <fstream>
+
 #include "agent/JobOptions.hpp"
+#include "base/Netlink.hpp"
+#include "base/Netns.hpp"
+#include "base/Process.hpp"
 #include "bridge/BridgePlanner.hpp"
-#include "cni/PodPorts.hpp"
+#include "gateway/TunnelOverhead.hpp"
+#include "offload/PodInterfaces.hpp"
 #include "ovs/OvsdbClient.hpp"
 #include "ovs/PacketSocketBuffers.hpp"
 #include "ovs/UnixctlClient.hpp"
 
 namespace kovs {
+namespace {
+
+int mtuOf(const std::string& ifname) {
+    std::ifstream f("/sys/class/net/" + ifname + "/mtu");
+    int mtu = 0;
+    return (f >> mtu) ? mtu : 0;
+}
+
+// The tunnel actually in use and what it adds: the other CNI's in companion
+// mode (OVN's Geneve carries an option the TLV table maps), kovs's own VXLAN
+// in standalone mode. {overhead, what} for the report.
+std::pair<int, std::string> tunnelOverheadInUse(const Config& config, const OvsdbReplica& replica) {
+    auto tunnels = tunnelsOn(replica, config.bridge.integration);
+    int options = 0;
+    bool geneve = std::any_of(tunnels.begin(), tunnels.end(), [](const TunnelInUse& t) { return t.type == "geneve"; });
+    std::string optionsFrom;
+    if (geneve) {
+        auto r = runProcess({"ovs-ofctl", "dump-tlv-map", config.bridge.integration});
+        try {
+            options = geneveOptionBytes(r.out);
+            optionsFrom = fmt::format(" with {} bytes of options (TLV table)", options);
+        } catch (const std::exception&) {
+            options = 8;  // OVN's one 4-byte option, when the table cannot be read
+            optionsFrom = " with OVN's 8 bytes of options (TLV table unreadable: " + r.err.substr(0, 60) + ")";
+        }
+    }
+    int worst = 0;
+    std::string what;
+    for (const auto& t : tunnels) {
+        auto o = tunnelOverhead(t, options);
+        if (o && *o > worst) {
+            worst = *o;
+            what = fmt::format("{} ({}{})", t.port, t.type, t.type == "geneve" ? optionsFrom : "");
+        }
+    }
+    if (worst == 0) return {Config::kVxlanOverhead, "VXLAN (no tunnel port on " + config.bridge.integration + " yet)"};
+    return {worst, what};
+}
+
+// Pod packets cross the tunnel whole: the gateway's and every pod's MTU plus
+// the tunnel's overhead must fit the uplink's MTU, or large packets are lost.
+void checkMtu(const Config& config, const OvsdbReplica& replica, const nlohmann::json& pods, std::vector<DoctorCheck>& out) {
+    auto [overhead, tunnel] = tunnelOverheadInUse(config, replica);
+    // The bridge holding the node IP carries the tunnel; without one, trust the config.
+    int uplinkMtu = mtuOf(config.bridge.physical);
+    if (uplinkMtu == 0 || (config.uplink.mode == Config::UplinkMode::None && !config.bridge.physicalConfigured))
+        uplinkMtu = config.uplink.mtu;
+    std::vector<std::pair<std::string, int>> mtus;
+    if (int gw = mtuOf(config.bridge.gateway)) mtus.emplace_back(config.bridge.gateway, gw);
+    for (const auto& p : pods) {
+        std::string netns = p["netns"], ifname = p["ifname"], pod = p["pod"];
+        try {
+            unsigned mtu = 0;
+            {
+                // /sys shows the namespace sysfs was mounted in, not the thread's: ask rtnetlink there.
+                Netns in(netns);
+                auto sock = nl::connectRoute();
+                rtnl_link* raw = nullptr;
+                nl::check(rtnl_link_get_kernel(sock.get(), 0, ifname.c_str(), &raw), "get link " + ifname);
+                nl::Link link(raw);
+                mtu = rtnl_link_get_mtu(link.get());
+            }
+            if (mtu) mtus.emplace_back("pod " + pod, static_cast<int>(mtu));
+        } catch (const std::exception&) {
+            // tx-checksum reports a pod whose netns is gone.
+        }
+    }
+    std::string tooBig;
+    for (const auto& [who, mtu] : mtus) {
+        if (mtu + overhead > uplinkMtu) tooBig += fmt::format("{}{} ({})", tooBig.empty() ? "" : ", ", who, mtu);
+    }
+    if (tooBig.empty()) {
+        out.push_back(ok("mtu", fmt::format("{} MTUs fit the tunnel in use, {}: {} bytes over a {}-byte uplink", mtus.size(),
+                                            tunnel, overhead, uplinkMtu)));
+    } else {
+        out.push_back(fail("mtu", fmt::format("MTU + {} bytes of {} exceeds the uplink's {}: {}", overhead, tunnel, uplinkMtu, tooBig),
+                           fmt::format("give them at most {} (gateway.mtu for the gateway; the CNI's mtu for pods)",
+                                       uplinkMtu - overhead)));
+    }
+}
+
+}  // namespace
 
 void Doctor::checkOvs(std::vector<DoctorCheck>& out) {
     auto remote = config_.ovsdbRemote();
@@ -26,7 +114,7 @@ void Doctor::checkOvs(std::vector<DoctorCheck>& out) {
         out.push_back(ok("ovsdb", "ovsdb-server answers on " + remote));
 
         std::vector<std::string> bridges{config_.bridge.integration};
-        if (config_.uplink.mode != Config::UplinkMode::None) bridges.push_back(config_.bridge.physical);
+        if (tunnelJobWanted(config_)) bridges.push_back(config_.bridge.physical);  // kovs's br-phy, or theirs (uplink none)
         for (const auto& name : bridges) {
             ovsdb::Transaction t;
             t.select("Bridge", ovsdb::whereName(name), {"datapath_type"}, name);
@@ -42,12 +130,13 @@ void Doctor::checkOvs(std::vector<DoctorCheck>& out) {
             }
         }
         checkBridges(db.replica(), out);
-        cni::PodPorts ports(db, config_.bridge.integration);
+        // kovs-cni's pods and the other CNI's, found as the offload guard finds them.
         podPorts_ = nlohmann::json::array();
-        for (const auto& p : ports.list()) {
-            podPorts_.push_back({{"port", p.name}, {"netns", p.ids.netns}, {"ifname", p.ids.ifname},
-                                 {"pod", p.ids.podNamespace + "/" + p.ids.podName}});
+        for (const auto& p : offload::podInterfacesFromReplica(db.replica(), config_.bridge.integration)) {
+            podPorts_.push_back({{"port", p.hostIfname}, {"netns", p.netns}, {"ifname", p.ifname}, {"pod", p.pod},
+                                 {"foreign", p.foreign}});
         }
+        checkMtu(config_, db.replica(), podPorts_, out);
     } catch (const std::exception& e) {
         out.push_back(fail("ovsdb", e.what(), "start ovsdb-server, or set ovs.manage: true so the agent runs it"));
     }

@@ -4,6 +4,7 @@
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -11,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/Error.hpp"
+#include "gateway/GatewayAddressPlan.hpp"
 
 namespace kovs {
 
@@ -52,8 +54,6 @@ bool sameAddress(const IpPrefix& a, const IpPrefix& b) {
     return a.family == b.family && std::memcmp(a.bytes.data(), b.bytes.data(), a.size()) == 0;
 }
 
-bool isIpv6LinkLocal(const IpPrefix& p) { return p.family == AF_INET6 && p.bytes[0] == 0xfe && (p.bytes[1] & 0xc0) == 0x80; }
-
 struct DesiredRoute {
     IpPrefix dst;
     std::optional<IpPrefix> via;
@@ -73,10 +73,13 @@ void validateRoutes(const GatewayGuardOptions& o) {
 void validate(const GatewayGuardOptions& o) {
     if (o.name.empty() || o.name.size() >= IFNAMSIZ || o.name.find('/') != std::string::npos)
         throw Error("gateway guard: invalid interface name '" + o.name + "'");
-    if (o.mtu < 68 || o.mtu > 65535)
-        throw Error("gateway guard " + o.name + ": MTU " + std::to_string(o.mtu) + " out of range 68..65535");
+    if (o.mtu && (*o.mtu < 68 || *o.mtu > 65535))
+        throw Error("gateway guard " + o.name + ": MTU " + std::to_string(*o.mtu) + " out of range 68..65535");
     if (!o.enabled) return;
-    if (o.addresses.empty()) throw Error("gateway guard " + o.name + ": no gateway address configured");
+    if (o.addresses.empty() && !o.adoptAddresses)
+        throw Error("gateway guard " + o.name + ": no gateway address configured (and none to adopt from the device)");
+    if (!o.addresses.empty() && o.adoptAddresses)
+        throw Error("gateway guard " + o.name + ": addresses are either configured or adopted from the device, not both");
     validateRoutes(o);
     if (o.resyncInterval.count() <= 0) throw Error("gateway guard " + o.name + ": resync interval must be positive");
     if (o.coalesceDelay.count() < 0) throw Error("gateway guard " + o.name + ": coalesce delay must not be negative");
@@ -84,7 +87,8 @@ void validate(const GatewayGuardOptions& o) {
 
 }  // namespace
 
-GatewayGuard::GatewayGuard(EventLoop& loop, GatewayGuardOptions options) : loop_(loop), opt_(std::move(options)) {
+GatewayGuard::GatewayGuard(EventLoop& loop, GatewayGuardOptions options)
+    : loop_(loop), opt_(std::move(options)), guarded_(opt_.addresses) {
     validate(opt_);
     if (!opt_.enabled) {
         spdlog::info("gateway guard {}: disabled", opt_.name);
@@ -104,6 +108,7 @@ GatewayGuard::~GatewayGuard() {
     if (reconcileTimer_) loop_.cancel(*reconcileTimer_);
     if (resyncTimer_) loop_.cancel(*resyncTimer_);
     if (retryTimer_) loop_.cancel(*retryTimer_);
+    if (mtuHeldTimer_) loop_.cancel(*mtuHeldTimer_);
 }
 
 GatewayGuardStats GatewayGuard::stats() const {
@@ -144,7 +149,7 @@ void GatewayGuard::reconcileNow() {
 }
 
 std::optional<IpPrefix> GatewayGuard::sourceFor(int family) const {
-    for (const auto& a : opt_.addresses)
+    for (const auto& a : guarded_)
         if (a.family == family) return a;
     return std::nullopt;
 }
@@ -172,7 +177,7 @@ void GatewayGuard::reconcile() {
             int ifindex = rtnl_link_get_ifindex(link.get());
             watcher_->setIfindex(ifindex);
             reconcileLink(link.get(), r);
-            reconcileSysctls(r);
+            if (opt_.serviceSysctls) reconcileSysctls(r);
             reconcileAddresses(ifindex, r);
             reconcileRoutes(ifindex, r);
         }
@@ -209,6 +214,7 @@ void GatewayGuard::reconcile() {
     stats_.routesAdded += r.routeAdded;
     stats_.routesRemoved += r.routeRemoved;
     stats_.sysctlsFixed += r.sysctl;
+    stats_.mtuContested = mtuThrottle_.contested();
     if (r.total() > 0 && !failed) {
         ++stats_.restores;
         stats_.lastRestore = took;
@@ -223,17 +229,44 @@ void GatewayGuard::reconcile() {
 
 bool GatewayGuard::reconcileLink(rtnl_link* link, Repairs& r) {
     bool up = (rtnl_link_get_flags(link) & IFF_UP) != 0;
-    bool mtuOk = rtnl_link_get_mtu(link) == static_cast<unsigned>(opt_.mtu);
-    if (up && mtuOk) return false;
+    unsigned mtu = rtnl_link_get_mtu(link);
+    bool fixMtu = opt_.mtu && mtu != static_cast<unsigned>(*opt_.mtu) && admitMtuRepair(mtu);
+    if (up && !fixMtu) return false;
     nl::Link change(rtnl_link_alloc());
     if (!change) throw Error("gateway guard " + opt_.name + ": rtnl_link_alloc: out of memory");
-    if (!mtuOk) rtnl_link_set_mtu(change.get(), static_cast<unsigned>(opt_.mtu));
+    if (fixMtu) rtnl_link_set_mtu(change.get(), static_cast<unsigned>(*opt_.mtu));
     if (!up) rtnl_link_set_flags(change.get(), IFF_UP);
     nl::check(rtnl_link_change(sock_.get(), link, change.get(), 0),
-              "gateway guard " + opt_.name + ": set " + (up ? "" : "up ") + (mtuOk ? "" : "mtu " + std::to_string(opt_.mtu)));
+              "gateway guard " + opt_.name + ": set " + (up ? "" : "up ") + (fixMtu ? "mtu " + std::to_string(*opt_.mtu) : ""));
     r.linkUp += up ? 0 : 1;
-    r.mtu += mtuOk ? 0 : 1;
+    r.mtu += fixMtu ? 1 : 0;
     return true;
+}
+
+// Every MTU repair passes the throttle: a few at once, then each held back
+// twice as long as the last while the MTU keeps changing under the guard.
+bool GatewayGuard::admitMtuRepair(unsigned observed) {
+    if (mtuHeldTimer_) return false;  // a held-back repair is pending; it runs that pass
+    if (mtuAdmitted_) {
+        mtuAdmitted_ = false;
+        return true;
+    }
+    auto wait = mtuThrottle_.admit();
+    if (wait.count() == 0) return true;
+    spdlog::warn("gateway guard {}: MTU changed under the guard {} times in {} s (now {}, kept at {}): another writer sets "
+                 "it (ovs-vswitchd gives an internal port without mtu_request the bridge's smallest MTU); repairing in {} ms",
+                 opt_.name, mtuThrottle_.inWindow(), mtuThrottle_.window().count() / 1000, observed, *opt_.mtu, wait.count());
+    {
+        std::lock_guard lock(statsMutex_);
+        ++stats_.mtuHeld;
+        stats_.mtuContested = true;
+    }
+    mtuHeldTimer_ = loop_.after(wait, [this] {
+        mtuHeldTimer_.reset();
+        mtuAdmitted_ = true;
+        reconcile();
+    });
+    return false;
 }
 
 // Two sysctls of the gateway the Service paths depend on:
@@ -271,30 +304,33 @@ void GatewayGuard::reconcileAddresses(int ifindex, Repairs& r) {
     nl_cache* raw = nullptr;
     nl::check(rtnl_addr_alloc_cache(sock_.get(), &raw), "gateway guard " + opt_.name + ": dump addresses");
     nl::Cache cache(raw);
-    std::vector<bool> found(opt_.addresses.size(), false);
-    std::vector<rtnl_addr*> foreign;
+    std::vector<std::pair<IpPrefix, rtnl_addr*>> have;
     for (auto* o = nl_cache_get_first(cache.get()); o != nullptr; o = nl_cache_get_next(o)) {
         auto* a = reinterpret_cast<rtnl_addr*>(o);
         if (rtnl_addr_get_ifindex(a) != ifindex) continue;
         auto local = fromNl(rtnl_addr_get_local(a));
         if (!local) continue;
         local->prefixLen = static_cast<int>(rtnl_addr_get_prefixlen(a));
-        bool wanted = false;
-        for (size_t i = 0; i < opt_.addresses.size(); ++i) {
-            if (opt_.addresses[i] == *local) found[i] = wanted = true;
-        }
-        if (!wanted && !isIpv6LinkLocal(*local)) foreign.push_back(a);
+        have.emplace_back(*local, a);
     }
-    for (auto* a : foreign) {
-        std::string text = fromNl(rtnl_addr_get_local(a))->addressString() + "/" + std::to_string(rtnl_addr_get_prefixlen(a));
-        int rc = rtnl_addr_delete(sock_.get(), a, 0);
+    std::vector<IpPrefix> observed;
+    for (const auto& [p, _] : have) observed.push_back(p);
+    auto plan = planGatewayAddresses({opt_.addresses, opt_.adoptAddresses}, guarded_, observed);
+    if (plan.guarded != guarded_) {
+        std::string list;
+        for (const auto& a : plan.guarded) list += (list.empty() ? "" : ", ") + a.str();
+        spdlog::info("gateway guard {}: keeping the addresses the device was given: {}", opt_.name, list.empty() ? "none yet" : list);
+        guarded_ = plan.guarded;
+    }
+    for (const auto& gone : plan.remove) {
+        auto it = std::find_if(have.begin(), have.end(), [&](const auto& h) { return h.first == gone; });
+        if (it == have.end()) continue;
+        int rc = rtnl_addr_delete(sock_.get(), it->second, 0);
         if (rc == -NLE_NOADDR || rc == -NLE_OBJ_NOTFOUND) continue;  // gone meanwhile
-        nl::check(rc, "gateway guard " + opt_.name + ": remove foreign address " + text);
+        nl::check(rc, "gateway guard " + opt_.name + ": remove foreign address " + gone.str());
         ++r.addrRemoved;
     }
-    for (size_t i = 0; i < opt_.addresses.size(); ++i) {
-        if (found[i]) continue;
-        const auto& want = opt_.addresses[i];
+    for (const auto& want : plan.add) {
         std::unique_ptr<rtnl_addr, nl::RtAddrDeleter> a(rtnl_addr_alloc());
         if (!a) throw Error("gateway guard " + opt_.name + ": rtnl_addr_alloc: out of memory");
         rtnl_addr_set_ifindex(a.get(), ifindex);
@@ -313,7 +349,7 @@ void GatewayGuard::reconcileAddresses(int ifindex, Repairs& r) {
 
 void GatewayGuard::reconcileRoutes(int ifindex, Repairs& r) {
     std::vector<DesiredRoute> desired;
-    for (const auto& a : opt_.addresses) {
+    for (const auto& a : guarded_) {
         if (a.prefixLen == a.maxPrefixLen()) continue;  // a host address brings no prefix route
         DesiredRoute d{a.network(), std::nullopt, std::nullopt, RT_SCOPE_LINK, 0};
         if (a.family == AF_INET) d.src = a;
@@ -399,8 +435,11 @@ void GatewayGuard::reconcileRoutes(int ifindex, Repairs& r) {
 void GatewayGuard::status(nlohmann::json& out) const {
     auto g = stats();
     auto addrs = nlohmann::json::array();
-    for (const auto& a : opt_.addresses) addrs.push_back(a.str());
+    for (const auto& a : guarded_) addrs.push_back(a.str());
     out["gateway"] = {{"name", opt_.name}, {"guard", opt_.enabled}, {"present", g.linkPresent}, {"addresses", addrs},
+                      {"addressesFrom", opt_.adoptAddresses ? "device" : "config"},
+                      {"mtu", opt_.mtu ? nlohmann::json(*opt_.mtu) : nlohmann::json()},
+                      {"mtuContested", mtuThrottle_.contested()}, {"mtuRepairsHeld", g.mtuHeld},
                       {"restores", g.restores}, {"failures", g.failures},
                       {"lastRestoreMicros", g.lastRestore.count() / 1000}};
 }
@@ -414,6 +453,10 @@ void GatewayGuard::metrics(MetricsText& m) const {
     m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.mtuFixed), {{"kind", "mtu"}});
     m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.sysctlsFixed), {{"kind", "sysctl"}});
     m.counter("kovs_gateway_restores_total", "Reconciles of the gateway that repaired something.", static_cast<double>(g.restores));
+    m.gauge("kovs_gateway_contested", "1 while a value of the gateway keeps being changed under the guard (its repairs held back).",
+            mtuThrottle_.contested() ? 1 : 0, {{"kind", "mtu"}});
+    m.counter("kovs_gateway_repairs_held_total", "Gateway repairs the guard held back because the value kept being changed under it.",
+              static_cast<double>(g.mtuHeld), {{"kind", "mtu"}});
     std::lock_guard lock(statsMutex_);
     restoreLatency_.write(m, "kovs_gateway_restore_seconds", "Time from damage to the gateway to its repair.");
 }

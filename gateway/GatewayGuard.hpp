@@ -7,9 +7,16 @@
 // routes removed along with an address or when a link goes down.
 //
 // Choices:
-// - Foreign addresses on gw0 (any IPv4 address, any IPv6 address that is not
-//   link-local) are removed: two gateways on one pod subnet answer ARP for
-//   pods and break them. IPv6 link-local addresses are the kernel's and stay.
+// - Which addresses: configured ones exactly, or, on another CNI's device
+//   (companion mode), the ones it gave the device, learned when they appear
+//   (gateway/GatewayAddressPlan.hpp). Foreign addresses on a configured gw0
+//   are removed; nothing is ever removed from an adopted device.
+// - The MTU only when one is wanted: kovs's own gw0 (whose mtu_request the
+//   bridge job sets, so OVS agrees) or a configured gateway.mtu. Another
+//   CNI's device keeps the MTU that CNI gave it. A value that keeps being
+//   changed under the guard is another writer (ovs-vswitchd resets an
+//   internal port without mtu_request to the bridge's smallest MTU): repairs
+//   go through a RepairThrottle, and the status says the MTU is contested.
 // - Routes are only ever added with kKovsRouteProtocol, and only routes on gw0
 //   carrying that protocol and no longer configured are removed: nobody
 //   else's routes are touched. A present route with another protocol (the
@@ -28,6 +35,7 @@
 #include "base/EventLoop.hpp"
 #include "base/IpPrefix.hpp"
 #include "base/Job.hpp"
+#include "base/RepairThrottle.hpp"
 #include "base/Metrics.hpp"
 #include "base/Netlink.hpp"
 #include "base/NetlinkWatcher.hpp"
@@ -47,8 +55,13 @@ struct GatewayRoute {
 struct GatewayGuardOptions {
     bool enabled = true;
     std::string name = "gw0";       // antrea-gw0 and other names work the same
-    int mtu = 1450;
+    std::optional<int> mtu = 1450;  // none: the device's MTU is left as it is
     std::vector<IpPrefix> addresses;  // e.g. gatewayAddressFor(podCidr), IPv4 and/or IPv6
+    // With no addresses: keep the ones the device is given (another CNI's).
+    bool adoptAddresses = false;
+    // rp_filter loose and send_redirects off, which kovs's own Service reply
+    // path needs (standalone mode); another CNI's device keeps its sysctls.
+    bool serviceSysctls = true;
     std::vector<GatewayRoute> routes;
     // false until the full route set is known (the agent's peers have not
     // arrived yet): kovs routes on gw0 missing from `routes` are kept, not
@@ -69,6 +82,8 @@ struct GatewayGuardStats {
     uint64_t routesAdded = 0;
     uint64_t routesRemoved = 0;
     uint64_t sysctlsFixed = 0;   // rp_filter, send_redirects
+    uint64_t mtuHeld = 0;        // MTU repairs the throttle held back
+    bool mtuContested = false;   // the MTU keeps being changed under the guard
     uint64_t failures = 0;       // reconciles that failed (gw0 changed under them, or an error); retried
     uint64_t restores = 0;       // reconciles that repaired something
     bool linkPresent = false;
@@ -113,6 +128,7 @@ private:
     void scheduleResync();
     void reconcile();
     bool reconcileLink(rtnl_link* link, Repairs& r);
+    bool admitMtuRepair(unsigned observed);
     void reconcileSysctls(Repairs& r);
     void reconcileAddresses(int ifindex, Repairs& r);
     void reconcileRoutes(int ifindex, Repairs& r);
@@ -125,6 +141,10 @@ private:
     std::optional<EventLoop::TimerId> reconcileTimer_;
     std::optional<EventLoop::TimerId> resyncTimer_;
     std::optional<EventLoop::TimerId> retryTimer_;
+    std::vector<IpPrefix> guarded_;  // the addresses kept: configured, or adopted from the device
+    RepairThrottle mtuThrottle_;
+    std::optional<EventLoop::TimerId> mtuHeldTimer_;
+    bool mtuAdmitted_ = false;       // the throttle's wait is over: repair on this pass
     unsigned consecutiveFailures_ = 0;
     std::optional<EventLoop::Clock::time_point> damageSeen_;
 

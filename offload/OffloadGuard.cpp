@@ -9,9 +9,6 @@
 #include <algorithm>
 
 #include "base/Error.hpp"
-#include "ovs/OvsdbReplica.hpp"
-#include "ovs/OvsdbTransaction.hpp"
-#include "ovs/PodPortIds.hpp"
 #include "base/Ethtool.hpp"
 #include "base/HostVeth.hpp"
 #include "base/Netns.hpp"
@@ -24,6 +21,7 @@ OffloadGuard::OffloadGuard(std::vector<std::string> hostDevices, PodLister pods)
 OffloadGuard::~OffloadGuard() {
     if (!loop_) return;
     if (resyncTimer_) loop_->cancel(resyncTimer_);
+    if (newPodsTimer_) loop_->cancel(newPodsTimer_);
     if (linkEvents_) loop_->unwatch(linkEvents_.get());
 }
 
@@ -50,28 +48,53 @@ bool OffloadGuard::checkHostDevice(const std::string& name) {
     return check(name, Repair::TxChecksum, [&] { return Ethtool().ensureTxChecksumOff(name); });
 }
 
+std::vector<PodInterface> OffloadGuard::listPods() {
+    if (!pods_) return {};
+    try {
+        auto pods = pods_();
+        known_ = std::set<PodInterface>(pods.begin(), pods.end());
+        return pods;
+    } catch (const Error& e) {
+        ++stats_.errors;
+        stats_.lastError = std::string("listing pod interfaces: ") + e.what();
+        spdlog::warn("offload guard: {}", stats_.lastError);
+        return {};
+    }
+}
+
+void OffloadGuard::checkPod(const PodInterface& pod) {
+    auto where = (pod.pod.empty() ? "" : "pod " + pod.pod + " ") + "(" + pod.netns + ":" + pod.ifname + ")";
+    check(where, Repair::TxChecksum, [&] {
+        Netns in(pod.netns);
+        return Ethtool().ensureTxChecksumOff(pod.ifname);
+    });
+    // A foreign pod's host end is its CNI's: hostIfname is empty for those.
+    if (!pod.hostIfname.empty()) check(pod.hostIfname, Repair::HostVeth, [&] { return isolateHostVeth(pod.hostIfname); });
+}
+
 uint64_t OffloadGuard::sweep() {
     ++stats_.sweeps;
     uint64_t before = stats_.repairs;
     for (const auto& dev : hostDevices_) checkHostDevice(dev);
-    std::vector<PodInterface> pods;
-    if (pods_) {
-        try {
-            pods = pods_();
-        } catch (const Error& e) {
-            ++stats_.errors;
-            stats_.lastError = std::string("listing pod interfaces: ") + e.what();
-            spdlog::warn("offload guard: {}", stats_.lastError);
-        }
-    }
-    for (const auto& pod : pods) {
-        check(pod.netns + ":" + pod.ifname, Repair::TxChecksum, [&] {
-            Netns in(pod.netns);
-            return Ethtool().ensureTxChecksumOff(pod.ifname);
-        });
-        if (!pod.hostIfname.empty()) check(pod.hostIfname, Repair::HostVeth, [&] { return isolateHostVeth(pod.hostIfname); });
-    }
+    for (const auto& pod : listPods()) checkPod(pod);
     return stats_.repairs - before;
+}
+
+void OffloadGuard::portsChanged() {
+    if (!loop_ || newPodsTimer_) return;
+    // A CNI adds the port and moves the veth's peer in separate steps; a short
+    // delay also coalesces the updates of one ADD.
+    newPodsTimer_ = loop_->after(std::chrono::milliseconds(200), [this] {
+        newPodsTimer_ = 0;
+        checkNewPods();
+    });
+}
+
+void OffloadGuard::checkNewPods() {
+    auto before = known_;
+    for (const auto& pod : listPods()) {
+        if (!before.count(pod)) checkPod(pod);
+    }
 }
 
 void OffloadGuard::attach(EventLoop& loop, std::chrono::milliseconds resync) {
@@ -128,23 +151,12 @@ void OffloadGuard::onLinkEvents() {
     for (const auto& name : seen) checkHostDevice(name);
 }
 
-std::vector<PodInterface> podInterfacesFromReplica(const OvsdbReplica& replica, const std::string& bridge) {
-    std::vector<PodInterface> out;
-    auto br = replica.findByName("Bridge", bridge);
-    if (!br) return out;
-    auto onBridge = ovsdb::uuidSet(br->second.value("ports", nlohmann::json()));
-    for (const auto& uuid : onBridge) {
-        const auto* port = replica.row("Port", uuid);
-        if (!port || !port->contains("external_ids")) continue;
-        auto ids = PodPortIds::parse(ovsdb::mapValue(port->at("external_ids")));
-        if (!ids.madeByKovsCni() || ids.netns.empty() || ids.ifname.empty()) continue;
-        out.push_back({ids.netns, ids.ifname, ovsdb::stringOr(*port, "name")});
-    }
-    return out;
-}
-
 void OffloadGuard::status(nlohmann::json& out) const {
+    size_t foreign = 0;
+    for (const auto& p : known_) foreign += p.foreign ? 1 : 0;
     out["offload"] = {{"checked", stats_.checks},
+                      {"pods", known_.size()},
+                      {"foreignPods", foreign},
                       {"repaired", stats_.repairs},
                       {"hostVethsIsolated", stats_.hostVethRepairs},
                       {"errors", stats_.errors},

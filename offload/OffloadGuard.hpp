@@ -5,8 +5,11 @@
 // (isolateHostVeth: pods an older kovs-cni attached). ovs-vswitchd re-creates its tap devices with offload on when it
 // restarts or when userspace-tso-enable is toggled, and pods may have been
 // created while the agent was down, so the guard
-//   - sweeps everything on demand (agent start-up, periodic resync), and
-//   - re-checks a host device as soon as a RTM_NEWLINK names it.
+//   - sweeps everything on demand (agent start-up, periodic resync),
+//   - re-checks a host device as soon as a RTM_NEWLINK names it, and
+//   - checks pods it has not seen yet when the bridge's ports change (a pod
+//     another CNI attached gets no kovs-cni ADD unless kovs is chained there).
+// Pods are kovs-cni's and other CNIs' alike (offload/PodInterfaces.hpp).
 // Each repair is counted (exported as a metric by the agent).
 //
 // All netns switches are scoped inside one call and return before it does
@@ -21,19 +24,9 @@
 #include "base/EventLoop.hpp"
 #include "base/Job.hpp"
 #include "base/UniqueFd.hpp"
-
-namespace kovs {
-class OvsdbReplica;
-}
+#include "offload/PodInterfaces.hpp"
 
 namespace kovs::offload {
-
-struct PodInterface {
-    std::string netns;       // path of the pod's netns
-    std::string ifname;      // the interface inside it
-    std::string hostIfname;  // the veth's host end, an OVS port in our netns ("": none to look after)
-    auto operator<=>(const PodInterface&) const = default;
-};
 
 struct OffloadGuardStats {
     uint64_t sweeps = 0;
@@ -61,6 +54,9 @@ public:
     uint64_t sweep();
     // Checks one host device; true when it had to be repaired.
     bool checkHostDevice(const std::string& name);
+    // The bridge's ports changed: pods not seen before are checked shortly
+    // (coalesced; needs attach()).
+    void portsChanged();
 
     // Wires the guard to a loop: link notifications for the host devices and
     // a periodic sweep. The guard must outlive the loop's use of it.
@@ -79,18 +75,19 @@ private:
     bool check(const std::string& where, Repair kind, const std::function<bool()>& repair);
     void onLinkEvents();
     void scheduleResync();
+    std::vector<PodInterface> listPods();
+    void checkPod(const PodInterface& pod);
+    void checkNewPods();
 
     std::set<std::string> hostDevices_;
     PodLister pods_;
     OffloadGuardStats stats_;
     EventLoop* loop_ = nullptr;
     EventLoop::TimerId resyncTimer_ = 0;
+    EventLoop::TimerId newPodsTimer_ = 0;
+    std::set<PodInterface> known_;  // the pods of the last listing
     std::chrono::milliseconds resync_{0};
     UniqueFd linkEvents_;
 };
-
-// Pod interfaces of the kovs-cni ports on `bridge`, from a monitored replica
-// of the Port and Bridge tables (external_ids cni-netns / cni-ifname).
-std::vector<PodInterface> podInterfacesFromReplica(const OvsdbReplica& replica, const std::string& bridge);
 
 }  // namespace kovs::offload

@@ -26,11 +26,12 @@ struct OvsdbClientOptions {
     std::vector<std::string> monitorTables = {"Open_vSwitch", "Bridge", "Port", "Interface"};
     // Columns to monitor per table (absent: all). vswitchd rewrites
     // Interface statistics every few seconds; leaving them out spares the
-    // agent a wakeup per interface per interval.
+    // agent a wakeup per interface per interval. mtu_request: the bridge job
+    // sets the gateway's MTU there.
     std::map<std::string, std::vector<std::string>> monitorColumns = {
         {"Interface",
-         {"name", "type", "options", "external_ids", "ofport", "mac_in_use", "mtu", "link_state", "admin_state",
-          "error"}}};
+         {"name", "type", "options", "external_ids", "ofport", "mac_in_use", "mtu", "mtu_request", "link_state",
+          "admin_state", "error"}}};
     std::chrono::milliseconds requestTimeout{5000};
     // A tcp: remote that does not answer is given up after this (non-blocking
     // connect); the reconnect backoff then applies.

@@ -27,6 +27,10 @@ packages=(
   busybox-static python3-yaml conntrack
   # rebuilds: meson uses ccache by itself when it is installed
   ccache
+  # the OVN companion scenario (tests/e2e/ovn_companion_test.sh): OVN 23.03 as
+  # the foreign OVS-based CNI datapath (northd + NB/SB, ovn-controller); the
+  # tests start their daemons inside the node namespaces, never as services
+  ovn-central ovn-host
 )
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -69,19 +73,22 @@ chmod +x "$policy"
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
 
 # On a machine booted with systemd, the packages also enabled docker.service,
-# docker.socket and containerd.service for the next boot. kovs never uses the
+# docker.socket, containerd.service and the OVN units for the next boot. kovs never uses the
 # machine's engine (tests/cluster/lib/docker-cluster.sh runs a private one in a network
 # namespace), so when this script installed them, they stay disabled.
-for p in docker.io containerd; do
+for p in docker.io containerd ovn-central ovn-host; do
   [[ " ${missing[*]} " == *" $p "* ]] || continue
   if command -v systemctl >/dev/null; then
     case $p in
       docker.io) systemctl disable --quiet docker.service docker.socket 2>/dev/null || true ;;
       containerd) systemctl disable --quiet containerd.service 2>/dev/null || true ;;
+      ovn-central) systemctl disable --quiet ovn-central.service ovn-northd.service ovn-ovsdb-server-nb.service \
+                     ovn-ovsdb-server-sb.service 2>/dev/null || true ;;
+      ovn-host) systemctl disable --quiet ovn-host.service ovn-controller.service 2>/dev/null || true ;;
     esac
   fi
 done
-for d in dockerd containerd; do
+for d in dockerd containerd ovn-northd ovn-controller; do
   if pgrep -x "$d" >/dev/null; then
     echo "install-deps: note: a $d is running on this machine (not started by this script; kovs does not use it)" >&2
   fi

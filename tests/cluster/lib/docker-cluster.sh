@@ -48,6 +48,7 @@ KOVS_NODE_PACKAGES=(
     openvswitch-switch iproute2 ethtool iperf3 socat jq procps iputils-ping
     containernetworking-plugins systemd dbus python3 curl iptables tcpdump
     nftables conntrack dnsmasq-base bind9-dnsutils
+    ovn-central ovn-host   # tests/cluster/lib/ovn.sh: a real OVN datapath next to kovs
 )
 
 dk() { docker -H "unix://$KOVS_DOCKER_SOCK" "$@"; }

@@ -148,7 +148,7 @@ TEST(OffloadGuard, FindsPodsThroughOvsdbAndRepairsThem) {
     OvsdbClient db(loop, opts);
     ASSERT_TRUE(db.waitReady(5s));
     auto pods = offload::podInterfacesFromReplica(db.replica(), "br-int");
-    ASSERT_EQ(pods, (std::vector<PodInterface>{{pod.path(), "eth0", cni::VethPair::hostNameFor("og1", "eth0")}}));
+    ASSERT_EQ(pods, (std::vector<PodInterface>{{pod.path(), "eth0", cni::VethPair::hostNameFor("og1", "eth0"), "container og1", false}}));
     OffloadGuard guard({}, [&] { return offload::podInterfacesFromReplica(db.replica(), "br-int"); });
     EXPECT_EQ(guard.sweep(), 1u);
     EXPECT_EQ(ethtoolFeature(pod.name(), "eth0", "tx-checksumming"), "off");

@@ -143,7 +143,10 @@ TEST(BridgePlanner, BadOptionsAreClearErrors) {
         }
         return std::string("no error");
     };
-    EXPECT_EQ(err([](BridgeOptions& o) { o.gatewayPort = ""; }), "bridge options: gateway port is empty");
+    EXPECT_EQ(err([](BridgeOptions& o) { o.integrationBridge = ""; }), "bridge options: integration bridge is empty");
+    EXPECT_EQ(err([](BridgeOptions& o) { o.gatewayPort = ""; }), "no error") << "companion mode: no gateway of kovs's";
+    EXPECT_EQ(err([](BridgeOptions& o) { o.tunnelPort = ""; }), "no error") << "companion mode: no tunnel of kovs's";
+    EXPECT_EQ(err([](BridgeOptions& o) { o.gatewayMtu = 40; }), "bridge options: gateway MTU 40 is not in 68..65535");
     EXPECT_EQ(err([](BridgeOptions& o) { o.gatewayPort = "a-very-long-gateway0"; }),
               "bridge options: gateway port 'a-very-long-gateway0' is longer than 15 characters");
     EXPECT_EQ(err([](BridgeOptions& o) { o.tunnelPort = "gw0"; }),
@@ -249,4 +252,125 @@ TEST(BridgePlanner, BadUplinkOptionsAreClearErrors) {
     o = withUplink();
     o.physBridge = "";
     EXPECT_THROW(BridgePlanner{o}, kovs::Error);
+}
+
+// Defect 1 of issue 16: the gateway's MTU is OVS's to set (mtu_request), or
+// vswitchd keeps an internal port at the bridge's smallest MTU and fights
+// whoever sets it over netlink.
+namespace {
+BridgeOptions withGatewayMtu(int mtu) {
+    BridgeOptions o;
+    o.gatewayMtu = mtu;
+    return o;
+}
+json interfaceInsert(const kovs::BridgePlan& plan, const std::string& name) {
+    for (const auto& op : plan.txn.params()) {
+        if (op.is_object() && op.value("op", "") == "insert" && op.value("table", "") == "Interface" && op["row"]["name"] == name)
+            return op["row"];
+    }
+    return nullptr;
+}
+}  // namespace
+
+TEST(BridgePlanner, TheGatewayIsCreatedWithItsMtuRequest) {
+    auto plan = BridgePlanner(withGatewayMtu(1450)).plan(replicaOf(json::parse(R"({"Open_vSwitch":{"r":{"initial":{}}}})")));
+    EXPECT_EQ(interfaceInsert(plan, "gw0")["mtu_request"], 1450);
+    EXPECT_FALSE(interfaceInsert(plan, "tun0").contains("mtu_request")) << "only the gateway's MTU is kovs's to set";
+    EXPECT_FALSE(interfaceInsert(plan, "br-int").contains("mtu_request"));
+}
+
+TEST(BridgePlanner, AGatewayWithoutOrWithAnotherMtuRequestIsUpdated) {
+    auto db = convergedDb();
+    auto plan = BridgePlanner(withGatewayMtu(1450)).plan(replicaOf(db));
+    EXPECT_EQ(opsOf(plan), std::vector<std::string>{"update Interface gw0"});
+    EXPECT_EQ(plan.txn.params()[1]["row"], json({{"mtu_request", 1450}}));
+    db["Interface"]["i-gw0"]["initial"]["mtu_request"] = 1400;
+    EXPECT_EQ(BridgePlanner(withGatewayMtu(1450)).plan(replicaOf(db)).txn.params()[1]["row"], json({{"mtu_request", 1450}}));
+    db["Interface"]["i-gw0"]["initial"]["mtu_request"] = 1450;
+    EXPECT_TRUE(BridgePlanner(withGatewayMtu(1450)).plan(replicaOf(db)).txn.empty());
+    // No MTU wanted: the column is left as it is, whatever it holds.
+    EXPECT_TRUE(BridgePlanner(BridgeOptions{}).plan(replicaOf(db)).txn.empty());
+    // A foreign gateway's MTU is never set (the guard leaves it alone unless configured).
+    db["Bridge"]["b-int"]["initial"]["external_ids"] = ovsdb::map({{"owner", "ovn"}});
+    db["Port"]["p-gw0"]["initial"]["external_ids"] = ovsdb::map({{"owner", "ovn"}});
+    db["Interface"]["i-gw0"]["initial"]["external_ids"] = ovsdb::map({{"iface-id", "k8s-node1"}});
+    db["Interface"]["i-gw0"]["initial"]["mtu_request"] = ovsdb::set({});
+    EXPECT_TRUE(BridgePlanner(withGatewayMtu(1450)).plan(replicaOf(db)).txn.empty());
+}
+
+// Defects 3 and 4: in companion mode kovs wants no tunnel, no gateway and no
+// integration bridge of its own.
+namespace {
+BridgeOptions companion() {
+    BridgeOptions o;
+    o.gatewayPort = "";
+    o.tunnelPort = "";
+    o.createIntegrationBridge = false;
+    return o;
+}
+// OVN's br-int as ovn-controller makes it, with OVN-Kubernetes' management
+// port and a Geneve tunnel, none of it marked kovs-owner.
+json ovnDb() {
+    json db = json::parse(R"({"Open_vSwitch":{"r":{"initial":{"bridges":["set",[["uuid","b-int"]]]}}}})");
+    db["Bridge"]["b-int"] = {{"initial", {{"name", "br-int"}, {"datapath_type", "netdev"}, {"fail_mode", "secure"},
+                                          {"external_ids", ovsdb::map({})},
+                                          {"ports", ovsdb::set({ovsdb::uuid("p-br-int"), ovsdb::uuid("p-mp0"), ovsdb::uuid("p-gnv")})}}}};
+    auto port = [&](const std::string& key, const std::string& name, const std::string& type, json iids) {
+        db["Interface"]["i-" + key] = {{"initial", {{"name", name}, {"type", type}, {"external_ids", iids}}}};
+        db["Port"]["p-" + key] = {{"initial", {{"name", name}, {"interfaces", ovsdb::uuid("i-" + key)}, {"external_ids", ovsdb::map({})}}}};
+    };
+    port("br-int", "br-int", "internal", ovsdb::map({}));
+    port("mp0", "ovn-k8s-mp0", "internal", ovsdb::map({{"iface-id", "k8s-node1"}}));
+    port("gnv", "ovn-node2-0", "geneve", ovsdb::map({}));
+    return db;
+}
+}  // namespace
+
+TEST(BridgePlanner, CompanionModeStartingBeforeTheCniCreatesNoBridgeGatewayOrTunnel) {
+    auto plan = BridgePlanner(companion()).plan(replicaOf(json::parse(R"({"Open_vSwitch":{"r":{"initial":{}}}})")));
+    for (const auto& op : opsOf(plan)) {
+        EXPECT_EQ(op.find("br-int"), std::string::npos) << op;
+        EXPECT_EQ(op.find("gw0"), std::string::npos) << op;
+        EXPECT_EQ(op.find("tun0"), std::string::npos) << op;
+    }
+    auto ops = opsOf(plan);
+    EXPECT_NE(std::find(ops.begin(), ops.end(), "insert Bridge br-phy"), ops.end()) << "br-phy (the uplink's) is still kovs's";
+}
+
+TEST(BridgePlanner, CompanionModeLeavesOvnsBridgeAsItIs) {
+    auto o = companion();
+    o.physBridge = "";  // uplink.mode none: nothing of kovs's at all
+    auto plan = BridgePlanner(o).plan(replicaOf(ovnDb()));
+    EXPECT_TRUE(plan.txn.empty()) << plan.txn.params().dump();
+    EXPECT_EQ(plan.foreign, std::vector<std::string>{"bridge br-int is not kovs's: using it as is (companion mode)"});
+    EXPECT_TRUE(BridgePlanner(o).planCleanup(replicaOf(ovnDb())).txn.empty());
+}
+
+TEST(BridgePlanner, CompanionModeRemovesTheTunnelAnOlderKovsAddedToTheirBridge) {
+    auto db = ovnDb();
+    db["Interface"]["i-tun0"] = {{"initial", {{"name", "tun0"}, {"type", "vxlan"}, {"external_ids", kOwner}}}};
+    db["Port"]["p-tun0"] = {{"initial", {{"name", "tun0"}, {"interfaces", ovsdb::uuid("i-tun0")}, {"external_ids", kOwner}}}};
+    db["Bridge"]["b-int"]["initial"]["ports"][1].push_back(ovsdb::uuid("p-tun0"));
+    auto o = companion();
+    o.physBridge = "";
+    auto plan = BridgePlanner(o).plan(replicaOf(db));
+    EXPECT_EQ(opsOf(plan), std::vector<std::string>{"mutate Bridge br-int"});
+    EXPECT_EQ(plan.txn.params()[1]["mutations"][0], json::parse(R"(["ports","delete",["set",[["uuid","p-tun0"]]]])"));
+    EXPECT_EQ(plan.changes, std::vector<std::string>{"remove port tun0 from br-int (no longer wanted)"});
+    // --cleanup finds it too.
+    EXPECT_EQ(opsOf(BridgePlanner(o).planCleanup(replicaOf(db))), std::vector<std::string>{"mutate Bridge br-int"});
+}
+
+TEST(BridgePlanner, ATunnelAskedForInCompanionModeWaitsForTheirBridge) {
+    auto o = companion();
+    o.physBridge = "";
+    o.tunnelPort = "tun0";
+    auto plan = BridgePlanner(o).plan(replicaOf(json::parse(R"({"Open_vSwitch":{"r":{"initial":{}}}})")));
+    EXPECT_TRUE(plan.txn.empty()) << plan.txn.params().dump();
+    EXPECT_EQ(plan.foreign,
+              std::vector<std::string>{"bridge br-int does not exist: waiting for the CNI that owns it to create it"});
+    // Once it exists, the tunnel port is added to it (and the bridge itself is left alone).
+    auto added = BridgePlanner(o).plan(replicaOf(ovnDb()));
+    EXPECT_EQ(opsOf(added), (std::vector<std::string>{"insert Interface tun0", "insert Port tun0", "wait Bridge br-int",
+                                                      "mutate Bridge br-int"}));
 }

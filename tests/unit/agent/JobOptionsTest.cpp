@@ -1,0 +1,73 @@
+// Which config feeds which job, in each mode (issue 16): companion mode makes
+// nothing on the other CNI's bridge, guards its gateway as it is, and runs the
+// tunnel job on whichever bridge holds the node IP.
+#include "agent/JobOptions.hpp"
+
+#include <gtest/gtest.h>
+
+using kovs::Config;
+using kovs::parseConfig;
+
+namespace {
+Config resolved(const std::string& yaml) {
+    auto c = parseConfig(yaml);
+    if (!c.uplink.mtu) c.uplink.mtu = 1500;  // what resolveUplinkMtu reads from eth0
+    return c;
+}
+}  // namespace
+
+TEST(JobOptions, StandaloneOwnsItsGatewayWithMtuRequestAndTheFirstPodAddress) {
+    auto c = resolved("node: {podCIDR: 10.244.1.0/24}\n");
+    auto b = kovs::bridgeOptions(c);
+    EXPECT_EQ(b.gatewayPort, "gw0");
+    EXPECT_EQ(b.gatewayMtu, 1450) << "set the OVS way, or vswitchd pulls gw0 down to the pods' MTU";
+    EXPECT_EQ(b.tunnelPort, "tun0");
+    EXPECT_TRUE(b.createIntegrationBridge);
+    auto g = kovs::gatewayOptions(c);
+    EXPECT_EQ(g.mtu, 1450);
+    ASSERT_EQ(g.addresses.size(), 1u);
+    EXPECT_EQ(g.addresses[0].str(), "10.244.1.1/24");
+    EXPECT_FALSE(g.adoptAddresses);
+    EXPECT_TRUE(g.serviceSysctls);
+}
+
+TEST(JobOptions, CompanionMakesNoGatewayTunnelOrBridgeAndGuardsTheCnisGatewayAsItIs) {
+    // The node's podCIDR is Antrea's convention, not OVN-K's or Kube-OVN's: not used for the gateway.
+    auto c = resolved("node: {podCIDR: 10.244.1.0/24}\nmode: companion\nbridge: {gateway: ovn-k8s-mp0}\n");
+    auto b = kovs::bridgeOptions(c);
+    EXPECT_EQ(b.gatewayPort, "") << "the other CNI's gateway is never created";
+    EXPECT_EQ(b.tunnelPort, "") << "the other CNI tunnels";
+    EXPECT_FALSE(b.createIntegrationBridge);
+    EXPECT_EQ(b.gatewayMtu, std::nullopt);
+    EXPECT_EQ(b.failMode, std::nullopt);
+    EXPECT_EQ(b.physBridge, "br-phy") << "the uplink (shim by default) is still kovs's";
+    auto g = kovs::gatewayOptions(c);
+    EXPECT_EQ(g.name, "ovn-k8s-mp0");
+    EXPECT_EQ(g.mtu, std::nullopt) << "its MTU is the CNI's";
+    EXPECT_TRUE(g.addresses.empty());
+    EXPECT_TRUE(g.adoptAddresses) << "its addresses are read from the device";
+    EXPECT_FALSE(g.serviceSysctls);
+    EXPECT_TRUE(kovs::tunnelJobWanted(c));
+    EXPECT_EQ(kovs::tunnelOptions(c).bridge, "br-phy");
+}
+
+TEST(JobOptions, CompanionDoesWhatIsAskedFor) {
+    auto c = resolved("mode: companion\nbridge: {tunnel: tun0}\ngateway: {mtu: 1400, addresses: [10.244.1.2/24]}\n");
+    EXPECT_EQ(kovs::bridgeOptions(c).tunnelPort, "tun0");
+    auto g = kovs::gatewayOptions(c);
+    EXPECT_EQ(g.mtu, 1400);
+    ASSERT_EQ(g.addresses.size(), 1u);
+    EXPECT_FALSE(g.adoptAddresses);
+    EXPECT_EQ(kovs::bridgeOptions(c).gatewayMtu, std::nullopt) << "a foreign Interface row is never written";
+}
+
+// OVN-Kubernetes' shared gateway: breth0 (theirs) holds the node IP.
+TEST(JobOptions, UplinkNoneWithTheirPhysicalBridgeRunsTheTunnelJobThereAndTouchesItNot) {
+    auto none = resolved("mode: companion\nuplink: {mode: none}\n");
+    EXPECT_FALSE(kovs::tunnelJobWanted(none)) << "no bridge holds the node IP for kovs to program";
+    auto theirs = resolved("mode: companion\nuplink: {mode: none}\nbridge: {physical: breth0}\n");
+    EXPECT_TRUE(kovs::tunnelJobWanted(theirs));
+    EXPECT_EQ(kovs::tunnelOptions(theirs).bridge, "breth0");
+    EXPECT_EQ(kovs::bridgeOptions(theirs).physBridge, "") << "their bridge is not in kovs's desired state";
+    for (const auto& d : kovs::offloadHostDevices(theirs)) EXPECT_NE(d, "breth0");
+}
