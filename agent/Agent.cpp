@@ -264,6 +264,9 @@ std::string Agent::metrics() const {
     MetricsText m;
     m.gauge("kovs_up", "1 while the agent runs.", 1);
     m.gauge("kovs_ready", "1 when the node is converged and ready.", readiness().empty() ? 1 : 0);
+    m.counter("kovs_loop_callback_errors_total",
+              "Event loop callbacks that threw something their job did not handle (logged, then dropped).",
+              static_cast<double>(loop_.callbackErrors()));
     repairs_.metrics(m);
     for (const auto* j : jobs_) j->metrics(m);
     return m.str();

@@ -2,6 +2,8 @@
 
 #include <sys/eventfd.h>
 
+#include <spdlog/spdlog.h>
+
 #include "base/Error.hpp"
 
 namespace kovs {
@@ -67,6 +69,16 @@ void EventLoop::post(Task task) {
     [[maybe_unused]] auto n = ::write(wake_.get(), &one, sizeof one);
 }
 
+template <typename F>
+void EventLoop::guarded(const char* what, F&& f) {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        ++callbackErrors_;
+        spdlog::error("event loop: a {} failed and was dropped: {}", what, e.what());
+    }
+}
+
 int EventLoop::msUntilNextTimer() const {
     if (timers_.empty()) return -1;
     auto d = timers_.begin()->first - Clock::now();
@@ -80,7 +92,7 @@ void EventLoop::fireTimers() {
     while (!timers_.empty() && timers_.begin()->first <= now) {
         auto task = std::move(timers_.begin()->second.second);
         timers_.erase(timers_.begin());
-        task();
+        guarded("timer", task);
     }
 }
 
@@ -90,7 +102,7 @@ void EventLoop::drainPosted() {
         std::lock_guard lock(postedMutex_);
         tasks.swap(posted_);
     }
-    for (auto& t : tasks) t();
+    for (auto& t : tasks) guarded("posted task", t);
 }
 
 void EventLoop::runOnce(int timeoutMs) {
@@ -101,7 +113,7 @@ void EventLoop::runOnce(int timeoutMs) {
         auto it = fds_.find(events[i].data.fd);
         if (it == fds_.end()) continue;  // unwatched by an earlier callback
         auto cb = it->second;            // copy: the callback may unwatch itself
-        cb(events[i].events);
+        guarded("fd callback", [&] { cb(events[i].events); });
     }
     drainPosted();
     fireTimers();

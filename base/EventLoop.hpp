@@ -1,6 +1,10 @@
 #pragma once
 // Single-threaded epoll loop: fd readiness callbacks, one-shot timers and a
 // thread-safe post() queue. Every reconciler of the agent runs on one loop.
+// A callback, timer or posted task that throws is logged and counted
+// (callbackErrors()) and the loop goes on: one job's failure never ends the
+// others. Jobs still catch what they can handle and report it themselves;
+// this is the backstop for what they did not foresee.
 #include <sys/epoll.h>
 
 #include <chrono>
@@ -49,12 +53,16 @@ public:
     // seen inside a start-up wait is not forgotten by the run() after it.
     void stop();
     bool stopped() const { return stopped_; }
+    // Callbacks that threw since the loop began (each also logged once).
+    uint64_t callbackErrors() const { return callbackErrors_; }
 
 private:
     void runOnce(int timeoutMs);
     int msUntilNextTimer() const;
     void fireTimers();
     void drainPosted();
+    template <typename F>
+    void guarded(const char* what, F&& f);
 
     UniqueFd epoll_;
     UniqueFd wake_;
@@ -64,6 +72,7 @@ private:
     std::mutex postedMutex_;
     std::vector<Task> posted_;
     std::atomic<bool> stopped_{false};
+    uint64_t callbackErrors_ = 0;
 };
 
 }  // namespace kovs

@@ -1,11 +1,14 @@
-// The event loop's stop: a SIGTERM the agent sees while a start-up step waits
+// The event loop's stop and its backstop for callbacks that throw.
+// The stop: a SIGTERM the agent sees while a start-up step waits
 // on the loop (runUntil) must end that wait and every later run() (issue 15,
 // item 3: the stop used to be forgotten, so termination waited for SIGKILL).
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <stdexcept>
 #include <thread>
+#include <unistd.h>
 
 #include "base/EventLoop.hpp"
 
@@ -63,4 +66,26 @@ TEST(EventLoop, AStopFromAnotherThreadEndsRun) {
     loop.run();
     stopper.join();
     EXPECT_FALSE(later);
+}
+
+// A timer, a posted task and an fd callback that throw are each logged,
+// counted and dropped; the loop and the other callbacks go on (issue 17,
+// item 6: one throw used to end the agent).
+TEST(EventLoop, ACallbackThatThrowsIsCountedAndTheLoopGoesOn) {
+    EventLoop loop;
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    UniqueFd readEnd(fds[0]), writeEnd(fds[1]);
+    int ran = 0;
+    loop.after(1ms, [] { throw std::runtime_error("timer"); });
+    loop.post([] { throw std::runtime_error("posted"); });
+    loop.watch(readEnd.get(), EPOLLIN, [&](uint32_t) {
+        loop.unwatch(readEnd.get());
+        throw std::runtime_error("fd");
+    });
+    ASSERT_EQ(::write(writeEnd.get(), "x", 1), 1);
+    loop.after(5ms, [&] { ++ran; });
+    loop.after(20ms, [&] { ++ran; });
+    EXPECT_TRUE(loop.runUntil([&] { return ran == 2; }, 3s));
+    EXPECT_EQ(loop.callbackErrors(), 3u);
 }
