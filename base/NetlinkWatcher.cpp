@@ -38,23 +38,62 @@ const nlmsghdr* nextNetlinkMessage(const nlmsghdr* h, size_t& left) {
     return reinterpret_cast<const nlmsghdr*>(reinterpret_cast<const char*>(h) + step);
 }
 
-NetlinkWatcher::NetlinkWatcher(EventLoop& loop, std::string ifname, std::function<void()> onChange)
-    : loop_(loop), ifname_(std::move(ifname)), onChange_(std::move(onChange)), buf_(64 * 1024) {
+RtnetlinkSubscription::RtnetlinkSubscription(EventLoop& loop, std::string what, const std::vector<int>& groups,
+                                             std::function<void(const nlmsghdr*)> onMessage,
+                                             std::function<void(bool overflowed)> onDrained)
+    : loop_(loop), what_(std::move(what)), onMessage_(std::move(onMessage)), onDrained_(std::move(onDrained)),
+      buf_(64 * 1024) {
     sock_.reset(nl_socket_alloc());
-    if (!sock_) throw Error("netlink watcher for " + ifname_ + ": nl_socket_alloc: out of memory");
+    if (!sock_) throw Error(what_ + ": nl_socket_alloc: out of memory");
     nl_socket_disable_seq_check(sock_.get());
-    nl::check(nl_connect(sock_.get(), NETLINK_ROUTE), "netlink watcher for " + ifname_ + ": connect");
-    nl::check(nl_socket_add_memberships(sock_.get(), RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR,
-                                        RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE, 0),
-              "netlink watcher for " + ifname_ + ": join link/addr/route groups");
-    nl::check(nl_socket_set_nonblocking(sock_.get()), "netlink watcher for " + ifname_ + ": set non-blocking");
+    nl::check(nl_connect(sock_.get(), NETLINK_ROUTE), what_ + ": connect");
+    for (int g : groups) nl::check(nl_socket_add_memberships(sock_.get(), g, 0), what_ + ": join group " + std::to_string(g));
+    nl::check(nl_socket_set_nonblocking(sock_.get()), what_ + ": set non-blocking");
     fd_ = nl_socket_get_fd(sock_.get());
     if (::setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &kRcvBuf, sizeof kRcvBuf) < 0)
         ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &kRcvBuf, sizeof kRcvBuf);
     loop_.watch(fd_, EPOLLIN, [this](uint32_t) { onReadable(); });
 }
 
-NetlinkWatcher::~NetlinkWatcher() { loop_.unwatch(fd_); }
+RtnetlinkSubscription::~RtnetlinkSubscription() { loop_.unwatch(fd_); }
+
+void RtnetlinkSubscription::onReadable() {
+    bool overflowed = false;
+    while (true) {
+        ssize_t n = ::recv(fd_, buf_.data(), buf_.size(), MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            if (errno == ENOBUFS) {
+                overflowed = true;
+                continue;
+            }
+            throwErrno(what_ + ": recv");
+        }
+        size_t left = static_cast<size_t>(n);
+        for (auto* h = reinterpret_cast<const nlmsghdr*>(buf_.data()); netlinkMessageFits(h, left);
+             h = nextNetlinkMessage(h, left))
+            onMessage_(h);
+    }
+    onDrained_(overflowed);
+}
+
+NetlinkWatcher::NetlinkWatcher(EventLoop& loop, std::string ifname, std::function<void()> onChange)
+    : ifname_(std::move(ifname)), onChange_(std::move(onChange)),
+      subscription_(
+          loop, "netlink watcher for " + ifname_,
+          {RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE},
+          [this](const nlmsghdr* h) {
+              bool hit = concernsInterface(h, {ifindex_, ifname_, ignoredPort_});
+              ++(hit ? counters_.relevant : counters_.discarded);
+              hit_ |= hit;
+          },
+          [this](bool overflowed) {
+              counters_.overflows += overflowed ? 1 : 0;
+              bool changed = hit_ || overflowed;  // after an overflow only a full reconcile can tell
+              hit_ = false;
+              if (changed) onChange_();
+          }) {}
 
 bool concernsInterface(const nlmsghdr* h, const NetlinkInterest& interest) {
     const int ifindex = interest.ifindex;
@@ -105,33 +144,17 @@ bool concernsInterface(const nlmsghdr* h, const NetlinkInterest& interest) {
     }
 }
 
-void NetlinkWatcher::onReadable() {
-    bool changed = false;
-    while (true) {
-        ssize_t n = ::recv(fd_, buf_.data(), buf_.size(), MSG_DONTWAIT);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            if (errno == ENOBUFS) {
-                // Notifications were lost; only a full reconcile can tell what changed.
-                overflows_.fetch_add(1, std::memory_order_relaxed);
-                changed = true;
-                continue;
-            }
-            throwErrno("netlink watcher for " + ifname_ + ": recv");
-        }
-        size_t left = static_cast<size_t>(n);
-        uint64_t hits = 0, misses = 0;
-        for (auto* h = reinterpret_cast<const nlmsghdr*>(buf_.data()); netlinkMessageFits(h, left);
-             h = nextNetlinkMessage(h, left)) {
-            if (concernsInterface(h, {ifindex_, ifname_, ignoredPort_})) ++hits;
-            else ++misses;
-        }
-        relevant_.fetch_add(hits, std::memory_order_relaxed);
-        discarded_.fetch_add(misses, std::memory_order_relaxed);
-        changed |= hits > 0;
+std::string_view linkMessageName(const nlmsghdr* h) {
+    if ((h->nlmsg_type != RTM_NEWLINK && h->nlmsg_type != RTM_DELLINK) || h->nlmsg_len < NLMSG_LENGTH(sizeof(ifinfomsg)))
+        return {};
+    auto* ifi = static_cast<const ifinfomsg*>(NLMSG_DATA(h));
+    int len = static_cast<int>(IFLA_PAYLOAD(h));
+    for (auto* a = IFLA_RTA(ifi); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+        if (a->rta_type != IFLA_IFNAME) continue;
+        const char* data = static_cast<const char*>(RTA_DATA(a));
+        return {data, strnlen(data, RTA_PAYLOAD(a))};
     }
-    if (changed) onChange_();
+    return {};
 }
 
 }  // namespace kovs

@@ -1,13 +1,14 @@
 #pragma once
-// Subscribes to rtnetlink link, IPv4/IPv6 address and route notifications on a
-// non-blocking socket driven by the EventLoop, and reports only those about
+// rtnetlink notifications on the EventLoop: RtnetlinkSubscription is the one
+// notification socket kovs has (joins multicast groups, drains on each
+// wake-up, reports lost notifications); NetlinkWatcher uses it for link,
+// IPv4/IPv6 address and route notifications and reports only those about
 // one interface. Every message is matched on its fixed header (ifindex, or
 // RTA_OIF / IFLA_IFNAME for routes and links) in the receive buffer, with no
 // allocation and no libnl object parsing, so a storm of route changes on
 // other interfaces costs little more than the recv() calls.
 #include <sys/types.h>
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -35,6 +36,34 @@ struct NetlinkInterest {
     uint32_t ignoredPort = 0;
 };
 bool concernsInterface(const struct nlmsghdr* h, const NetlinkInterest& interest);
+// IFLA_IFNAME of an RTM_NEWLINK/RTM_DELLINK message; empty for any other.
+std::string_view linkMessageName(const struct nlmsghdr* h);
+
+// A non-blocking rtnetlink socket joined to `groups` (RTNLGRP_*) and watched
+// by the loop. On each wake-up every message received is handed to
+// `onMessage`, then, once the socket is drained, `onDrained(overflowed)`
+// runs; `overflowed` means the kernel dropped notifications (ENOBUFS) and
+// only a full look can tell what changed. `what` names it in errors.
+class RtnetlinkSubscription {
+public:
+    RtnetlinkSubscription(EventLoop& loop, std::string what, const std::vector<int>& groups,
+                          std::function<void(const struct nlmsghdr*)> onMessage,
+                          std::function<void(bool overflowed)> onDrained);
+    ~RtnetlinkSubscription();
+    RtnetlinkSubscription(const RtnetlinkSubscription&) = delete;
+    RtnetlinkSubscription& operator=(const RtnetlinkSubscription&) = delete;
+
+private:
+    void onReadable();
+
+    EventLoop& loop_;
+    std::string what_;
+    std::function<void(const struct nlmsghdr*)> onMessage_;
+    std::function<void(bool)> onDrained_;
+    nl::Sock sock_;
+    int fd_ = -1;
+    std::vector<char> buf_;
+};
 
 class NetlinkWatcher {
 public:
@@ -48,9 +77,6 @@ public:
     // drained, when at least one message was about the interface or when
     // notifications were lost (overflow).
     NetlinkWatcher(EventLoop& loop, std::string ifname, std::function<void()> onChange);
-    ~NetlinkWatcher();
-    NetlinkWatcher(const NetlinkWatcher&) = delete;
-    NetlinkWatcher& operator=(const NetlinkWatcher&) = delete;
 
     // The interface's current index; 0 while it does not exist (then only a
     // link message carrying its name is relevant).
@@ -59,24 +85,16 @@ public:
     // are not news and are discarded.
     void ignoreSender(uint32_t portid) { ignoredPort_ = portid; }
 
-    // Thread-safe snapshot (metrics read it from other threads).
-    Counters counters() const {
-        return {relevant_.load(std::memory_order_relaxed), discarded_.load(std::memory_order_relaxed),
-                overflows_.load(std::memory_order_relaxed)};
-    }
+    Counters counters() const { return counters_; }
 
 private:
-    void onReadable();
-
-    EventLoop& loop_;
     std::string ifname_;
     std::function<void()> onChange_;
-    nl::Sock sock_;
-    int fd_ = -1;
     int ifindex_ = 0;
     uint32_t ignoredPort_ = 0;
-    std::vector<char> buf_;
-    std::atomic<uint64_t> relevant_{0}, discarded_{0}, overflows_{0};
+    bool hit_ = false;  // this wake-up saw a relevant message
+    Counters counters_;
+    RtnetlinkSubscription subscription_;  // last: its callbacks use the members above
 };
 
 }  // namespace kovs

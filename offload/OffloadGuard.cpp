@@ -1,8 +1,6 @@
 #include "offload/OffloadGuard.hpp"
 
-#include <linux/netlink.h>
 #include <linux/rtnetlink.h>
-#include <sys/socket.h>
 
 #include <spdlog/spdlog.h>
 
@@ -22,7 +20,6 @@ OffloadGuard::~OffloadGuard() {
     if (!loop_) return;
     if (resyncTimer_) loop_->cancel(resyncTimer_);
     if (newPodsTimer_) loop_->cancel(newPodsTimer_);
-    if (linkEvents_) loop_->unwatch(linkEvents_.get());
 }
 
 bool OffloadGuard::check(const std::string& where, Repair kind, const std::function<bool()>& repair) {
@@ -101,15 +98,15 @@ void OffloadGuard::attach(EventLoop& loop, std::chrono::milliseconds resync) {
     if (loop_) throw Error("offload guard: already attached to a loop");
     loop_ = &loop;
     resync_ = resync;
-    linkEvents_.reset(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE));
-    if (!linkEvents_) throwErrno("offload guard: netlink socket");
-    sockaddr_nl sa{};
-    sa.nl_family = AF_NETLINK;
-    sa.nl_groups = RTMGRP_LINK;
-    if (::bind(linkEvents_.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0) {
-        throwErrno("offload guard: bind RTMGRP_LINK");
-    }
-    loop.watch(linkEvents_.get(), EPOLLIN, [this](uint32_t) { onLinkEvents(); });
+    // Host devices (gw0, the uplink) are re-checked when the kernel reports
+    // a change of them: a re-created device comes back with offload on.
+    linkEvents_.emplace(
+        loop, "offload guard: link notifications", std::vector<int>{RTNLGRP_LINK},
+        [this](const nlmsghdr* h) {
+            std::string name(linkMessageName(h));
+            if (h->nlmsg_type == RTM_NEWLINK && hostDevices_.count(name)) changedHostDevices_.insert(name);
+        },
+        [this](bool overflowed) { onLinkEvents(overflowed); });
     scheduleResync();
 }
 
@@ -121,34 +118,16 @@ void OffloadGuard::scheduleResync() {
     });
 }
 
-void OffloadGuard::onLinkEvents() {
-    alignas(nlmsghdr) char buf[32768];
-    std::set<std::string> seen;
-    while (true) {
-        ssize_t n = ::recv(linkEvents_.get(), buf, sizeof buf, 0);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            if (errno == ENOBUFS) {
-                // Notifications were lost: we cannot know which device changed.
-                spdlog::warn("offload guard: link notifications overflowed; sweeping");
-                sweep();
-                continue;
-            }
-            break;  // EAGAIN: drained
-        }
-        auto len = static_cast<size_t>(n);
-        for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
-            if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(ifinfomsg))) continue;
-            auto* ifi = static_cast<ifinfomsg*>(NLMSG_DATA(h));
-            auto attrLen = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof(ifinfomsg)));
-            for (auto* a = IFLA_RTA(ifi); RTA_OK(a, attrLen); a = RTA_NEXT(a, attrLen)) {
-                if (a->rta_type != IFLA_IFNAME || RTA_PAYLOAD(a) == 0) continue;
-                std::string name(static_cast<const char*>(RTA_DATA(a)), strnlen(static_cast<const char*>(RTA_DATA(a)), RTA_PAYLOAD(a)));
-                if (hostDevices_.count(name)) seen.insert(name);
-            }
-        }
+void OffloadGuard::onLinkEvents(bool overflowed) {
+    auto changed = std::move(changedHostDevices_);
+    changedHostDevices_.clear();
+    if (overflowed) {
+        // Notifications were lost: we cannot know which device changed.
+        spdlog::warn("offload guard: link notifications overflowed; sweeping");
+        sweep();
+        return;
     }
-    for (const auto& name : seen) checkHostDevice(name);
+    for (const auto& name : changed) checkHostDevice(name);
 }
 
 void OffloadGuard::status(nlohmann::json& out) const {

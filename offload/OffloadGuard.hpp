@@ -17,13 +17,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "base/EventLoop.hpp"
 #include "base/Job.hpp"
-#include "base/UniqueFd.hpp"
+#include "base/NetlinkWatcher.hpp"
 #include "offload/PodInterfaces.hpp"
 
 namespace kovs::offload {
@@ -73,7 +74,7 @@ private:
     enum class Repair { TxChecksum, HostVeth };
     // `repair` returns true when it changed something.
     bool check(const std::string& where, Repair kind, const std::function<bool()>& repair);
-    void onLinkEvents();
+    void onLinkEvents(bool overflowed);
     void scheduleResync();
     std::vector<PodInterface> listPods();
     void checkPod(const PodInterface& pod);
@@ -87,7 +88,8 @@ private:
     EventLoop::TimerId newPodsTimer_ = 0;
     std::set<PodInterface> known_;  // the pods of the last listing
     std::chrono::milliseconds resync_{0};
-    UniqueFd linkEvents_;
+    std::set<std::string> changedHostDevices_;  // seen in the notifications being drained
+    std::optional<RtnetlinkSubscription> linkEvents_;
 };
 
 }  // namespace kovs::offload
