@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/Error.hpp"
+#include "base/InterfaceName.hpp"
 #include "base/IpPrefix.hpp"
 #include "uplink/UplinkOptions.hpp"
 
@@ -133,9 +134,9 @@ void checkCidr(const std::string& where, const std::string& s) {
 }
 
 void checkIfname(const Section& s, const std::string& k, const std::string& v) {
-    // IFNAMSIZ is 16 including the terminating NUL.
-    if (v.size() > 15 || v.find_first_of("/ \t\n:") != std::string::npos)
-        s.fail(k, "not a valid interface name (at most 15 characters, no '/', ':' or spaces): '" + v + "'");
+    auto problem = interfaceNameProblem(v);
+    if (!problem.empty())
+        s.fail(k, "not a valid interface name (" + problem + "): '" + v + "'");
 }
 
 // gw0 carries pod packets that the tunnel wraps in 50 bytes of VXLAN on the

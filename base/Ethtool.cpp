@@ -9,14 +9,13 @@
 #include <cstring>
 
 #include "base/Error.hpp"
+#include "base/InterfaceName.hpp"
 
 namespace kovs {
 namespace {
 
 ifreq makeIfreq(const std::string& ifname, ethtool_value* ev) {
-    if (ifname.empty() || ifname.size() >= IFNAMSIZ) {
-        throw Error("ethtool " + ifname + ": invalid interface name (1-15 bytes)");
-    }
+    checkInterfaceName("ethtool", ifname);
     ifreq ifr{};
     std::memcpy(ifr.ifr_name, ifname.data(), ifname.size());
     ifr.ifr_data = reinterpret_cast<char*>(ev);

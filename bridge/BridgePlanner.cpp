@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "base/Error.hpp"
+#include "base/InterfaceName.hpp"
 #include "base/MacAddress.hpp"
 
 namespace kovs {
@@ -19,13 +20,8 @@ struct BridgePlanner::Names {
 namespace {
 
 void checkName(const std::string& what, const std::string& name) {
-    if (name.empty()) throw Error("bridge options: " + what + " is empty");
-    // Internal ports become kernel tap devices: IFNAMSIZ applies.
-    if (name.size() > 15) throw Error("bridge options: " + what + " '" + name + "' is longer than 15 characters");
-    for (char c : name) {
-        if (c == '/' || c == ':' || std::isspace(static_cast<unsigned char>(c)))
-            throw Error("bridge options: " + what + " '" + name + "' contains '" + std::string(1, c) + "'");
-    }
+    // Internal ports become kernel tap devices: the kernel's naming rule applies.
+    checkInterfaceName("bridge options: " + what, name);
 }
 
 }  // namespace

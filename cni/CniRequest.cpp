@@ -5,6 +5,7 @@
 #include <cctype>
 #include <set>
 
+#include "base/InterfaceName.hpp"
 #include "cni/CniError.hpp"
 #include "cni/CniVersion.hpp"
 
@@ -134,15 +135,8 @@ Command CniRequestParser::parseCommand(const Env& env) {
 }
 
 void CniRequestParser::validateIfname(const std::string& what, const std::string& name, int code) {
-    // The kernel's rules (dev_valid_name): 1-15 bytes, not . or .., no '/', ':' or whitespace.
-    if (name.empty()) throw CniError(code, what + " is empty");
-    if (name.size() > 15) throw CniError(code, what + " " + name + " is longer than 15 bytes");
-    if (name == "." || name == "..") throw CniError(code, what + " " + name + " is not a valid interface name");
-    for (unsigned char c : name) {
-        if (c == '/' || c == ':' || std::isspace(c) || c < 0x20) {
-            throw CniError(code, what + " " + name + " contains a character not allowed in interface names");
-        }
-    }
+    auto problem = interfaceNameProblem(name);
+    if (!problem.empty()) throw CniError(code, what + " '" + name + "' is not a valid interface name: " + problem);
 }
 
 void CniRequestParser::validateContainerId(const std::string& id) {

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/Error.hpp"
+#include "base/InterfaceName.hpp"
 #include "gateway/GatewayAddressPlan.hpp"
 
 namespace kovs {
@@ -71,8 +72,7 @@ void validateRoutes(const GatewayGuardOptions& o) {
 }
 
 void validate(const GatewayGuardOptions& o) {
-    if (o.name.empty() || o.name.size() >= IFNAMSIZ || o.name.find('/') != std::string::npos)
-        throw Error("gateway guard: invalid interface name '" + o.name + "'");
+    checkInterfaceName("gateway guard: interface", o.name);
     if (o.mtu && (*o.mtu < 68 || *o.mtu > 65535))
         throw Error("gateway guard " + o.name + ": MTU " + std::to_string(*o.mtu) + " out of range 68..65535");
     if (!o.enabled) return;

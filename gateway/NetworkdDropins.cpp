@@ -7,13 +7,13 @@
 #include <fstream>
 
 #include "base/Error.hpp"
+#include "base/InterfaceName.hpp"
 
 namespace kovs {
 namespace {
 
 void validateName(const std::string& name) {
-    if (name.empty() || name.size() >= IFNAMSIZ || name == "." || name == "..")
-        throw Error("networkd drop-in for '" + name + "': invalid interface name");
+    checkInterfaceName("networkd drop-in for", name);
     for (unsigned char c : name) {
         // Also excludes networkd's glob characters (*?[) and whitespace, which
         // would make the [Match] line match more than this one interface.

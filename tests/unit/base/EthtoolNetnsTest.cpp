@@ -56,7 +56,7 @@ TEST(Ethtool, NamesDeviceInErrors) {
     auto msg = errorOf([&] { et.txChecksum("kovs-nosuchdev"); });
     EXPECT_NE(msg.find("ethtool GTXCSUM kovs-nosuchdev"), std::string::npos) << msg;
     msg = errorOf([&] { et.txChecksum("a-name-longer-than-15"); });
-    EXPECT_NE(msg.find("invalid interface name"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("not a valid interface name"), std::string::npos) << msg;
     msg = errorOf([&] { et.txChecksum(""); });
-    EXPECT_NE(msg.find("invalid interface name"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("not a valid interface name"), std::string::npos) << msg;
 }

@@ -143,12 +143,12 @@ TEST(BridgePlanner, BadOptionsAreClearErrors) {
         }
         return std::string("no error");
     };
-    EXPECT_EQ(err([](BridgeOptions& o) { o.integrationBridge = ""; }), "bridge options: integration bridge is empty");
+    EXPECT_EQ(err([](BridgeOptions& o) { o.integrationBridge = ""; }), "bridge options: integration bridge '': not a valid interface name (empty)");
     EXPECT_EQ(err([](BridgeOptions& o) { o.gatewayPort = ""; }), "no error") << "companion mode: no gateway of kovs's";
     EXPECT_EQ(err([](BridgeOptions& o) { o.tunnelPort = ""; }), "no error") << "companion mode: no tunnel of kovs's";
     EXPECT_EQ(err([](BridgeOptions& o) { o.gatewayMtu = 40; }), "bridge options: gateway MTU 40 is not in 68..65535");
     EXPECT_EQ(err([](BridgeOptions& o) { o.gatewayPort = "a-very-long-gateway0"; }),
-              "bridge options: gateway port 'a-very-long-gateway0' is longer than 15 characters");
+              "bridge options: gateway port 'a-very-long-gateway0': not a valid interface name (longer than 15 characters)");
     EXPECT_EQ(err([](BridgeOptions& o) { o.tunnelPort = "gw0"; }),
               "bridge options: name 'gw0' used for two bridges/ports");
     EXPECT_EQ(err([](BridgeOptions& o) { o.tunnelDstPort = 70000; }),
@@ -156,7 +156,7 @@ TEST(BridgePlanner, BadOptionsAreClearErrors) {
     EXPECT_EQ(err([](BridgeOptions& o) { o.failMode = "open"; }),
               "bridge options: fail_mode 'open' is not secure or standalone");
     EXPECT_EQ(err([](BridgeOptions& o) { o.physBridge = "br phy"; }),
-              "bridge options: physical bridge 'br phy' contains ' '");
+              "bridge options: physical bridge 'br phy': not a valid interface name (contains a space or control character)");
     EXPECT_EQ(err([](BridgeOptions& o) { o.physBridge = ""; }), "no error");
 }
 

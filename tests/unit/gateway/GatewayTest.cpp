@@ -28,8 +28,8 @@ TEST(GatewayGuardOptions, InvalidOptionsAreRejectedBeforeAnythingHappens) {
             EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
         }
     };
-    auto o = base(); o.name = ""; expectError(o, "invalid interface name");
-    o = base(); o.name = "a-name-that-is-too-long"; expectError(o, "invalid interface name");
+    auto o = base(); o.name = ""; expectError(o, "not a valid interface name (empty)");
+    o = base(); o.name = "a-name-that-is-too-long"; expectError(o, "not a valid interface name (longer than 15 characters)");
     o = base(); o.mtu = 10; expectError(o, "MTU 10");
     o = base(); o.addresses.clear(); expectError(o, "no gateway address");
     o = base(); o.routes = {{IpPrefix::parse("10.96.0.0/12"), IpPrefix::parse("fd00::1")}}; expectError(o, "mixes address families");
