@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 #include "base/Error.hpp"
 #include "base/InterfaceName.hpp"
 #include "base/IpPrefix.hpp"
@@ -42,6 +44,15 @@ public:
             out = scalar(k);
             if (out.empty()) fail(k, "must not be empty");
         }
+    }
+    // A key renamed in a later release: the old name still works, with a warning.
+    void renamedStr(const std::string& k, const std::string& old, std::string& out) const {
+        if (has(old)) {
+            if (has(k)) fail(old, "is the old name of " + key(k) + "; give only " + key(k));
+            spdlog::warn("{}: renamed to {}; the old name still works", key(old), key(k));
+            str(old, out);
+        }
+        str(k, out);
     }
     void flag(const std::string& k, bool& out) const {
         if (!has(k)) return;
@@ -182,8 +193,8 @@ Config parseConfig(const std::string& text) {
     auto ovs = top.sub("ovs");
     ovs.flag("manage", c.ovs.manage);
     ovs.str("rundir", c.ovs.rundir);
-    ovs.str("db", c.ovs.db);
-    ovs.str("dbPath", c.ovs.dbPath);
+    ovs.renamedStr("remote", "db", c.ovs.remote);
+    ovs.renamedStr("database", "dbPath", c.ovs.database);
     ovs.str("schema", c.ovs.schema);
     if (ovs.has("socketBufferKiB")) {
         c.ovs.socketBufferKiB = static_cast<int>(ovs.integer("socketBufferKiB", 0, 262144));
@@ -191,8 +202,8 @@ Config parseConfig(const std::string& text) {
             ovs.fail("socketBufferKiB", "expected 0 (OVS's default) or 256-262144, got '" +
                                             std::to_string(c.ovs.socketBufferKiB) + "'");
     }
-    if (!c.ovs.db.empty() && c.ovs.db.rfind("unix:", 0) != 0 && c.ovs.db.rfind("tcp:", 0) != 0)
-        ovs.fail("db", "expected unix:/path or tcp:host:port, got '" + c.ovs.db + "'");
+    if (!c.ovs.remote.empty() && c.ovs.remote.rfind("unix:", 0) != 0 && c.ovs.remote.rfind("tcp:", 0) != 0)
+        ovs.fail(ovs.has("db") ? "db" : "remote", "expected unix:/path or tcp:host:port, got '" + c.ovs.remote + "'");
     ovs.rejectUnknown();
 
     auto br = top.sub("bridge");

@@ -22,8 +22,8 @@ struct Config {
     struct Ovs {
         bool manage = false;     // start and supervise ovsdb-server + ovs-vswitchd
         std::string rundir = "/var/run/openvswitch";
-        std::string db;          // default: unix:<rundir>/db.sock
-        std::string dbPath = "/etc/openvswitch/conf.db";
+        std::string remote;      // the OVSDB remote (ovs-vsctl's --db); default: unix:<rundir>/db.sock
+        std::string database = "/etc/openvswitch/conf.db";  // the database file ovsdb-server opens
         std::string schema = "/usr/share/openvswitch/vswitch.ovsschema";
         int socketBufferKiB = 4096;  // vswitchd's AF_PACKET buffers (PacketSocketBuffers.hpp); 0: OVS's default
     } ovs;
@@ -84,7 +84,7 @@ struct Config {
     std::string metricsAddress = "127.0.0.1:9474";
 
     // Derived values.
-    std::string ovsdbRemote() const { return ovs.db.empty() ? "unix:" + ovs.rundir + "/db.sock" : ovs.db; }
+    std::string ovsdbRemote() const { return ovs.remote.empty() ? "unix:" + ovs.rundir + "/db.sock" : ovs.remote; }
     // The MTU kovs keeps on the gateway; 0: none (companion mode without
     // gateway.mtu: the other CNI's device keeps the MTU that CNI gave it).
     // Standalone: kovs's own VXLAN tunnel's overhead off the uplink's MTU.

@@ -22,7 +22,7 @@ std::vector<IpPrefix> gatewayAddresses(const Config& c) {
 OvsSupervisorOptions supervisorOptions(const Config& c) {
     OvsSupervisorOptions o;
     o.rundir = c.ovs.rundir;
-    o.dbPath = c.ovs.dbPath;
+    o.dbPath = c.ovs.database;
     o.schemaPath = c.ovs.schema;
     o.keepRunningOnExit = true;  // an agent restart must not take the datapath down
     return o;

@@ -1,7 +1,7 @@
 #pragma once
 // Entering a pod's network namespace. setns(2) switches the namespace of the
 // calling *thread* only, so a Netns is thread-bound: create and destroy it on
-// the same thread (the agent does all netns work on one dedicated thread;
+// the same thread (the agent does its netns work on its event loop thread;
 // kovs-cni is single-threaded). Sockets keep the namespace they were created
 // in, so open netlink/ethtool sockets while a Netns is alive.
 #include <sys/types.h>

@@ -15,7 +15,18 @@
 
 : "${KOVS_BUILD:?set KOVS_BUILD to a meson build directory of kovs}"
 CLUSTER_PREFIX=${CLUSTER_PREFIX:-kovs$$}
+# The prefix names network namespaces, containers and labels, and becomes
+# CLUSTER_DIR, which cluster_down removes with rm -rf, and patterns for the
+# processes it kills: letters and digits only, so it can mean nothing else.
+if ! [[ $CLUSTER_PREFIX =~ ^[A-Za-z][A-Za-z0-9]{0,19}$ ]]; then
+    printf -- '--prefix / CLUSTER_PREFIX: expected a letter, then up to 19 letters or digits, got %q\n' "$CLUSTER_PREFIX" >&2
+    exit 2
+fi
 CLUSTER_DIR=${CLUSTER_DIR:-/tmp/$CLUSTER_PREFIX}
+if ! [[ $CLUSTER_DIR =~ ^/[A-Za-z0-9._/-]+$ && $CLUSTER_DIR != *..* && $(realpath -m "$CLUSTER_DIR") != / ]]; then
+    printf 'CLUSTER_DIR: expected an absolute path of letters, digits, ".", "_", "-" (not /), got %q\n' "$CLUSTER_DIR" >&2
+    exit 2
+fi
 CNI_PLUGIN_DIR=${CNI_PLUGIN_DIR:-/usr/lib/cni}
 # kind's Docker network MTU; 9000 is a jumbo network (`docker network create
 # kind -o com.docker.network.driver.mtu=9000`): gw0 and the pods follow it.
@@ -64,7 +75,7 @@ agent_config() {
     local n=$1 d; d=$(node_dir "$n")
     cat <<YAML
 node: {name: node$n, podCIDR: $(node_pod_cidr "$n")}
-ovs: {manage: true, rundir: $d/run, dbPath: $d/run/conf.db}
+ovs: {manage: true, rundir: $d/run, database: $d/run/conf.db}
 gateway: {networkdDropinDir: $d/networkd}
 uplink: {mode: ${KOVS_UPLINK_MODE:-shim}, interface: eth0}
 peers: {source: file, file: $CLUSTER_DIR/peers.yaml}

@@ -36,7 +36,7 @@ protected:
         std::ofstream(dir() + "/peers.yaml") << "- {name: node1, nodeIP: 172.31.0.2}\n- {name: node2, nodeIP: 172.31.0.3}\n";
         std::ofstream(dir() + "/agent.yaml")
             << "node: {name: node1}\nmode: companion\n"
-            << "ovs: {manage: false, rundir: " << ovs.dir() << ", db: " << ovs.dbRemote() << "}\n"
+            << "ovs: {manage: false, rundir: " << ovs.dir() << ", remote: " << ovs.dbRemote() << "}\n"
             << "bridge: {integration: br-int, gateway: ovn-k8s-mp0" << extraBridgeKeys << "}\n"
             << "gateway: {networkdDropinDir: " << dir() << "/networkd}\n"
             << "uplink: {mode: none}\n"

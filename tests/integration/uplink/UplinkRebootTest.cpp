@@ -37,7 +37,7 @@ protected:
 
     void writeConfig(const std::string& mode) {
         std::ofstream(agentDir() + "/agent.yaml") << "node: {name: node1, podCIDR: 10.244.1.0/24}\n"
-                                                  << "ovs: {manage: false, rundir: " << ovs.dir() << ", db: " << ovs.dbRemote() << "}\n"
+                                                  << "ovs: {manage: false, rundir: " << ovs.dir() << ", remote: " << ovs.dbRemote() << "}\n"
                                                   << "gateway: {networkdDropinDir: " << agentDir() << "/networkd}\n"
                                                   << "uplink: {mode: " << mode << ", interface: eth0}\n"
                                                   << "statusSocket: " << agentDir() << "/agent.sock\n";

@@ -27,6 +27,17 @@ TEST(Config, DefaultsNeedOnlyThePodCidr) {
         << "0 leaves OVS's default";
 }
 
+// ovs.db and ovs.dbPath were renamed (they read as one thing): the old
+// names still work.
+TEST(Config, TheOldOvsKeyNamesStillWork) {
+    auto c = parseConfig("node: {podCIDR: 10.0.0.0/24}\novs: {db: 'tcp:127.0.0.1:6640', dbPath: /var/lib/ovs/conf.db}\n");
+    EXPECT_EQ(c.ovsdbRemote(), "tcp:127.0.0.1:6640");
+    EXPECT_EQ(c.ovs.database, "/var/lib/ovs/conf.db");
+    c = parseConfig("node: {podCIDR: 10.0.0.0/24}\novs: {remote: 'tcp:127.0.0.1:6640', database: /var/lib/ovs/conf.db}\n");
+    EXPECT_EQ(c.ovsdbRemote(), "tcp:127.0.0.1:6640");
+    EXPECT_EQ(c.ovs.database, "/var/lib/ovs/conf.db");
+}
+
 TEST(Config, FullFileIsRead) {
     auto c = parseConfig(R"(
 node: {name: kind-worker, podCIDR: 10.244.2.0/24}
@@ -94,6 +105,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\nmode: hybrid\n", "mode: expected one of companion, standalone, got 'hybrid'"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\novs: {manage: maybe}\n", "ovs.manage: expected true or false"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\novs: {db: /var/run/db.sock}\n", "ovs.db: expected unix:/path or tcp:host:port"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\novs: {remote: /var/run/db.sock}\n", "ovs.remote: expected unix:/path or tcp:host:port"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\novs: {remote: unix:/a, db: unix:/b}\n", "ovs.db: is the old name of ovs.remote"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\novs: {socketBufferKiB: 100}\n", "ovs.socketBufferKiB: expected 0 (OVS's default) or 256-262144, got '100'"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\novs: {socketBufferKiB: 4MiB}\n", "ovs.socketBufferKiB: expected an integer"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {resync: soon}\n", "gateway.resync: expected a duration"},

@@ -495,8 +495,8 @@ TEST_F(KindFiles, OvsContainerRunsTheDaemonsTheAgentUses) {
     EXPECT_EQ(mount(ovs, "/etc/kovs"), mount(agent, "/etc/kovs")) << "both read the rendered agent.yaml";
     EXPECT_FALSE(mount(ovs, conf.ovs.rundir).empty());
     EXPECT_EQ(mount(ovs, conf.ovs.rundir), mount(agent, conf.ovs.rundir)) << "one OVS run directory";
-    auto dbDir = fs::path(conf.ovs.dbPath).parent_path().string();
-    EXPECT_FALSE(mount(ovs, dbDir).empty()) << conf.ovs.dbPath << " must be on a volume: bridges outlive the pod";
+    auto dbDir = fs::path(conf.ovs.database).parent_path().string();
+    EXPECT_FALSE(mount(ovs, dbDir).empty()) << conf.ovs.database << " must be on a volume: bridges outlive the pod";
     for (const auto& v : podSpec_["volumes"]) {
         if (v["name"].as<std::string>() == mount(ovs, dbDir)) {
             EXPECT_TRUE(v["hostPath"]) << "the OVS database must be on the node, not in the pod";
