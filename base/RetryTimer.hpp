@@ -32,14 +32,15 @@ public:
         cancel();
         delay_ = min_;
     }
-    bool pending() const { return pending_ != 0; }
-    std::chrono::milliseconds nextDelay() const { return delay_; }
-
-private:
+    // Drops a pending retry; the next failure keeps the current delay.
     void cancel() {
         if (pending_) loop_.cancel(pending_);
         pending_ = 0;
     }
+    bool pending() const { return pending_ != 0; }
+    std::chrono::milliseconds nextDelay() const { return delay_; }
+
+private:
 
     EventLoop& loop_;
     std::chrono::milliseconds min_, max_, delay_;

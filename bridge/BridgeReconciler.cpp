@@ -22,11 +22,14 @@ std::string join(const std::vector<std::string>& v) {
 }  // namespace
 
 BridgeReconciler::BridgeReconciler(EventLoop& loop, OvsdbClient& client, BridgeOptions opts)
-    : loop_(loop), client_(client), planner_(std::move(opts)) {}
+    : loop_(loop), client_(client), planner_(std::move(opts)), retry_(loop, kBackoffMin, kBackoffMax, [this] {
+          settling_ = false;
+          reconcile();
+      }) {}
 
 BridgeReconciler::~BridgeReconciler() {
     *alive_ = false;
-    if (retryTimer_) loop_.cancel(retryTimer_);
+    if (settleTimer_) loop_.cancel(settleTimer_);
 }
 
 void BridgeReconciler::start() {
@@ -56,12 +59,12 @@ void BridgeReconciler::trigger() {
     });
 }
 
-void BridgeReconciler::retryLater(std::chrono::milliseconds delay) {
-    if (retryTimer_) return;
+void BridgeReconciler::settleLater() {
+    if (settleTimer_) return;
     auto token = alive_;
-    retryTimer_ = loop_.after(delay, [this, token] {
+    settleTimer_ = loop_.after(kSettle, [this, token] {
         if (!*token) return;
-        retryTimer_ = 0;
+        settleTimer_ = 0;
         settling_ = false;
         reconcile();
     });
@@ -83,7 +86,7 @@ void BridgeReconciler::reconcile() {
     if (foreign != lastForeign_ && !foreign.empty()) spdlog::info("bridges: {}", foreign);
     lastForeign_ = foreign;
     if (plan.txn.empty()) {
-        backoff_ = kBackoffMin;
+        retry_.succeeded();
         return;
     }
     spdlog::info("bridges: {}", join(plan.changes));
@@ -99,18 +102,17 @@ void BridgeReconciler::reconcile() {
         if (!results) {
             ++failures_;
             lastError_ = err;
-            spdlog::warn("bridges: {}; retrying in {} ms", err, backoff_.count());
-            retryLater(backoff_);
-            backoff_ = std::min(backoff_ * 2, kBackoffMax);
+            spdlog::warn("bridges: {}; retrying in {} ms", err, retry_.nextDelay().count());
+            retry_.schedule();
             return;
         }
         lastError_.clear();
-        backoff_ = kBackoffMin;
+        retry_.succeeded();
         if (onApplied_) onApplied_(*shared);
         // Until the replica shows our commit, a re-plan would repeat it.
         if (!planner_.plan(client_.replica()).txn.empty()) {
             settling_ = true;
-            retryLater(kSettle);
+            settleLater();
         } else if (dirty_) {
             trigger();
         }

@@ -12,6 +12,7 @@
 
 #include "base/EventLoop.hpp"
 #include "base/Job.hpp"
+#include "base/RetryTimer.hpp"
 #include "bridge/BridgePlanner.hpp"
 #include "ovs/OvsdbClient.hpp"
 
@@ -52,19 +53,20 @@ public:
 
 private:
     void reconcile();
-    void retryLater(std::chrono::milliseconds delay);
+    // Re-plans once the replica can show our last commit (kSettle).
+    void settleLater();
 
     EventLoop& loop_;
     OvsdbClient& client_;
     BridgePlanner planner_;
+    RetryTimer retry_;  // after a failed transaction: 100 ms doubling to 5 s
     bool started_ = false;
     bool stopped_ = false;
     bool scheduled_ = false;
     bool inFlight_ = false;
     bool dirty_ = false;
     bool settling_ = false;
-    EventLoop::TimerId retryTimer_ = 0;
-    std::chrono::milliseconds backoff_{100};
+    EventLoop::TimerId settleTimer_ = 0;
     uint64_t transactions_ = 0;
     uint64_t failures_ = 0;
     std::string lastError_;

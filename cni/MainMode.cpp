@@ -9,13 +9,13 @@
 #include "base/Netlink.hpp"
 #include "base/Ethtool.hpp"
 #include "base/Netns.hpp"
+#include "base/UndoStack.hpp"
 #include "cni/AgentReport.hpp"
 #include "cni/CniError.hpp"
 #include "cni/CniResult.hpp"
 #include "cni/IpamPlugin.hpp"
 #include "cni/OvsdbSession.hpp"
 #include "cni/PodAddressing.hpp"
-#include "cni/Rollback.hpp"
 #include "cni/VethPair.hpp"
 
 namespace kovs::cni {
@@ -89,15 +89,15 @@ nlohmann::json MainMode::add() {
         throw CniError(kInvalidEnv, "attachment " + req_.containerId + "/" + req_.ifname + " already exists (" + hostName + ")");
     }
 
-    Rollback rollback;
+    UndoStack rollback("cni ADD rollback");
     auto lease = ipam.add(req_.env, req_.stdinData);
-    rollback.add("ipam DEL", [&] { ipam.del(req_.env, req_.stdinData); });
+    rollback.push("ipam DEL", [&] { ipam.del(req_.env, req_.stdinData); });
 
     std::optional<int> gatewayMtu;
     if (!conf.mtu && !conf.uplinkMtu) gatewayMtu = internal("ADD", [&] { return gatewayInterfaceMtu(lease); });
     const int mtu = conf.podMtu(gatewayMtu);
     auto ends = internal("ADD", [&] { return VethPair::create(hostName, req_.netns, req_.ifname, mtu); });
-    rollback.add("delete veth " + hostName, [hostName] { VethPair::remove(hostName); });
+    rollback.push("delete veth " + hostName, [hostName] { VethPair::remove(hostName); });
 
     auto routes = internal("ADD " + req_.netns + ":" + req_.ifname, [&] {
         Netns in(req_.netns);
@@ -120,7 +120,7 @@ nlohmann::json MainMode::add() {
     PodPort port{hostName, ids, std::nullopt};
     // Undo registered first: a transaction that timed out here may still
     // have committed, and its rows would block a retried ADD.
-    rollback.add("remove port " + hostName, [&] { db.ports().remove(hostName); });
+    rollback.push("remove port " + hostName, [&] { db.ports().remove(hostName); });
     internal("ADD", [&] { db.ports().add(port); });
     rollback.commit();
     if (auto flows = waitForPortFlows(conf.agentSocket, hostName, kFlowWait); !flows.ready)

@@ -95,7 +95,7 @@ void EgressReconciler::reconcile() {
         bool drifted = installed_ && *installed_ == want && have != expected_;
         if (installed_ && *installed_ == want && !drifted) {
             retry_.succeeded();
-            error_.clear();
+            if (error_.cleared()) spdlog::info("egress: recovered");
             return;
         }
         if (drifted) {
@@ -126,11 +126,10 @@ void EgressReconciler::reconcile() {
         if (!installed_ || !(*installed_ == want)) spdlog::info("egress: {}", want.describe());
         installed_ = want;
         ++installs_;
-        error_.clear();
+        if (error_.cleared()) spdlog::info("egress: recovered");
         retry_.succeeded();
     } catch (const std::exception& e) {
-        if (error_ != e.what()) spdlog::warn("egress: {}", e.what());
-        error_ = e.what();
+        if (error_.failed(e.what())) spdlog::warn("egress: {}", e.what());
         installed_.reset();
         retry_.schedule();
     }
@@ -141,7 +140,7 @@ void EgressReconciler::status(nlohmann::json& out) const {
                      {"installs", installs_},
                      {"readBackRepairs", readBackRepairs_},
                      {"contested", throttle_.contested()},
-                     {"error", error_}};
+                     {"error", error_.str()}};
 }
 
 void EgressReconciler::metrics(MetricsText& m) const {
@@ -152,6 +151,6 @@ void EgressReconciler::metrics(MetricsText& m) const {
             throttle_.contested() ? 1 : 0);
 }
 
-std::string EgressReconciler::notReady() const { return error_.empty() ? "" : "egress: " + error_; }
+std::string EgressReconciler::notReady() const { return error_.empty() ? "" : "egress: " + error_.str(); }
 
 }  // namespace kovs::egress

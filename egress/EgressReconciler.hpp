@@ -15,6 +15,7 @@
 
 #include "base/EventLoop.hpp"
 #include "base/Job.hpp"
+#include "base/LastError.hpp"
 #include "base/RepairLog.hpp"
 #include "base/RepairThrottle.hpp"
 #include "base/RetryTimer.hpp"
@@ -67,7 +68,7 @@ private:
     std::string expected_;  // the rules as read back right after installing them
     uint64_t installs_ = 0;
     uint64_t readBackRepairs_ = 0;
-    std::string error_;
+    LastError error_;
     RepairThrottle throttle_;
     bool repairAdmitted_ = false;  // the throttle's wait is over: repair on this pass
     std::optional<EventLoop::TimerId> backoffTimer_;

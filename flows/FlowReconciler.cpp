@@ -140,15 +140,13 @@ void FlowReconciler::install() {
 }
 
 void FlowReconciler::succeeded() {
-    if (!error_.empty()) spdlog::info("flows: {} recovered", opts_.bridge);
-    error_.clear();
+    if (error_.cleared()) spdlog::info("flows: {} recovered", opts_.bridge);
     retry_.succeeded();
     runAgain();
 }
 
 void FlowReconciler::failed(const std::string& why) {
-    if (error_ != why) spdlog::warn("flows: {}", why);
-    error_ = why;
+    if (error_.failed(why)) spdlog::warn("flows: {}", why);
     installed_.clear();  // whatever the bridge holds now, the next pass installs
     installedPorts_.clear();
     retry_.schedule();
@@ -170,7 +168,7 @@ void FlowReconciler::whenPortReady(const std::string& port, std::chrono::millise
         if (node.empty()) return;
         auto& w = node.mapped();
         std::string why = "flows for " + w.port + " not installed within " + std::to_string(timeout.count()) + " ms";
-        if (!error_.empty()) why += ": " + error_;
+        if (!error_.empty()) why += ": " + error_.str();
         w.done(false, why);
     });
     waiters_.emplace(id, Waiter{port, timer, std::move(done)});
@@ -200,13 +198,13 @@ void FlowReconciler::countDrops(const FlowDump& dump) {
     update(podSpoofed_, FlowTable::kCookiePodSpoofed);
 }
 
-std::string FlowReconciler::notReady() const { return error_.empty() ? "" : "flows: " + error_; }
+std::string FlowReconciler::notReady() const { return error_.empty() ? "" : "flows: " + error_.str(); }
 
 void FlowReconciler::status(nlohmann::json& out) const {
     out["flows"] = {{"bridge", opts_.bridge},
                     {"installs", installs_},
                     {"readBackRepairs", readBackRepairs_},
-                    {"error", error_},
+                    {"error", error_.str()},
                     {"podsLeftOut", skipped_},
                     {"serviceReplyPath", opts_.serviceReplyPath},
                     {"dropped", {{"tunnelUnknownSource", tunnelUnknownSource_.total()}, {"podSpoofed", podSpoofed_.total()}}}};

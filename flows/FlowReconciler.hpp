@@ -20,6 +20,7 @@
 
 #include "base/EventLoop.hpp"
 #include "base/Job.hpp"
+#include "base/LastError.hpp"
 #include "base/RepairLog.hpp"
 #include "base/RetryTimer.hpp"
 #include "flows/FlowTable.hpp"
@@ -98,7 +99,7 @@ private:
     size_t expectedCount_ = 0;
     bool again_ = false, againReadBack_ = false;  // passes asked for while ovs-ofctl ran
     std::vector<std::string> skipped_, skippedLogged_;
-    std::string error_;
+    LastError error_;
     uint64_t installs_ = 0;
     uint64_t readBackRepairs_ = 0;
     // Drop counters survive the flows' own counters being reset (reinstall, vswitchd restart).

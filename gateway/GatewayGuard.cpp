@@ -26,7 +26,11 @@ namespace {
 
 constexpr uint32_t kIpv6KernelPrefixMetric = 256;
 constexpr uint32_t kIpv6UserMetric = 1024;
-constexpr std::chrono::milliseconds kRetryDelay{100};
+// Retries of a failed reconcile that no event will announce: 100 ms, then
+// doubling while it keeps failing, so a lasting failure (EPERM) costs one
+// attempt per 5 s, not ten a second.
+constexpr std::chrono::milliseconds kRetryMin{100};
+constexpr std::chrono::milliseconds kRetryMax{5000};
 
 std::optional<IpPrefix> fromNl(const nl_addr* a) {
     if (a == nullptr) return std::nullopt;
@@ -88,7 +92,8 @@ void validate(const GatewayGuardOptions& o) {
 }  // namespace
 
 GatewayGuard::GatewayGuard(EventLoop& loop, GatewayGuardOptions options)
-    : loop_(loop), opt_(std::move(options)), guarded_(opt_.addresses) {
+    : loop_(loop), opt_(std::move(options)), retry_(loop, kRetryMin, kRetryMax, [this] { reconcile(); }),
+      guarded_(opt_.addresses) {
     validate(opt_);
     if (!opt_.enabled) {
         spdlog::info("gateway guard {}: disabled", opt_.name);
@@ -107,7 +112,6 @@ GatewayGuard::GatewayGuard(EventLoop& loop, GatewayGuardOptions options)
 GatewayGuard::~GatewayGuard() {
     if (reconcileTimer_) loop_.cancel(*reconcileTimer_);
     if (resyncTimer_) loop_.cancel(*resyncTimer_);
-    if (retryTimer_) loop_.cancel(*retryTimer_);
     if (mtuHeldTimer_) loop_.cancel(*mtuHeldTimer_);
 }
 
@@ -157,10 +161,6 @@ std::optional<IpPrefix> GatewayGuard::sourceFor(int family) const {
 void GatewayGuard::reconcile() {
     auto start = damageSeen_.value_or(EventLoop::Clock::now());
     damageSeen_.reset();
-    if (retryTimer_) {
-        loop_.cancel(*retryTimer_);  // this reconcile is the retry
-        retryTimer_.reset();
-    }
     bool failed = false;
     Repairs r;
     bool present = false;
@@ -194,14 +194,14 @@ void GatewayGuard::reconcile() {
             std::lock_guard lock(statsMutex_);
             ++stats_.failures;
         }
-        retryTimer_ = loop_.after(kRetryDelay, [this] {
-            retryTimer_.reset();
-            reconcile();
-        });
+        retry_.schedule();
         failed = true;
         if (!damageSeen_) damageSeen_ = start;  // the restore is not over
     }
-    if (!failed) consecutiveFailures_ = 0;
+    if (!failed) {
+        consecutiveFailures_ = 0;
+        retry_.succeeded();
+    }
     auto took = EventLoop::Clock::now() - start;
     if (r.total() > 0 && !failed && onRestore_) onRestore_(took);
     std::lock_guard lock(statsMutex_);

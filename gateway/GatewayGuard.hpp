@@ -36,6 +36,7 @@
 #include "base/IpPrefix.hpp"
 #include "base/Job.hpp"
 #include "base/RepairThrottle.hpp"
+#include "base/RetryTimer.hpp"
 #include "base/Metrics.hpp"
 #include "base/Netlink.hpp"
 #include "base/NetlinkWatcher.hpp"
@@ -140,7 +141,7 @@ private:
     std::optional<NetlinkWatcher> watcher_;
     std::optional<EventLoop::TimerId> reconcileTimer_;
     std::optional<EventLoop::TimerId> resyncTimer_;
-    std::optional<EventLoop::TimerId> retryTimer_;
+    RetryTimer retry_;
     std::vector<IpPrefix> guarded_;  // the addresses kept: configured, or adopted from the device
     RepairThrottle mtuThrottle_;
     std::optional<EventLoop::TimerId> mtuHeldTimer_;

@@ -35,8 +35,8 @@ bool OffloadGuard::check(const std::string& where, Repair kind, const std::funct
         return true;
     } catch (const Error& e) {
         ++stats_.errors;
-        stats_.lastError = where + ": " + e.what();
-        spdlog::warn("offload guard: {}", stats_.lastError);
+        if (lastError_.failed(where + ": " + e.what())) spdlog::warn("offload guard: {}", lastError_.str());
+        stats_.lastError = lastError_.str();
         return false;
     }
 }
@@ -53,8 +53,9 @@ std::vector<PodInterface> OffloadGuard::listPods() {
         return pods;
     } catch (const Error& e) {
         ++stats_.errors;
-        stats_.lastError = std::string("listing pod interfaces: ") + e.what();
-        spdlog::warn("offload guard: {}", stats_.lastError);
+        if (lastError_.failed(std::string("listing pod interfaces: ") + e.what()))
+            spdlog::warn("offload guard: {}", lastError_.str());
+        stats_.lastError = lastError_.str();
         return {};
     }
 }

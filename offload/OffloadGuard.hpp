@@ -24,6 +24,7 @@
 
 #include "base/EventLoop.hpp"
 #include "base/Job.hpp"
+#include "base/LastError.hpp"
 #include "base/NetlinkWatcher.hpp"
 #include "offload/PodInterfaces.hpp"
 
@@ -83,6 +84,7 @@ private:
     std::set<std::string> hostDevices_;
     PodLister pods_;
     OffloadGuardStats stats_;
+    LastError lastError_;  // stats_.lastError is its text: the latest error, logged when it changes
     EventLoop* loop_ = nullptr;
     EventLoop::TimerId resyncTimer_ = 0;
     EventLoop::TimerId newPodsTimer_ = 0;

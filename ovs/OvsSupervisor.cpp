@@ -44,13 +44,16 @@ const char* toString(OvsSupervisor::Daemon d) {
 
 OvsSupervisor::OvsSupervisor(EventLoop& loop, OvsSupervisorOptions opts) : loop_(loop), opts_(std::move(opts)) {
     if (opts_.logDir.empty()) opts_.logDir = opts_.rundir;
-    db_.backoff = vs_.backoff = opts_.backoffMin;
+    for (Proc* p : {&db_, &vs_}) {
+        Daemon which = p->which;
+        p->restart.emplace(loop_, opts_.backoffMin, opts_.backoffMax, [this, which] { restartNow(proc(which)); });
+    }
 }
 
 OvsSupervisor::~OvsSupervisor() {
     *alive_ = false;
     for (Proc* p : {&vs_, &db_}) {
-        if (p->restartTimer) loop_.cancel(p->restartTimer);
+        p->restart->cancel();
         if (p->pidfd) loop_.unwatch(p->pidfd.get());
         if (p->child && !opts_.keepRunningOnExit) terminate(*p);
     }
@@ -203,31 +206,24 @@ void OvsSupervisor::onExit(Proc& p) {
     }
     p.pid = -1;
     if (!running_) return;
-    if (std::chrono::steady_clock::now() - p.startedAt > opts_.stableAfter) p.backoff = opts_.backoffMin;
-    spdlog::warn("ovs supervisor: {} {}; restarting in {} ms", p.name, how, p.backoff.count());
-    scheduleRestart(p);
+    if (std::chrono::steady_clock::now() - p.startedAt > opts_.stableAfter) p.restart->succeeded();
+    spdlog::warn("ovs supervisor: {} {}; restarting in {} ms", p.name, how, p.restart->nextDelay().count());
+    p.restart->schedule();
 }
 
-void OvsSupervisor::scheduleRestart(Proc& p) {
-    auto token = alive_;
-    Daemon which = p.which;
-    p.restartTimer = loop_.after(p.backoff, [this, token, which] {
-        if (!*token || !running_) return;
-        Proc& q = proc(which);
-        q.restartTimer = 0;
-        try {
-            cleanStale(q);
-            spawn(q);
-        } catch (const Error& e) {
-            // Out of pids or memory, say: try again later rather than never.
-            spdlog::error("{}; retrying in {} ms", e.what(), q.backoff.count());
-            scheduleRestart(q);
-            return;
-        }
-        ++q.restarts;
-        if (onRestart_) onRestart_(which, q.pid);
-    });
-    p.backoff = std::min(p.backoff * 2, opts_.backoffMax);
+void OvsSupervisor::restartNow(Proc& p) {
+    if (!running_) return;
+    try {
+        cleanStale(p);
+        spawn(p);
+    } catch (const Error& e) {
+        // Out of pids or memory, say: try again later rather than never.
+        spdlog::error("{}; retrying in {} ms", e.what(), p.restart->nextDelay().count());
+        p.restart->schedule();
+        return;
+    }
+    ++p.restarts;
+    if (onRestart_) onRestart_(p.which, p.pid);
 }
 
 void OvsSupervisor::terminate(Proc& p) {
@@ -250,8 +246,7 @@ void OvsSupervisor::terminate(Proc& p) {
 void OvsSupervisor::stop() {
     running_ = false;
     for (Proc* p : {&vs_, &db_}) {
-        if (p->restartTimer) loop_.cancel(p->restartTimer);
-        p->restartTimer = 0;
+        p->restart->cancel();
         if (p->pidfd) {
             loop_.unwatch(p->pidfd.get());
             p->pidfd.reset();

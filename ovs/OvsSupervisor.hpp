@@ -14,10 +14,12 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/EventLoop.hpp"
+#include "base/RetryTimer.hpp"
 #include "base/Job.hpp"
 #include "base/UniqueFd.hpp"
 
@@ -73,8 +75,7 @@ private:
         bool child = false;
         UniqueFd pidfd;
         std::chrono::steady_clock::time_point startedAt;
-        std::chrono::milliseconds backoff{0};
-        EventLoop::TimerId restartTimer = 0;
+        std::optional<RetryTimer> restart;  // backoffMin doubling to backoffMax; reset once stable
         unsigned restarts = 0;
     };
 
@@ -85,7 +86,7 @@ private:
     void spawn(Proc& p);
     void watch(Proc& p);
     void onExit(Proc& p);
-    void scheduleRestart(Proc& p);
+    void restartNow(Proc& p);
     void terminate(Proc& p);
     Proc& proc(Daemon d);
 

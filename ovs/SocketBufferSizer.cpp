@@ -14,17 +14,16 @@ void SocketBufferSizer::run() {
         if (r.resized > 0)
             spdlog::info("ovs-vswitchd (pid {}): {} of {} packet socket(s) given {} KiB buffers", pid, r.resized, r.sockets, kib_);
         resized_ += static_cast<uint64_t>(r.resized);
-        error_.clear();
+        if (error_.cleared()) spdlog::info("ovs-vswitchd socket buffers: sized again");
     } catch (const std::exception& e) {  // also filesystem_error from walking /proc/PID/fd
         // Throughput suffers, nothing breaks: say so once, not every resync.
-        if (error_ != e.what()) spdlog::warn("ovs-vswitchd socket buffers left at the kernel default: {}", e.what());
-        error_ = e.what();
+        if (error_.failed(e.what())) spdlog::warn("ovs-vswitchd socket buffers left at the kernel default: {}", e.what());
     }
 }
 
 void SocketBufferSizer::status(nlohmann::json& out) const {
     if (kib_ == 0) return;
-    out["socketBuffers"] = {{"kib", kib_}, {"resized", resized_}, {"error", error_}};
+    out["socketBuffers"] = {{"kib", kib_}, {"resized", resized_}, {"error", error_.str()}};
 }
 
 void SocketBufferSizer::metrics(MetricsText& m) const {

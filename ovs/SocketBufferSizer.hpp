@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/Job.hpp"
+#include "base/LastError.hpp"
 
 namespace kovs {
 
@@ -26,7 +27,7 @@ private:
     std::string rundir_;
     int kib_;
     uint64_t resized_ = 0;
-    std::string error_;
+    LastError error_;
 };
 
 }  // namespace kovs

@@ -1,9 +1,10 @@
 #include "tunnel/OvsTunnelState.hpp"
 
 #include <sstream>
+#include <vector>
 
 #include "base/Error.hpp"
-#include <vector>
+#include "base/MacAddress.hpp"
 
 namespace kovs::tunnel {
 namespace {
@@ -13,15 +14,6 @@ std::vector<std::string> words(const std::string& line) {
     std::vector<std::string> w;
     for (std::string s; in >> s;) w.push_back(s);
     return w;
-}
-
-bool looksLikeMac(const std::string& s) {
-    if (s.size() != 17) return false;
-    for (size_t i = 0; i < s.size(); ++i) {
-        bool colon = i % 3 == 2;
-        if (colon ? s[i] != ':' : !std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
-    }
-    return true;
 }
 
 }  // namespace
@@ -48,7 +40,7 @@ OvsTunnelState parseOvsTunnelState(const std::string& routeShow, const std::stri
     std::istringstream neighs(neighShow);
     for (std::string line; std::getline(neighs, line);) {
         auto w = words(line);
-        if (w.size() == 3 && looksLikeMac(w[1]) && w[2] == bridge) st.neighbours[w[0]] = w[1];
+        if (w.size() == 3 && isMacAddress(w[1]) && w[2] == bridge) st.neighbours[w[0]] = w[1];
     }
     return st;
 }

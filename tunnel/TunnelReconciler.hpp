@@ -24,6 +24,7 @@
 #include "base/DirectoryWatch.hpp"
 #include "base/EventLoop.hpp"
 #include "base/Job.hpp"
+#include "base/LastError.hpp"
 #include "base/RetryTimer.hpp"
 #include "ovs/UnixctlClient.hpp"
 #include "peers/Peer.hpp"
@@ -113,6 +114,7 @@ private:
     EventLoop::TimerId resync_ = 0;
     std::unique_ptr<DirectoryWatch> pidfileWatch_;
     Stats stats_;
+    LastError lastError_;  // stats_.lastError is its text
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
