@@ -115,9 +115,9 @@ void Agent::startPeers() {
     peers_ = std::make_unique<PeerFanout>(peerFilterOptions(config_), config_.peers.source != Config::PeerSourceKind::None,
                                           tunnel_.get());
     jobs_.push_back(peers_.get());
-    if (tunnel_) peers_->subscribe([this](const tunnel::PeerSet& p) { tunnel_->setPeers(p); });
+    if (tunnel_) peers_->subscribe([this](const peers::PeerSet& p) { tunnel_->setPeers(p); });
     if (flows_) {
-        peers_->subscribe([this](const tunnel::PeerSet& p) {
+        peers_->subscribe([this](const peers::PeerSet& p) {
             flows_->setRemotes(flowRemotes(p));
             // The node kernel reaches remote pods through gw0; the flow table
             // answers its ARP and tunnels the packets.
@@ -127,7 +127,7 @@ void Agent::startPeers() {
         });
     }
     if (egress_) {
-        peers_->subscribe([this](const tunnel::PeerSet& p) {
+        peers_->subscribe([this](const peers::PeerSet& p) {
             std::vector<IpPrefix> podCidrs, nodes;
             for (const auto& [_, peer] : p) {
                 nodes.push_back(IpPrefix::parse(peer.nodeIP));
@@ -143,18 +143,18 @@ void Agent::startPeers() {
         case Config::PeerSourceKind::None:
             return;
         case Config::PeerSourceKind::File:
-            peerSource_ = std::make_unique<tunnel::FilePeerSource>(loop_, config_.peers.file);
+            peerSource_ = std::make_unique<peers::FilePeerSource>(loop_, config_.peers.file);
             break;
         case Config::PeerSourceKind::Kubernetes: {
-            auto creds = config_.peers.kubeconfig.empty() ? tunnel::inClusterCredentials()
-                                                          : tunnel::kubeconfigCredentials(config_.peers.kubeconfig);
-            tunnel::KubernetesPeerSourceOptions o;
+            auto creds = config_.peers.kubeconfig.empty() ? peers::inClusterCredentials()
+                                                          : peers::kubeconfigCredentials(config_.peers.kubeconfig);
+            peers::KubernetesPeerSourceOptions o;
             o.nodeName = config_.node.name;
-            peerSource_ = std::make_unique<tunnel::KubernetesPeerSource>(loop_, std::move(creds), o);
+            peerSource_ = std::make_unique<peers::KubernetesPeerSource>(loop_, std::move(creds), o);
             break;
         }
     }
-    peerSource_->start([this](const tunnel::PeerSet& peers) { peers_->onPeers(peers); });
+    peerSource_->start([this](const peers::PeerSet& peers) { peers_->onPeers(peers); });
 }
 
 void Agent::startServers() {

@@ -86,7 +86,7 @@ private:
     std::unique_ptr<egress::EgressReconciler> egress_;
     std::unique_ptr<SocketBufferSizer> socketBuffers_;
     std::unique_ptr<PeerFanout> peers_;
-    std::unique_ptr<tunnel::PeerSource> peerSource_;
+    std::unique_ptr<peers::PeerSource> peerSource_;
     std::unique_ptr<StatusServer> statusServer_;
     std::unique_ptr<HealthServer> healthServer_;
     // Every job, in the order readiness() asks them.

@@ -112,8 +112,8 @@ FlowReconcilerOptions flowOptions(const Config& c) {
     return o;
 }
 
-tunnel::PeerFilterOptions peerFilterOptions(const Config& c) {
-    tunnel::PeerFilterOptions o;
+peers::PeerFilterOptions peerFilterOptions(const Config& c) {
+    peers::PeerFilterOptions o;
     o.self = c.node.name;
     if (!c.node.podCIDR.empty()) o.localPodCidrs.push_back(IpPrefix::parse(c.node.podCIDR).network());
     for (const auto& a : gatewayAddresses(c)) o.localPodCidrs.push_back(a.network());

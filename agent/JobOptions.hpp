@@ -33,7 +33,7 @@ std::vector<GatewayRoute> extraGatewayRoutes(const Config& c);
 bool tunnelJobWanted(const Config& c);
 tunnel::TunnelReconcilerOptions tunnelOptions(const Config& c);
 FlowReconcilerOptions flowOptions(const Config& c);
-tunnel::PeerFilterOptions peerFilterOptions(const Config& c);
+peers::PeerFilterOptions peerFilterOptions(const Config& c);
 egress::EgressOptions egressOptions(const Config& c);
 // The devices whose TX checksum offload the offload guard keeps off.
 std::vector<std::string> offloadHostDevices(const Config& c);

@@ -4,11 +4,11 @@
 
 namespace kovs {
 
-PeerFanout::PeerFanout(tunnel::PeerFilterOptions filter, bool sourceConfigured, const tunnel::TunnelReconciler* tunnel)
+PeerFanout::PeerFanout(peers::PeerFilterOptions filter, bool sourceConfigured, const tunnel::TunnelReconciler* tunnel)
     : filter_(std::move(filter)), sourceConfigured_(sourceConfigured), tunnel_(tunnel) {}
 
-void PeerFanout::onPeers(const tunnel::PeerSet& all) {
-    auto f = tunnel::filterPeers(all, filter_);
+void PeerFanout::onPeers(const peers::PeerSet& all) {
+    auto f = peers::filterPeers(all, filter_);
     if (f.rejected != rejected_) {
         for (const auto& r : f.rejected) spdlog::error("peers: {} refused: {}", r.name, r.reason);
         if (f.rejected.empty() && !rejected_.empty()) spdlog::info("peers: no peer refused any more");
@@ -48,7 +48,7 @@ namespace {
 bool ipv4(const std::string& addr) { return addr.find(':') == std::string::npos; }
 }  // namespace
 
-std::vector<FlowRemoteSubnet> flowRemotes(const tunnel::PeerSet& peers) {
+std::vector<FlowRemoteSubnet> flowRemotes(const peers::PeerSet& peers) {
     std::vector<FlowRemoteSubnet> out;
     for (const auto& [_, p] : peers) {
         if (!ipv4(p.nodeIP)) continue;
@@ -59,7 +59,7 @@ std::vector<FlowRemoteSubnet> flowRemotes(const tunnel::PeerSet& peers) {
     return out;
 }
 
-std::vector<GatewayRoute> peerGatewayRoutes(const tunnel::PeerSet& peers) {
+std::vector<GatewayRoute> peerGatewayRoutes(const peers::PeerSet& peers) {
     std::vector<GatewayRoute> out;
     for (const auto& r : flowRemotes(peers)) out.push_back({IpPrefix::parse(r.cidr), std::nullopt});
     return out;

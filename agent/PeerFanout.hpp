@@ -19,18 +19,18 @@ namespace kovs {
 
 class PeerFanout : public Job {
 public:
-    using Subscriber = std::function<void(const tunnel::PeerSet& accepted)>;
+    using Subscriber = std::function<void(const peers::PeerSet& accepted)>;
 
     // `tunnel` may be null (uplink.mode none: no tunnel job); it is asked for
     // each peer's route/neighbour state in status().
-    PeerFanout(tunnel::PeerFilterOptions filter, bool sourceConfigured, const tunnel::TunnelReconciler* tunnel);
+    PeerFanout(peers::PeerFilterOptions filter, bool sourceConfigured, const tunnel::TunnelReconciler* tunnel);
 
     void subscribe(Subscriber s) { subscribers_.push_back(std::move(s)); }
     // The PeerSource callback.
-    void onPeers(const tunnel::PeerSet& all);
+    void onPeers(const peers::PeerSet& all);
 
     bool known() const { return known_; }
-    const tunnel::PeerSet& accepted() const { return accepted_; }
+    const peers::PeerSet& accepted() const { return accepted_; }
 
     std::string name() const override { return "peers"; }
     void status(nlohmann::json& out) const override;
@@ -38,19 +38,19 @@ public:
     std::string notReady() const override;
 
 private:
-    tunnel::PeerFilterOptions filter_;
+    peers::PeerFilterOptions filter_;
     bool sourceConfigured_;
     const tunnel::TunnelReconciler* tunnel_;
     std::vector<Subscriber> subscribers_;
-    tunnel::PeerSet accepted_;
-    std::vector<tunnel::RejectedPeer> rejected_;
+    peers::PeerSet accepted_;
+    std::vector<peers::RejectedPeer> rejected_;
     bool known_ = false;
 };
 
 // The flow table's remotes: IPv4 pod CIDRs of peers with an IPv4 node address
 // (flows and gw0 routes are IPv4 only for now; a route to an IPv6-underlay
 // peer's pods would only blackhole).
-std::vector<FlowRemoteSubnet> flowRemotes(const tunnel::PeerSet& peers);
-std::vector<GatewayRoute> peerGatewayRoutes(const tunnel::PeerSet& peers);
+std::vector<FlowRemoteSubnet> flowRemotes(const peers::PeerSet& peers);
+std::vector<GatewayRoute> peerGatewayRoutes(const peers::PeerSet& peers);
 
 }  // namespace kovs

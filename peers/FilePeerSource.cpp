@@ -6,7 +6,7 @@
 #include "base/Log.hpp"
 #include "peers/PeerFile.hpp"
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 
 FilePeerSource::FilePeerSource(EventLoop& loop, std::string path) : loop_(loop), path_(std::move(path)) {
     if (std::filesystem::path(path_).filename().empty()) throw Error("peer file '" + path_ + "': not a file path");
@@ -45,4 +45,4 @@ void FilePeerSource::reload() {
     if (onPeers_) onPeers_(*last_);
 }
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

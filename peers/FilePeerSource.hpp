@@ -7,7 +7,7 @@
 #include "base/EventLoop.hpp"
 #include "peers/PeerSource.hpp"
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 
 // Peers from a YAML/JSON file (format in PeerFile.hpp), reloaded when it
 // changes (a DirectoryWatch: editors and ConfigMap mounts replace the file
@@ -37,4 +37,4 @@ private:
     size_t failedReloads_ = 0;
 };
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

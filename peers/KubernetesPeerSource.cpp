@@ -6,7 +6,7 @@
 #include "base/Log.hpp"
 #include "peers/kube/KubeNode.hpp"
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 
 namespace {
 using namespace std::chrono_literals;
@@ -236,4 +236,4 @@ KubernetesPeerSource::WatchEnd KubernetesPeerSource::watch() {
     return WatchEnd::Closed;
 }
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

@@ -28,7 +28,7 @@
 #include "peers/kube/KubeHttpClient.hpp"
 #include "peers/PeerSource.hpp"
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 
 struct KubernetesPeerSourceOptions {
     std::string nodeName;  // our own Node: left out of the peer set
@@ -87,4 +87,4 @@ private:
     std::thread worker_;
 };
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

@@ -3,7 +3,7 @@
 #include "base/Error.hpp"
 #include "base/IpPrefix.hpp"
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 
 std::string canonicalIP(const std::string& text, const std::string& what) {
     try {
@@ -25,4 +25,4 @@ std::string canonicalCIDR(const std::string& text, const std::string& what) {
     return p.str();
 }
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 
 struct Peer {
     std::string name;                   // Kubernetes Node name, or the file's `name`
@@ -25,4 +25,4 @@ std::string canonicalIP(const std::string& text, const std::string& what);
 // Same for a CIDR; host bits must be zero ("10.244.1.0/24").
 std::string canonicalCIDR(const std::string& text, const std::string& what);
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

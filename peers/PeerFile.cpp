@@ -10,7 +10,7 @@
 
 #include "base/Error.hpp"
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 namespace {
 
 std::string scalar(const YAML::Node& n, const std::string& what) {
@@ -88,4 +88,4 @@ PeerSet readPeerFile(const std::string& path) {
     return parsePeerFile(text.str(), path);
 }
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

@@ -12,11 +12,11 @@
 
 #include "peers/Peer.hpp"
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 
 // Throws kovs::Error naming `origin` (the file path) and the bad entry.
 PeerSet parsePeerFile(const std::string& text, const std::string& origin);
 // Reads and parses the file at `path`; throws kovs::Error naming it.
 PeerSet readPeerFile(const std::string& path);
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

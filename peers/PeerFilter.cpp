@@ -4,7 +4,7 @@
 
 #include "base/Error.hpp"
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 namespace {
 
 int minPrefixLen(const IpPrefix& p, const PeerFilterOptions& o) {
@@ -76,4 +76,4 @@ FilteredPeers filterPeers(const PeerSet& all, const PeerFilterOptions& opts) {
     return out;
 }
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

@@ -12,7 +12,7 @@
 #include "base/IpPrefix.hpp"
 #include "peers/Peer.hpp"
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 
 struct RejectedPeer {
     std::string name;
@@ -36,4 +36,4 @@ struct PeerFilterOptions {
 
 FilteredPeers filterPeers(const PeerSet& all, const PeerFilterOptions& opts);
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

@@ -3,7 +3,7 @@
 
 #include "peers/Peer.hpp"
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 
 // Where the set of peer nodes comes from (the Kubernetes API, or a file).
 // A source reports the whole set each time it changes, always on the thread
@@ -19,4 +19,4 @@ public:
     virtual void stop() = 0;
 };
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

@@ -45,7 +45,7 @@ void TunnelReconciler::stop() {
     resync_ = 0;
 }
 
-void TunnelReconciler::setPeers(const PeerSet& peers) {
+void TunnelReconciler::setPeers(const peers::PeerSet& peers) {
     std::set<std::string> ips;
     for (const auto& [_, p] : peers) ips.insert(p.nodeIP);
     // Peers that left: their neighbour must go even if OVS, not kovs, set it.

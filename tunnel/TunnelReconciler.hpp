@@ -62,7 +62,7 @@ public:
     void stop();
 
     // The PeerSource callback: runs a pass right away.
-    void setPeers(const PeerSet& peers);
+    void setPeers(const peers::PeerSet& peers);
 
     // Runs a pass now, or right after the one in flight. Never throws: a
     // failure is logged, kept in stats() and retried with backoff.

@@ -5,7 +5,7 @@
 
 #include "base/Error.hpp"
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 namespace {
 
 constexpr size_t kMaxChunkLine = 1024;
@@ -163,4 +163,4 @@ bool HttpResponseParser::closeEndsBody() {
     return state_ == State::Done;
 }
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

@@ -10,7 +10,7 @@
 
 extern char** environ;
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 namespace {
 
 std::string readFile(const std::string& path, const std::string& what) {
@@ -169,4 +169,4 @@ KubeCredentials kubeconfigCredentials(const std::string& path, const std::string
     return parseKubeconfig(readFile(path, "kubeconfig"), dir.empty() ? "." : dir, context, path);
 }
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

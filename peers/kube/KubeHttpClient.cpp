@@ -16,7 +16,7 @@
 #include "peers/kube/HttpResponseParser.hpp"
 #include "peers/kube/TlsSession.hpp"
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -247,4 +247,4 @@ KubeHttpClient::Result KubeHttpClient::get(const std::string& path, const OnData
     return r;
 }
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

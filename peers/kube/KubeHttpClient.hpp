@@ -17,7 +17,7 @@
 #include "base/UniqueFd.hpp"
 #include "peers/kube/KubeConfig.hpp"
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 
 class KubeHttpClient {
 public:
@@ -59,4 +59,4 @@ private:
     std::atomic<bool> interrupted_{false};
 };
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

@@ -4,7 +4,7 @@
 
 #include "base/Error.hpp"
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 namespace {
 
 using nlohmann::json;
@@ -136,4 +136,4 @@ WatchEvent parseWatchEvent(const std::string& line) {
     return ev;
 }
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

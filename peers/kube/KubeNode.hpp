@@ -7,7 +7,7 @@
 
 #include "peers/Peer.hpp"
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 
 // A Node's peer: its first InternalIP (a node with IPv4 and IPv6 addresses
 // tunnels over the one the kubelet lists first, as kube-proxy and most CNIs
@@ -36,4 +36,4 @@ struct WatchEvent {
 // well-formed event (garbage, a truncated line, an unknown type).
 WatchEvent parseWatchEvent(const std::string& line);
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

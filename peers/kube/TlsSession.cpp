@@ -19,7 +19,7 @@
 
 #include "base/Error.hpp"
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 namespace {
 
 // OpenSSL's default bundle on Debian; SSL_CERT_FILE overrides it, as for OpenSSL.
@@ -268,4 +268,4 @@ TlsSession::Want TlsSession::read(char* buf, size_t size, size_t& got) {
     throw Error("connection lost (TLS read): " + mbedtlsError(rc) + s_->socketError());
 }
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

@@ -19,7 +19,7 @@
 
 #include "peers/kube/KubeConfig.hpp"
 
-namespace kovs::tunnel {
+namespace kovs::peers {
 
 class TlsSession {
 public:
@@ -49,4 +49,4 @@ private:
     std::unique_ptr<State> s_;
 };
 
-}  // namespace kovs::tunnel
+}  // namespace kovs::peers

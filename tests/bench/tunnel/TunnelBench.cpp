@@ -26,6 +26,8 @@
 
 using namespace kovs;
 using namespace kovs::tunnel;
+using kovs::peers::Peer;
+using kovs::peers::PeerSet;
 using Clock = std::chrono::steady_clock;
 
 namespace {

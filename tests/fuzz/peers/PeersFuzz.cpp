@@ -14,7 +14,7 @@
 #include "tunnel/OvsTunnelState.hpp"
 #include "peers/PeerFile.hpp"
 
-using namespace kovs::tunnel;
+using namespace kovs::peers;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size == 0) return 0;

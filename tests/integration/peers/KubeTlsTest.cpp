@@ -12,7 +12,7 @@
 #include "peers/kube/KubeHttpClient.hpp"
 #include "tests/integration/peers/KubeApiTestServer.hpp"
 
-using namespace kovs::tunnel;
+using namespace kovs::peers;
 using kovs::test::CertSpec;
 using kovs::test::KubeApiTestServer;
 using kovs::test::TestCert;

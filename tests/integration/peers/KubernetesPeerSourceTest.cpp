@@ -12,7 +12,7 @@
 #include "tests/integration/peers/KubeApiTestServer.hpp"
 #include "peers/KubernetesPeerSource.hpp"
 
-using namespace kovs::tunnel;
+using namespace kovs::peers;
 using kovs::test::KubeApiTestServer;
 using kovs::test::SelfSignedCert;
 using nlohmann::json;

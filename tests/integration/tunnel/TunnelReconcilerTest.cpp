@@ -30,6 +30,8 @@
 #include "tunnel/TunnelReconciler.hpp"
 
 using namespace kovs::tunnel;
+using kovs::peers::Peer;
+using kovs::peers::PeerSet;
 using kovs::runChecked;
 using kovs::runProcess;
 using kovs::test::OvsSandbox;

@@ -9,7 +9,7 @@
 #include "peers/FilePeerSource.hpp"
 #include "tests/support/TempDir.hpp"
 
-using namespace kovs::tunnel;
+using namespace kovs::peers;
 using namespace std::chrono_literals;
 
 namespace {

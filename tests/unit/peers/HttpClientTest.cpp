@@ -16,7 +16,7 @@
 #include "peers/kube/KubeHttpClient.hpp"
 
 using namespace kovs;
-using namespace kovs::tunnel;
+using namespace kovs::peers;
 using ::testing::HasSubstr;
 
 namespace {

@@ -8,7 +8,7 @@
 #include "peers/kube/KubeNode.hpp"
 
 using kovs::Error;
-using namespace kovs::tunnel;
+using namespace kovs::peers;
 using nlohmann::json;
 
 namespace {

@@ -4,9 +4,9 @@
 #include "peers/PeerFile.hpp"
 
 using kovs::Error;
-using kovs::tunnel::canonicalCIDR;
-using kovs::tunnel::canonicalIP;
-using kovs::tunnel::parsePeerFile;
+using kovs::peers::canonicalCIDR;
+using kovs::peers::canonicalIP;
+using kovs::peers::parsePeerFile;
 
 TEST(PeerAddress, CanonicalisesAndRejects) {
     EXPECT_EQ(canonicalIP("172.18.0.3", "x"), "172.18.0.3");

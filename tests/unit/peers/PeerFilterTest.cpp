@@ -4,7 +4,7 @@
 #include "peers/PeerFilter.hpp"
 
 using namespace kovs;
-using namespace kovs::tunnel;
+using namespace kovs::peers;
 
 namespace {
 
