@@ -13,6 +13,8 @@
 #
 # A build directory holds agent/kovs-agent, ctl/kovsctl and cni/kovs-cni; an
 # older layout (agent/kovsctl, offload/kovs-cni) is linked into that shape.
+# Both agents read the harness's config with ovs.database spelt by its old
+# name, dbPath, which every build reads (renamed in 2026-12).
 #
 #   KOVS_BENCH_THROUGHPUT_SECONDS  iperf3 seconds per run (default 5, plus 1 s omitted)
 #   KOVS_BENCH_ABBA_ROUNDS         A B B A rounds (default 2)
@@ -33,7 +35,16 @@ shaped() {
     cni=$dir/cni/kovs-cni; [ -x "$cni" ] || cni=$dir/offload/kovs-cni
     for b in "$agent" "$ctl" "$cni"; do [ -x "$b" ] || die "$b not found: build it first"; done
     mkdir -p "$out/agent" "$out/ctl" "$out/cni"
-    ln -sf "$(realpath "$agent")" "$out/agent/kovs-agent"
+    cat >"$out/agent/kovs-agent" <<EOF
+#!/usr/bin/env bash
+args=()
+while [ \$# -gt 0 ]; do
+    if [ "\$1" = --config ]; then sed 's/database: /dbPath: /' "\$2" >"\$2.compat"; args+=(--config "\$2.compat"); shift 2
+    else args+=("\$1"); shift; fi
+done
+exec "$(realpath "$agent")" "\${args[@]}"
+EOF
+    chmod +x "$out/agent/kovs-agent"
     ln -sf "$(realpath "$ctl")" "$out/ctl/kovsctl"
     ln -sf "$(realpath "$cni")" "$out/cni/kovs-cni"
     echo "$out"
@@ -61,7 +72,8 @@ measure_with() {
 declare -A gbps=([A]="" [B]="")
 for r in $(seq 1 "$rounds"); do
     for which in A B B A; do
-        g=$(measure_with "$which")
+        g=$(measure_with "$which") || true
+        [[ $g =~ ^[0-9]+(\.[0-9]+)?$ ]] || { rm -rf "$work"; die "round $r, build $which: no throughput measured (see above)"; }
         gbps[$which]+=" $g"
         printf 'round %d  %s  %.3f Gbit/s\n' "$r" "$which" "$g"
     done
