@@ -13,6 +13,7 @@
 
 #include "base/Error.hpp"
 #include "base/InterfaceName.hpp"
+#include "base/RtnetlinkClient.hpp"
 #include "gateway/GatewayAddressPlan.hpp"
 
 namespace kovs {
@@ -32,6 +33,8 @@ constexpr uint32_t kIpv6UserMetric = 1024;
 constexpr std::chrono::milliseconds kRetryMin{100};
 constexpr std::chrono::milliseconds kRetryMax{5000};
 
+// Stricter than base's fromNlAddr: anything but a well-formed IPv4/IPv6
+// address (or libnl's empty default-route address) is no address at all.
 std::optional<IpPrefix> fromNl(const nl_addr* a) {
     if (a == nullptr) return std::nullopt;
     IpPrefix p;
@@ -46,13 +49,6 @@ std::optional<IpPrefix> fromNl(const nl_addr* a) {
     std::memcpy(p.bytes.data(), nl_addr_get_binary_addr(a), len);
     p.prefixLen = static_cast<int>(nl_addr_get_prefixlen(a));
     return p;
-}
-
-nl::Addr toNl(const IpPrefix& p) {
-    nl::Addr a(nl_addr_build(p.family, p.bytes.data(), p.size()));
-    if (!a) throw Error("nl_addr_build " + p.str() + ": out of memory");
-    nl_addr_set_prefixlen(a.get(), p.prefixLen);
-    return a;
 }
 
 bool sameAddress(const IpPrefix& a, const IpPrefix& b) {
@@ -334,7 +330,7 @@ void GatewayGuard::reconcileAddresses(int ifindex, Repairs& r) {
         std::unique_ptr<rtnl_addr, nl::RtAddrDeleter> a(rtnl_addr_alloc());
         if (!a) throw Error("gateway guard " + opt_.name + ": rtnl_addr_alloc: out of memory");
         rtnl_addr_set_ifindex(a.get(), ifindex);
-        auto local = toNl(want);
+        auto local = toNlAddr(want);
         nl::check(rtnl_addr_set_local(a.get(), local.get()), "gateway guard " + opt_.name + ": address " + want.str());
         rtnl_addr_set_prefixlen(a.get(), want.prefixLen);
         // Duplicate address detection would keep the gateway address tentative
@@ -402,7 +398,7 @@ void GatewayGuard::reconcileRoutes(int ifindex, Repairs& r) {
         nl::Route rt(rtnl_route_alloc());
         if (!rt) throw Error("gateway guard " + opt_.name + ": rtnl_route_alloc: out of memory");
         rtnl_route_set_family(rt.get(), static_cast<uint8_t>(d.dst.family));
-        auto dst = toNl(d.dst);
+        auto dst = toNlAddr(d.dst);
         nl::check(rtnl_route_set_dst(rt.get(), dst.get()), "gateway guard " + opt_.name + ": route " + d.dst.str());
         rtnl_route_set_table(rt.get(), RT_TABLE_MAIN);
         rtnl_route_set_protocol(rt.get(), kKovsRouteProtocol);
@@ -412,7 +408,7 @@ void GatewayGuard::reconcileRoutes(int ifindex, Repairs& r) {
         if (d.src) {
             IpPrefix host = *d.src;
             host.prefixLen = host.maxPrefixLen();
-            auto src = toNl(host);
+            auto src = toNlAddr(host);
             rtnl_route_set_pref_src(rt.get(), src.get());
         }
         rtnl_nexthop* nh = rtnl_route_nh_alloc();
@@ -421,7 +417,7 @@ void GatewayGuard::reconcileRoutes(int ifindex, Repairs& r) {
         if (d.via) {
             IpPrefix host = *d.via;
             host.prefixLen = host.maxPrefixLen();
-            auto via = toNl(host);
+            auto via = toNlAddr(host);
             rtnl_route_nh_set_gateway(nh, via.get());
         }
         rtnl_route_add_nexthop(rt.get(), nh);  // the route owns nh from here
