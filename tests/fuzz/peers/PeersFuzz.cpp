@@ -8,13 +8,14 @@
 #include <string>
 
 #include "base/Error.hpp"
+#include "peers/PeerFile.hpp"
 #include "peers/kube/HttpResponseParser.hpp"
 #include "peers/kube/KubeConfig.hpp"
 #include "peers/kube/KubeNode.hpp"
 #include "tunnel/OvsTunnelState.hpp"
-#include "peers/PeerFile.hpp"
 
 using namespace kovs::peers;
+using kovs::tunnel::parseOvsTunnelState;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size == 0) return 0;
