@@ -23,16 +23,18 @@ source "$(dirname "$0")/lib.sh"
 source "$root/tests/cluster/lib/ovn.sh"
 
 PODS=2
+# Loops over it read from fd 3 (4 inside): the docker provider's in_node and
+# in_pod (docker exec -i) would read the list from stdin.
 all_pods() { local n p; for n in 1 2 3; do for p in $(seq 1 "$PODS"); do echo "$n $p"; done; done; }
 pod_ip() { ovn_pod_ip "$1" "$2"; }   # checks.sh's servers and probes address pods by this
 
 start_ovn_servers() {
     local n p
-    while read -r n p; do
+    while read -r n p <&3; do
         in_pod "$n" "$p" socat "TCP-LISTEN:$TCP_PORT,fork,reuseaddr" SYSTEM:'wc -c' >/dev/null 2>&1 &
         in_pod "$n" "$p" socat UDP-RECVFROM:9090,fork EXEC:cat >/dev/null 2>&1 &
-    done < <(all_pods)
-    while read -r n p; do wait_for "servers in pod $n/$p" 10 port_listening "$TCP_PORT" in_pod "$n" "$p"; done < <(all_pods)
+    done 3< <(all_pods)
+    while read -r n p <&3; do wait_for "servers in pod $n/$p" 10 port_listening "$TCP_PORT" in_pod "$n" "$p"; done 3< <(all_pods)
 }
 udp_ok() {
     local dst=$1 tag=$2; shift 2
@@ -44,13 +46,13 @@ udp_ok() {
 # Every ordered pair of pods over TCP (64 KiB) and UDP; prints the failures.
 ovn_matrix() {
     local n p m q failed=0
-    while read -r n p; do
-        while read -r m q; do
+    while read -r n p <&3; do
+        while read -r m q <&4; do
             [ "$n$p" = "$m$q" ] && continue
             tcp_ok "$(pod_ip "$m" "$q")" in_pod "$n" "$p" || { echo "  TCP n$n/p$p -> n$m/p$q failed"; failed=1; }
             udp_ok "$(pod_ip "$m" "$q")" "n$n$p-n$m$q" in_pod "$n" "$p" || { echo "  UDP n$n/p$p -> n$m/p$q failed"; failed=1; }
-        done < <(all_pods)
-    done < <(all_pods)
+        done 4< <(all_pods)
+    done 3< <(all_pods)
     return $failed
 }
 
@@ -78,7 +80,7 @@ vswitchd_replaced() { [ "$(vswitchd_pid "$1")" != "$2" ] && in_node "$1" ovs-app
 
 step "3-node OVN cluster, $((3 * PODS)) pods"
 ovn_cluster_up 3
-while read -r n p; do ovn_pod_add "$n" "$p"; done < <(all_pods)
+while read -r n p <&3; do ovn_pod_add "$n" "$p"; done 3< <(all_pods)
 start_ovn_servers
 done_step
 pass "OVN cluster up (NB/SB + northd on node 1, ovn-controller with netdev br-int and Geneve on 3 nodes), pods attached as ovnkube-node does"
