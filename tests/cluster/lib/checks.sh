@@ -103,6 +103,7 @@ throughput_summary() {
     local nodes=$1
     [ "$nodes" -ge 2 ] || return 0
     step "measuring pod -> pod TCP throughput across nodes (iperf3, 3 s)"
+    mkdir -p "$(node_dir 2)/log"   # the same path inside every node; kind-node nodes have no log dir of their own
     in_pod 2 1 iperf3 -s -1 -D --logfile "$(node_dir 2)/log/iperf3.log"
     wait_for "iperf3 server" 10 port_listening 5201 in_pod 2 1
     local bps

@@ -33,7 +33,17 @@ _kp_sysctl() {
     for kv in "$@"; do
         [[ $kv =~ ^net\.[a-z0-9_.]+=[0-9]+$ ]] || { _log "kube-proxy sysctl '$kv': not a net.* key=number"; return 2; }
     done
-    in_node "$n" sysctl -qw "$@" || { _log "node $n: cannot set $*"; return 1; }
+    local left=()
+    for kv in "$@"; do
+        [ "$(in_node "$n" cat "/proc/sys/$(tr . / <<<"${kv%%=*}")" 2>/dev/null </dev/null)" = "${kv#*=}" ] && continue
+        in_node "$n" sysctl -qw "$kv" 2>/dev/null </dev/null && continue
+        # kind's nodes are privileged; the kind-node provider's are not
+        # (--privileged is refused here), so their /proc/sys is read-only.
+        # kube-proxy would set these there; no row of the tests needs them.
+        [ "${KOVS_PROVIDER:-netns}" = kind-node ] || { _log "node $n: cannot set $kv"; return 1; }
+        left+=("${kv%%=*}")
+    done
+    [ ${#left[@]} -eq 0 ] || [ "$n" != 1 ] || _log "  (kind-node: /proc/sys is read-only in its nodes; left as they are: ${left[*]})"
 }
 
 kube_proxy_sync() {
@@ -72,6 +82,8 @@ kube_proxy_flush() {
         [ -z "$rules" ] || in_node "$n" iptables-restore -w 5 --noflush <<<"$rules" ||
             { _log "node $n: removing kube-proxy's iptables rules failed; input was:"; _log "$rules"; return 1; }
     else
+        # A node without nft (the kind-node image) has no nftables rules of kube-proxy's to remove.
+        in_node "$n" sh -c 'command -v nft' >/dev/null || return 0
         state=$(in_node "$n" nft list tables) || { _log "node $n: nft list tables failed"; return 1; }
         rules=$(_kp_rules nftables cleanup <<<"$state") || return 1
         [ -z "$rules" ] || in_node "$n" nft -f - <<<"$rules" ||
