@@ -18,13 +18,6 @@ namespace {
 // two wake-ups of a busy loop; needs CAP_NET_ADMIN to exceed rmem_max.
 constexpr int kRcvBuf = 8 << 20;
 
-bool attrIsName(const rtattr* a, std::string_view name) {
-    const char* data = static_cast<const char*>(RTA_DATA(a));
-    size_t len = RTA_PAYLOAD(a);
-    return len >= name.size() && std::memcmp(data, name.data(), name.size()) == 0 &&
-           (len == name.size() || data[name.size()] == '\0');
-}
-
 }  // namespace
 
 // NLMSG_OK/NLMSG_NEXT compare signed and unsigned lengths (clang -Wsign-compare).
@@ -105,10 +98,8 @@ bool concernsInterface(const nlmsghdr* h, const NetlinkInterest& interest) {
         auto* ifi = static_cast<const ifinfomsg*>(NLMSG_DATA(h));
         if (ifindex != 0 && ifi->ifi_index == ifindex) return true;
         // A link with our name but a new index: gw0 re-created.
-        int len = static_cast<int>(IFLA_PAYLOAD(h));
-        for (auto* a = IFLA_RTA(ifi); RTA_OK(a, len); a = RTA_NEXT(a, len))
-            if (a->rta_type == IFLA_IFNAME) return attrIsName(a, interest.name);
-        return false;
+        auto name = linkMessageName(h);
+        return !name.empty() && name == interest.name;
     }
     case RTM_NEWADDR:
     case RTM_DELADDR: {

@@ -35,8 +35,7 @@ bool OffloadGuard::check(const std::string& where, Repair kind, const std::funct
         return true;
     } catch (const Error& e) {
         ++stats_.errors;
-        if (lastError_.failed(where + ": " + e.what())) spdlog::warn("offload guard: {}", lastError_.str());
-        stats_.lastError = lastError_.str();
+        if (stats_.lastError.failed(where + ": " + e.what())) spdlog::warn("offload guard: {}", stats_.lastError.str());
         return false;
     }
 }
@@ -53,9 +52,8 @@ std::vector<PodInterface> OffloadGuard::listPods() {
         return pods;
     } catch (const Error& e) {
         ++stats_.errors;
-        if (lastError_.failed(std::string("listing pod interfaces: ") + e.what()))
-            spdlog::warn("offload guard: {}", lastError_.str());
-        stats_.lastError = lastError_.str();
+        if (stats_.lastError.failed(std::string("listing pod interfaces: ") + e.what()))
+            spdlog::warn("offload guard: {}", stats_.lastError.str());
         return {};
     }
 }
@@ -140,7 +138,7 @@ void OffloadGuard::status(nlohmann::json& out) const {
                       {"repaired", stats_.repairs},
                       {"hostVethsIsolated", stats_.hostVethRepairs},
                       {"errors", stats_.errors},
-                      {"lastError", stats_.lastError}};
+                      {"lastError", stats_.lastError.str()}};
 }
 
 void OffloadGuard::metrics(MetricsText& m) const {

@@ -36,7 +36,7 @@ struct OffloadGuardStats {
     uint64_t repairs = 0;          // all of them: TX checksum ones are repairs - hostVethRepairs
     uint64_t hostVethRepairs = 0;  // pod veth host ends taken off the node's IP stack
     uint64_t errors = 0;       // a device or netns that could not be checked
-    std::string lastError;
+    LastError lastError;  // the latest error, logged when it changes
 };
 
 class OffloadGuard : public Job {
@@ -84,7 +84,6 @@ private:
     std::set<std::string> hostDevices_;
     PodLister pods_;
     OffloadGuardStats stats_;
-    LastError lastError_;  // stats_.lastError is its text: the latest error, logged when it changes
     EventLoop* loop_ = nullptr;
     EventLoop::TimerId resyncTimer_ = 0;
     EventLoop::TimerId newPodsTimer_ = 0;

@@ -155,11 +155,10 @@ void TunnelReconciler::finishPass(const TunnelPlan& plan, const std::string& err
     inFlight_ = false;
     ++stats_.passes;
     stats_.unresolved = plan.unresolved.size();
-    if (error.empty() ? lastError_.cleared() : lastError_.failed(error)) {
+    if (error.empty() ? stats_.lastError.cleared() : stats_.lastError.failed(error)) {
         if (error.empty()) spdlog::info("tunnel: recovered");
         else spdlog::warn("tunnel: {}; retrying", error);
     }
-    stats_.lastError = lastError_.str();
     if (started_) {
         if (error.empty() && plan.unresolved.empty()) {
             retry_.succeeded();

@@ -49,7 +49,7 @@ public:
         size_t vswitchdRestarts = 0;  // restarts seen (each one re-programs everything)
         uint64_t passes = 0;          // passes completed
         uint64_t commandsSent = 0;
-        std::string lastError;        // empty after a clean pass
+        LastError lastError;          // empty after a clean pass; logged when it changes
     };
 
     TunnelReconciler(EventLoop& loop, UnixctlClient& ovs, NeighbourTable& neighbours, TunnelReconcilerOptions opts);
@@ -82,7 +82,7 @@ public:
     std::string name() const override { return "tunnel"; }
     void status(nlohmann::json& out) const override {
         out["tunnel"] = {{"bridge", opts_.bridge}, {"unresolved", stats_.unresolved}, {"commandsSent", stats_.commandsSent},
-                         {"vswitchdRestarts", stats_.vswitchdRestarts}, {"lastError", stats_.lastError}};
+                         {"vswitchdRestarts", stats_.vswitchdRestarts}, {"lastError", stats_.lastError.str()}};
     }
     void metrics(MetricsText& m) const override {
         m.counter("kovs_tunnel_commands_total", "unixctl commands sent to program peers.", static_cast<double>(stats_.commandsSent));
@@ -114,7 +114,6 @@ private:
     EventLoop::TimerId resync_ = 0;
     std::unique_ptr<DirectoryWatch> pidfileWatch_;
     Stats stats_;
-    LastError lastError_;  // stats_.lastError is its text
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -79,7 +79,7 @@ TEST(OffloadForeignPods, AnotherCnisPodIsFoundAndRepairedInsideItsNetnsOnly) {
     OffloadGuard guard({}, [&] { return offload::podInterfacesFromReplica(db.client.replica(), "br-int", runNetns()); });
     EXPECT_EQ(guard.sweep(), 1u);
     EXPECT_EQ(pod.tx(), "off");
-    EXPECT_EQ(guard.stats().errors, 0u) << guard.stats().lastError;
+    EXPECT_EQ(guard.stats().errors, 0u) << guard.stats().lastError.str();
     EXPECT_EQ(guard.stats().hostVethRepairs, 0u) << "the host end is the other CNI's";
     // ip -d shows flags, MTU, addresses' absence and the veth peer: unchanged.
     auto hostAfter = runChecked({"ip", "-d", "link", "show", "ofp-veth1"});

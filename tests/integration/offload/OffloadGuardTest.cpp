@@ -59,7 +59,7 @@ TEST(OffloadGuard, SweepRepairsHostDevicesOnceAndCountsIt) {
     EXPECT_EQ(guard.stats().repairs, 2u);
     EXPECT_EQ(guard.stats().sweeps, 2u);
     EXPECT_EQ(guard.stats().errors, 2u) << "og-missing does not exist, once per sweep";
-    EXPECT_NE(guard.stats().lastError.find("og-missing"), std::string::npos) << guard.stats().lastError;
+    EXPECT_NE(guard.stats().lastError.str().find("og-missing"), std::string::npos) << guard.stats().lastError.str();
 }
 
 TEST(OffloadGuard, RecreatedDeviceIsRepairedFromTheLinkEvent) {
@@ -93,11 +93,11 @@ TEST(OffloadGuard, PeriodicResyncRepairsPodsAndSurvivesAGoneNetns) {
     OffloadGuard guard({}, [&] { return pods; });
     guard.attach(loop, 50ms);
     bool fixed = loop.runUntil([&] { return guard.stats().repairs >= 2; }, 5s);
-    ASSERT_TRUE(fixed) << "repairs " << guard.stats().repairs << ", last error " << guard.stats().lastError;
+    ASSERT_TRUE(fixed) << "repairs " << guard.stats().repairs << ", last error " << guard.stats().lastError.str();
     EXPECT_EQ(ethtoolFeature(a.ns.name(), "eth0", "tx-checksumming"), "off");
     EXPECT_EQ(ethtoolFeature(b.ns.name(), "eth0", "tx-checksumming"), "off");
     EXPECT_GE(guard.stats().errors, 1u);
-    EXPECT_NE(guard.stats().lastError.find("/run/netns/og-gone"), std::string::npos) << guard.stats().lastError;
+    EXPECT_NE(guard.stats().lastError.str().find("/run/netns/og-gone"), std::string::npos) << guard.stats().lastError.str();
     EXPECT_EQ(ethtoolFeature("", a.host, "tx-checksumming"), "on") << "host ends of pods are not the guard's";
 
     // Drift inside a pod (no event reaches our netns): the resync finds it.
@@ -117,12 +117,12 @@ TEST(OffloadGuard, IsolatesHostEndsOfPodsAnOlderCniAttached) {
     ASSERT_EQ(flags().find("NOARP"), std::string::npos);
     ASSERT_EQ(sysctl(), "0\n");
     OffloadGuard guard({}, [&] { return std::vector<PodInterface>{{a.ns.path(), "eth0", a.host}}; });
-    EXPECT_EQ(guard.sweep(), 2u) << "TX checksum in the pod and the host end: " << guard.stats().lastError;
+    EXPECT_EQ(guard.sweep(), 2u) << "TX checksum in the pod and the host end: " << guard.stats().lastError.str();
     EXPECT_EQ(guard.stats().hostVethRepairs, 1u);
     EXPECT_NE(flags().find("NOARP"), std::string::npos) << flags();
     EXPECT_EQ(sysctl(), "1\n");
     EXPECT_EQ(guard.sweep(), 0u);
-    EXPECT_EQ(guard.stats().errors, 0u) << guard.stats().lastError;
+    EXPECT_EQ(guard.stats().errors, 0u) << guard.stats().lastError.str();
 }
 
 // Start-up sweep over pods kovs-cni attached while "the agent was down".
@@ -152,5 +152,5 @@ TEST(OffloadGuard, FindsPodsThroughOvsdbAndRepairsThem) {
     OffloadGuard guard({}, [&] { return offload::podInterfacesFromReplica(db.replica(), "br-int"); });
     EXPECT_EQ(guard.sweep(), 1u);
     EXPECT_EQ(ethtoolFeature(pod.name(), "eth0", "tx-checksumming"), "off");
-    EXPECT_EQ(guard.stats().errors, 0u) << guard.stats().lastError;
+    EXPECT_EQ(guard.stats().errors, 0u) << guard.stats().lastError.str();
 }
