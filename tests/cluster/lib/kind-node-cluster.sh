@@ -48,6 +48,10 @@ KOVS_NODE_PACKAGES=(
     socat iperf3 iputils-ping jq procps python3 curl tcpdump util-linux tini
 )
 KIND_NODE_COMPANION=${KIND_NODE_COMPANION:-0}
+# kind's nodes are privileged; these are not (--privileged is refused here),
+# so their /proc/sys is read-only (tests/cluster/lib/kube-proxy.sh).
+# shellcheck disable=SC2034 # read by kube-proxy.sh
+NODE_SYSCTLS_READONLY=1
 API_ADDR=172.18.0.1 API_PORT=6443
 # The kubernetes Service, as kind's kube-proxy makes it reachable from every node.
 API_SERVICE_IP=10.96.0.1 API_SERVICE_PORT=443
