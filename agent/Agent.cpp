@@ -3,12 +3,10 @@
 #include <net/if.h>
 #include <spdlog/spdlog.h>
 
+#include "agent/ControlCommands.hpp"
 #include "agent/JobOptions.hpp"
 #include "agent/NetworkdInterfaces.hpp"
 #include "gateway/NetworkdDropins.hpp"
-#include "peers/FilePeerSource.hpp"
-#include "peers/KubernetesPeerSource.hpp"
-#include "peers/kube/KubeConfig.hpp"
 #include "uplink/Uplink.hpp"
 
 namespace kovs {
@@ -32,11 +30,10 @@ void Agent::startOvs() {
         supervisor_->start();
         jobs_.push_back(supervisor_.get());
     }
-    OvsdbClientOptions o;
-    o.remote = config_.ovsdbRemote();
-    ovsdb_ = std::make_unique<OvsdbClient>(loop_, o);
+    ovsdb_ = std::make_unique<OvsdbClient>(loop_, ovsdbOptions(config_));
     ovsdb_->start();
-    if (!ovsdb_->waitReady(std::chrono::seconds(15))) throw Error("ovsdb " + o.remote + ": not reachable within 15 s");
+    if (!ovsdb_->waitReady(std::chrono::seconds(15)))
+        throw Error("ovsdb " + config_.ovsdbRemote() + ": not reachable within 15 s");
 }
 
 void Agent::startBridges() {
@@ -128,65 +125,23 @@ void Agent::startPeers() {
     }
     if (egress_) {
         peers_->subscribe([this](const peers::PeerSet& p) {
-            std::vector<IpPrefix> podCidrs, nodes;
-            for (const auto& [_, peer] : p) {
-                nodes.push_back(IpPrefix::parse(peer.nodeIP));
-                for (const auto& c : peer.podCIDRs) podCidrs.push_back(IpPrefix::parse(c));
-            }
-            egress_->setPeers(std::move(podCidrs), std::move(nodes));
+            auto n = peerNetworks(p);
+            egress_->setPeers(std::move(n.podCidrs), std::move(n.nodes));
             // Not before the peers are known: until then every pod -> peer
             // node connection would be masqueraded.
             egress_->start();
         });
     }
-    switch (config_.peers.source) {
-        case Config::PeerSourceKind::None:
-            return;
-        case Config::PeerSourceKind::File:
-            peerSource_ = std::make_unique<peers::FilePeerSource>(loop_, config_.peers.file);
-            break;
-        case Config::PeerSourceKind::Kubernetes: {
-            auto creds = config_.peers.kubeconfig.empty() ? peers::inClusterCredentials()
-                                                          : peers::kubeconfigCredentials(config_.peers.kubeconfig);
-            peers::KubernetesPeerSourceOptions o;
-            o.nodeName = config_.node.name;
-            peerSource_ = std::make_unique<peers::KubernetesPeerSource>(loop_, std::move(creds), o);
-            break;
-        }
-    }
-    peerSource_->start([this](const peers::PeerSet& peers) { peers_->onPeers(peers); });
+    peerSource_ = makePeerSource(loop_, config_);
+    if (peerSource_) peerSource_->start([this](const peers::PeerSet& peers) { peers_->onPeers(peers); });
 }
 
 void Agent::startServers() {
     jobs_.push_back(&cni_);
-    statusServer_ = std::make_unique<StatusServer>(
-        loop_, config_.statusSocket, StatusServer::Handler([this](const nlohmann::json& req, const StatusServer::Reply& reply) {
-            auto cmd = req.value("command", "");
-            if (cmd == "status") return reply(status());
-            if (cmd == "cni-report") {
-                cni_.record(req);
-                return reply({{"ok", true}});
-            }
-            if (cmd == "port-ready") return portReady(req, reply);
-            throw Error("unknown command '" + cmd + "' (known: status, cni-report, port-ready)");
-        }));
+    statusServer_ = std::make_unique<StatusServer>(loop_, config_.statusSocket,
+                                                   controlCommands({[this] { return status(); }, cni_, flows_.get()}));
     healthServer_ = std::make_unique<HealthServer>(loop_, config_.metricsAddress,
                                                    HealthHandlers{[this] { return readiness(); }, [this] { return metrics(); }});
-}
-
-// kovs-cni's ADD asks this before it returns, so that a pod's first packets
-// find their flows: {"command": "port-ready", "port": "kovs...", "timeoutMs": 3000}
-// -> {"ready": true} or {"ready": false, "why": "..."}.
-void Agent::portReady(const nlohmann::json& req, const StatusServer::Reply& reply) {
-    auto port = req.value("port", "");
-    auto timeout = req.value("timeoutMs", 0);
-    if (port.empty() || port.size() > 15 || port.find_first_of("/ ") != std::string::npos)
-        throw Error("port-ready: 'port' must be an interface name, got '" + port + "'");
-    if (timeout < 0 || timeout > 30000) throw Error("port-ready: 'timeoutMs' must be 0-30000");
-    if (!flows_) return reply({{"ready", true}, {"why", "no flow table on this node (companion mode)"}});
-    flows_->whenPortReady(port, std::chrono::milliseconds(timeout), [reply](bool ready, const std::string& why) {
-        reply({{"ready", ready}, {"why", why}});
-    });
 }
 
 void Agent::resync() {
@@ -220,56 +175,6 @@ bool Agent::runOnce() {
     auto why = readiness();
     if (!why.empty()) spdlog::error("not converged: {}", why);
     return why.empty();
-}
-
-void Agent::cleanup() {
-    NetworkdDropins(config_.gateway.networkdDropinDir).remove(networkdDropinInterfaces(config_));
-    if (standalone(config_)) egress::NftablesNat().remove();
-    if (config_.uplink.mode != Config::UplinkMode::None && uplink::Uplink(uplinkOptions(config_)).cleanup())
-        spdlog::info("uplink: original addressing of {} restored", config_.uplink.interface);
-    OvsdbClientOptions o;
-    o.remote = config_.ovsdbRemote();
-    ovsdb_ = std::make_unique<OvsdbClient>(loop_, o);
-    ovsdb_->start();
-    if (ovsdb_->waitReady(std::chrono::seconds(5))) {
-        BridgeReconciler(loop_, *ovsdb_, bridgeOptions(config_)).cleanup();
-    } else {
-        spdlog::warn("ovsdb {} not reachable: OVS rows left as they are", o.remote);
-    }
-    spdlog::info("kovs-agent cleanup done");
-}
-
-std::string Agent::readiness() const {
-    if (!bridges_) return "starting";
-    for (const auto* j : jobs_) {
-        if (auto why = j->notReady(); !why.empty()) return why;
-    }
-    return "";
-}
-
-nlohmann::json Agent::status() const {
-    nlohmann::json s;
-    s["node"] = config_.node.name;
-    s["mode"] = standalone(config_) ? "standalone" : "companion";
-    s["uptimeSeconds"] = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - startedAt_).count();
-    auto why = readiness();
-    s["ready"] = why.empty();
-    s["notReadyReason"] = why;
-    for (const auto* j : jobs_) j->status(s);
-    s["recentRepairs"] = repairs_.recent();
-    return s;
-}
-
-std::string Agent::metrics() const {
-    MetricsText m;
-    m.gauge("kovs_up", "1 while the agent runs.", 1);
-    m.gauge("kovs_ready", "1 when the node is converged and ready.", readiness().empty() ? 1 : 0);
-    m.counter("kovs_loop_callback_errors_total",
-              "Event loop callbacks that threw something their job did not handle (logged, then dropped).",
-              static_cast<double>(loop_.callbackErrors()));
-    repairs_.metrics(m);
-    for (const auto* j : jobs_) j->metrics(m);
-    return m.str();
 }
 
 }  // namespace kovs

@@ -1,7 +1,7 @@
 #pragma once
 // kovs-agent: wiring only. It makes one of each job from the configuration
-// (agent/JobOptions), connects their triggers, and answers --once and
-// --cleanup. Each job owns its trigger, its status and its metrics (base/Job);
+// (agent/JobOptions), connects their triggers, and answers --once
+// (--cleanup is agent/NodeCleanup). Each job owns its trigger, its status and its metrics (base/Job);
 // status, /metrics and /readyz are the jobs' answers collected.
 //
 //   OvsSupervisor ──vswitchd restart──► flows read back (the tunnel job sees the new pid itself)
@@ -49,9 +49,6 @@ public:
     void start();
     // --once: converges every job once; true when the node converged.
     bool runOnce();
-    // --cleanup: removes what kovs created (owned OVS rows, drop-ins, uplink
-    // migration) and restores the node's original addressing.
-    void cleanup();
 
     nlohmann::json status() const;
     std::string readiness() const;  // "" when ready
@@ -65,7 +62,6 @@ private:
     void startJobs();
     void startPeers();
     void startServers();
-    void portReady(const nlohmann::json& req, const StatusServer::Reply& reply);
     void resync();
 
     EventLoop& loop_;

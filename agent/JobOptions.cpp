@@ -28,6 +28,12 @@ OvsSupervisorOptions supervisorOptions(const Config& c) {
     return o;
 }
 
+OvsdbClientOptions ovsdbOptions(const Config& c) {
+    OvsdbClientOptions o;
+    o.remote = c.ovsdbRemote();
+    return o;
+}
+
 BridgeOptions bridgeOptions(const Config& c) {
     BridgeOptions o;
     o.integrationBridge = c.bridge.integration;

@@ -10,6 +10,7 @@
 #include "flows/FlowReconciler.hpp"
 #include "gateway/GatewayGuard.hpp"
 #include "ovs/OvsSupervisor.hpp"
+#include "ovs/OvsdbClient.hpp"
 #include "peers/PeerFilter.hpp"
 #include "tunnel/TunnelReconciler.hpp"
 #include "uplink/Uplink.hpp"
@@ -19,6 +20,8 @@ namespace kovs {
 inline bool standalone(const Config& c) { return c.mode == Config::Mode::Standalone; }
 
 OvsSupervisorOptions supervisorOptions(const Config& c);
+// The agent's connection (with the bridge job's monitor), also doctor's dry-run input.
+OvsdbClientOptions ovsdbOptions(const Config& c);
 BridgeOptions bridgeOptions(const Config& c);
 // With the uplink's OVS side (its port and br-phy's MAC), which the uplink job
 // derives from what the node and OVSDB hold now: what the bridge job keeps.

@@ -2,6 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include "peers/FilePeerSource.hpp"
+#include "peers/KubernetesPeerSource.hpp"
+#include "peers/kube/KubeConfig.hpp"
+
 namespace kovs {
 
 PeerFanout::PeerFanout(peers::PeerFilterOptions filter, bool sourceConfigured, const tunnel::TunnelReconciler* tunnel)
@@ -63,6 +67,32 @@ std::vector<GatewayRoute> peerGatewayRoutes(const peers::PeerSet& peers) {
     std::vector<GatewayRoute> out;
     for (const auto& r : flowRemotes(peers)) out.push_back({IpPrefix::parse(r.cidr), std::nullopt});
     return out;
+}
+
+PeerNetworks peerNetworks(const peers::PeerSet& peers) {
+    PeerNetworks out;
+    for (const auto& [_, p] : peers) {
+        out.nodes.push_back(IpPrefix::parse(p.nodeIP));
+        for (const auto& c : p.podCIDRs) out.podCidrs.push_back(IpPrefix::parse(c));
+    }
+    return out;
+}
+
+std::unique_ptr<peers::PeerSource> makePeerSource(EventLoop& loop, const Config& config) {
+    switch (config.peers.source) {
+        case Config::PeerSourceKind::None:
+            return nullptr;
+        case Config::PeerSourceKind::File:
+            return std::make_unique<peers::FilePeerSource>(loop, config.peers.file);
+        case Config::PeerSourceKind::Kubernetes: {
+            auto creds = config.peers.kubeconfig.empty() ? peers::inClusterCredentials()
+                                                         : peers::kubeconfigCredentials(config.peers.kubeconfig);
+            peers::KubernetesPeerSourceOptions o;
+            o.nodeName = config.node.name;
+            return std::make_unique<peers::KubernetesPeerSource>(loop, std::move(creds), o);
+        }
+    }
+    return nullptr;
 }
 
 }  // namespace kovs

@@ -6,13 +6,17 @@
 // tunnel) and the gateway's routes (pod CIDR dev gw0). Its status is the
 // "peers" and "rejectedPeers" sections of `kovsctl status`.
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "agent/Config.hpp"
+#include "base/EventLoop.hpp"
 #include "base/Job.hpp"
 #include "flows/FlowTable.hpp"
 #include "gateway/GatewayGuard.hpp"
 #include "peers/PeerFilter.hpp"
+#include "peers/PeerSource.hpp"
 #include "tunnel/TunnelReconciler.hpp"
 
 namespace kovs {
@@ -52,5 +56,15 @@ private:
 // peer's pods would only blackhole).
 std::vector<FlowRemoteSubnet> flowRemotes(const peers::PeerSet& peers);
 std::vector<GatewayRoute> peerGatewayRoutes(const peers::PeerSet& peers);
+// What the egress job must not masquerade: pod -> peer pod and pod -> peer node.
+struct PeerNetworks {
+    std::vector<IpPrefix> podCidrs;
+    std::vector<IpPrefix> nodes;
+};
+PeerNetworks peerNetworks(const peers::PeerSet& peers);
+
+// The peer source that peers.source names (a file or the Kubernetes API);
+// null for none.
+std::unique_ptr<peers::PeerSource> makePeerSource(EventLoop& loop, const Config& config);
 
 }  // namespace kovs

@@ -9,6 +9,7 @@
 
 #include "agent/Agent.hpp"
 #include "agent/Config.hpp"
+#include "agent/NodeCleanup.hpp"
 #include "agent/OvsDaemons.hpp"
 #include "agent/TerminationSignals.hpp"
 #include "base/Error.hpp"
@@ -77,11 +78,12 @@ int main(int argc, char** argv) {
             daemons.stop();
             return rc;
         }
-        kovs::Agent agent(loop, std::move(config));
         if (cleanup) {
-            agent.cleanup();
+            kovs::resolveUplinkMtu(config);
+            kovs::cleanupNode(loop, config);
             return 0;
         }
+        kovs::Agent agent(loop, std::move(config));
         if (once) return agent.runOnce() ? 0 : 1;
         // glibc hands freed memory back to the kernel by itself only from the
         // top of the heap; what a burst of work frees below live data (a

@@ -2,11 +2,10 @@
 
 #include <fmt/format.h>
 
-#include "base/Error.hpp"
-
 #include <fstream>
 
 #include "agent/JobOptions.hpp"
+#include "base/Error.hpp"
 #include "base/Netlink.hpp"
 #include "base/Netns.hpp"
 #include "base/Process.hpp"
@@ -105,9 +104,7 @@ void Doctor::checkOvs(std::vector<DoctorCheck>& out) {
     auto remote = config_.ovsdbRemote();
     try {
         EventLoop loop;
-        OvsdbClientOptions o;
-        o.remote = remote;
-        OvsdbClient db(loop, o);  // with the bridge job's monitor: its replica is the dry run's input
+        OvsdbClient db(loop, ovsdbOptions(config_));  // with the bridge job's monitor: its replica is the dry run's input
         db.start();
         if (!db.waitReady(std::chrono::seconds(3))) throw Error("ovsdb " + remote + ": not reachable within 3 s");
         ovsReachable_ = true;

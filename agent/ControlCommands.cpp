@@ -1,0 +1,36 @@
+#include "agent/ControlCommands.hpp"
+
+#include "base/Error.hpp"
+#include "base/InterfaceName.hpp"
+
+namespace kovs {
+namespace {
+
+void portReady(FlowReconciler* flows, const nlohmann::json& req, const StatusServer::Reply& reply) {
+    auto port = req.value("port", "");
+    auto timeout = req.value("timeoutMs", 0);
+    if (auto problem = interfaceNameProblem(port); !problem.empty())
+        throw Error("port-ready: 'port' must be an interface name, got '" + port + "': " + problem);
+    if (timeout < 0 || timeout > 30000) throw Error("port-ready: 'timeoutMs' must be 0-30000");
+    if (!flows) return reply({{"ready", true}, {"why", "no flow table on this node (companion mode)"}});
+    flows->whenPortReady(port, std::chrono::milliseconds(timeout), [reply](bool ready, const std::string& why) {
+        reply({{"ready", ready}, {"why", why}});
+    });
+}
+
+}  // namespace
+
+StatusServer::Handler controlCommands(ControlTargets t) {
+    return [t](const nlohmann::json& req, const StatusServer::Reply& reply) {
+        auto cmd = req.value("command", "");
+        if (cmd == "status") return reply(t.status());
+        if (cmd == "cni-report") {
+            t.cni.record(req);
+            return reply({{"ok", true}});
+        }
+        if (cmd == "port-ready") return portReady(t.flows, req, reply);
+        throw Error("unknown command '" + cmd + "' (known: status, cni-report, port-ready)");
+    };
+}
+
+}  // namespace kovs

@@ -1,0 +1,28 @@
+#pragma once
+// The commands of the agent's status socket (agent/StatusServer), whose
+// clients are kovsctl and kovs-cni:
+//   {"command": "status"}                    -> the agent's status JSON
+//   {"command": "cni-report", ...}           -> counted in CniStats
+//   {"command": "port-ready", "port": "kovs...", "timeoutMs": 3000}
+//                                            -> {"ready": true|false, "why": "..."}
+// kovs-cni's ADD asks port-ready before it returns, so that a pod's first
+// packets find their flows.
+#include <nlohmann/json.hpp>
+
+#include <functional>
+
+#include "agent/CniStats.hpp"
+#include "agent/StatusServer.hpp"
+#include "flows/FlowReconciler.hpp"
+
+namespace kovs {
+
+struct ControlTargets {
+    std::function<nlohmann::json()> status;
+    CniStats& cni;
+    FlowReconciler* flows = nullptr;  // null in companion mode: no flow table to wait for
+};
+
+StatusServer::Handler controlCommands(ControlTargets targets);
+
+}  // namespace kovs
