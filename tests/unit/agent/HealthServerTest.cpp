@@ -1,178 +1,22 @@
-// The agent's local status socket, its HTTP health endpoints and the
-// Prometheus text they serve, over real sockets on this machine.
+// The agent's HTTP health endpoints (/healthz, /readyz, /metrics) over real
+// sockets: what kubelet's probes get, also from bad, idle and slow clients.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
-#include <filesystem>
-#include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
-#include "agent/CniStats.hpp"
 #include "agent/HealthServer.hpp"
-#include "base/Metrics.hpp"
-#include "agent/StatusServer.hpp"
-#include "base/UnixJsonRequest.hpp"
 #include "base/Error.hpp"
-#include "cni/AgentReport.hpp"
-#include "tests/support/Poll.hpp"
+#include "tests/unit/agent/ServerTestSupport.hpp"
 
 using namespace kovs;
-
-namespace {
-
-struct LoopThread {
-    EventLoop loop;
-    std::thread thread;
-    void start() { thread = std::thread([this] { loop.run(); }); }
-    // Servers on the loop must outlive it: join before they are destroyed.
-    void join() {
-        if (!thread.joinable()) return;
-        loop.stop();
-        thread.join();
-    }
-    ~LoopThread() { join(); }
-};
-
-std::string tempSocketPath() {
-    char dir[] = "/tmp/kovs-status-XXXXXX";
-    if (!::mkdtemp(dir)) throw Error("mkdtemp");
-    return std::string(dir) + "/sub/agent.sock";
-}
-
-}  // namespace
-
-TEST(MetricsText, WritesPrometheusExposition) {
-    MetricsText m;
-    m.counter("kovs_repairs_total", "Repairs.", 3, {{"kind", "gateway_address"}});
-    m.counter("kovs_repairs_total", "Repairs.", 1, {{"kind", "route\"x"}});
-    m.gauge("kovs_peers", "Peers.", 2);
-    LatencyHistogram h;
-    h.observe(std::chrono::microseconds(300));
-    h.observe(std::chrono::milliseconds(20));
-    h.write(m, "kovs_gateway_restore_seconds", "Restore latency.");
-    const auto& t = m.str();
-    EXPECT_EQ(t.find("# TYPE kovs_repairs_total counter"), t.rfind("# TYPE kovs_repairs_total counter"));
-    EXPECT_NE(t.find("kovs_repairs_total{kind=\"gateway_address\"} 3\n"), std::string::npos) << t;
-    EXPECT_NE(t.find("kovs_repairs_total{kind=\"route\\\"x\"} 1\n"), std::string::npos) << t;
-    EXPECT_NE(t.find("kovs_peers 2\n"), std::string::npos);
-    EXPECT_NE(t.find("kovs_gateway_restore_seconds_bucket{le=\"0.0001\"} 0\n"), std::string::npos) << t;
-    EXPECT_NE(t.find("kovs_gateway_restore_seconds_bucket{le=\"0.0005\"} 1\n"), std::string::npos) << t;
-    EXPECT_NE(t.find("kovs_gateway_restore_seconds_bucket{le=\"0.025\"} 2\n"), std::string::npos) << t;
-    EXPECT_NE(t.find("kovs_gateway_restore_seconds_bucket{le=\"+Inf\"} 2\n"), std::string::npos) << t;
-    EXPECT_NE(t.find("kovs_gateway_restore_seconds_count 2\n"), std::string::npos) << t;
-}
-
-TEST(MetricsText, KeepsEachFamilyTogetherWhateverTheOrderOfCalls) {
-    MetricsText m;
-    m.counter("kovs_reconciles_total", "Runs.", 1, {{"reconciler", "bridge"}});
-    m.gauge("kovs_peers", "Peers.", 2);
-    m.counter("kovs_reconciles_total", "Runs.", 5, {{"reconciler", "gateway"}});
-    EXPECT_EQ(m.str(),
-              "# HELP kovs_reconciles_total Runs.\n# TYPE kovs_reconciles_total counter\n"
-              "kovs_reconciles_total{reconciler=\"bridge\"} 1\nkovs_reconciles_total{reconciler=\"gateway\"} 5\n"
-              "# HELP kovs_peers Peers.\n# TYPE kovs_peers gauge\nkovs_peers 2\n");
-}
-
-TEST(CniStats, CountsReportsByCommandAndCode) {
-    CniStats stats;
-    MetricsText empty;
-    stats.metrics(empty);
-    EXPECT_NE(empty.str().find("kovs_cni_errors_total{command=\"ADD\"} 0\n"), std::string::npos) << empty.str();
-
-    stats.record(cni::agentReport("ADD", 0, std::chrono::milliseconds(12)));
-    stats.record(cni::agentReport("ADD", 0, std::chrono::milliseconds(3)));
-    stats.record(cni::agentReport("ADD", 11, std::chrono::milliseconds(2)));
-    stats.record(cni::agentReport("DEL", 0, std::chrono::milliseconds(30)));
-    EXPECT_EQ(stats.total(), 4u);
-    MetricsText m;
-    stats.metrics(m);
-    auto t = m.str();
-    EXPECT_NE(t.find("kovs_cni_requests_total{code=\"0\",command=\"ADD\"} 2\n"), std::string::npos) << t;
-    EXPECT_NE(t.find("kovs_cni_requests_total{code=\"11\",command=\"ADD\"} 1\n"), std::string::npos) << t;
-    EXPECT_NE(t.find("kovs_cni_errors_total{command=\"ADD\"} 1\n"), std::string::npos) << t;
-    EXPECT_NE(t.find("kovs_cni_errors_total{command=\"DEL\"} 0\n"), std::string::npos) << t;
-    EXPECT_NE(t.find("kovs_cni_add_seconds_bucket{le=\"0.005\"} 1\n"), std::string::npos) << t;
-    EXPECT_NE(t.find("kovs_cni_add_seconds_count 2\n"), std::string::npos) << t;
-}
-
-TEST(CniStats, RejectsMalformedReportsWithoutCountingThem) {
-    CniStats stats;
-    for (auto bad : {R"({"command":"cni-report","cni":"VERSION","code":0,"seconds":0.1})",
-                     R"({"command":"cni-report","cni":"ADD","code":"0","seconds":0.1})",
-                     R"({"command":"cni-report","cni":"ADD","code":-1,"seconds":0.1})",
-                     R"({"command":"cni-report","cni":"ADD","code":0,"seconds":-2})",
-                     R"({"command":"cni-report","cni":"add","code":0,"seconds":0.1})",
-                     R"({"command":"cni-report","code":0})"}) {
-        EXPECT_THROW(stats.record(nlohmann::json::parse(bad)), Error) << bad;
-    }
-    EXPECT_EQ(stats.total(), 0u);
-}
-
-TEST(AgentReport, ReachesTheStatusSocketAndNeverWaitsForTheAgent) {
-    auto path = tempSocketPath();
-    {
-        LoopThread lt;
-        CniStats stats;
-        std::atomic<uint64_t> recorded{0};
-        StatusServer server(lt.loop, path, [&](const nlohmann::json& req) {
-            stats.record(req);
-            recorded = stats.total();
-            return nlohmann::json{{"ok", true}};
-        });
-        lt.start();
-        EXPECT_TRUE(cni::sendAgentReport(path, cni::agentReport("ADD", 0, std::chrono::milliseconds(4))));
-        EXPECT_TRUE(test::pollUntil([&] { return recorded == 1; }));
-        // A stopped agent (loop not running): the kernel takes the report, the
-        // plugin does not wait for an answer.
-        lt.join();
-        EXPECT_TRUE(cni::sendAgentReport(path, cni::agentReport("ADD", 0, std::chrono::milliseconds(4))));
-        EXPECT_EQ(recorded, 1u);
-    }
-    // No agent at all.
-    EXPECT_FALSE(cni::sendAgentReport(path, cni::agentReport("ADD", 0, std::chrono::milliseconds(4))));
-    EXPECT_FALSE(cni::sendAgentReport("/tmp/kovs-no-such-dir/agent.sock", cni::agentReport("DEL", 0, {})));
-    EXPECT_FALSE(cni::sendAgentReport("", cni::agentReport("DEL", 0, {})));
-    std::filesystem::remove_all(std::filesystem::path(path).parent_path().parent_path());
-}
-
-TEST(StatusServer, AnswersOneRequestPerConnectionOnARootOnlySocket) {
-    auto path = tempSocketPath();
-    LoopThread lt;
-    int handled = 0;
-    StatusServer server(lt.loop, path, [&](const nlohmann::json& req) {
-        ++handled;
-        if (req.value("command", "") != "status") throw Error("unknown command '" + req.value("command", "") + "'");
-        return nlohmann::json{{"node", "n1"}};
-    });
-    lt.start();
-    struct stat st{};
-    ASSERT_EQ(::stat(path.c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 0777, 0600u);
-    EXPECT_EQ(unixJsonRequest(path, {{"command", "status"}})["node"], "n1");
-    try {
-        unixJsonRequest(path, {{"command", "bogus"}});
-        FAIL() << "an unknown command was answered";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("unknown command 'bogus'"), std::string::npos) << e.what();
-    }
-    EXPECT_EQ(handled, 2);
-    lt.join();
-    std::filesystem::remove_all(std::filesystem::path(path).parent_path().parent_path());
-}
-
-TEST(StatusServer, ClientNamesTheSocketWhenNoAgentListens) {
-    try {
-        unixJsonRequest("/tmp/kovs-no-such-dir/agent.sock", {{"command", "status"}});
-        FAIL();
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("/tmp/kovs-no-such-dir/agent.sock (is kovs-agent running?)"), std::string::npos)
-            << e.what();
-    }
-}
+using kovs::test::LoopThread;
 
 TEST(HealthServer, ServesProbesAndMetricsFromTheLoop) {
     LoopThread lt;
@@ -388,33 +232,4 @@ TEST(HealthServer, AHandlerThatThrowsGetsA500) {
     EXPECT_EQ(exchange(server.port(), "GET /metrics HTTP/1.1\r\n\r\n"), "HTTP/1.1 500 Internal Server Error");
     EXPECT_EQ(exchange(server.port(), "GET /healthz HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK");
     lt.join();
-}
-
-// A handler may answer later (port-ready waits for flows); a client that left
-// meanwhile costs nothing, and its fd number reused by a new client does not
-// get the old answer.
-TEST(StatusServer, AnswersLaterAndDropsAnswersForClientsThatLeft) {
-    auto path = tempSocketPath();
-    LoopThread lt;
-    std::vector<StatusServer::Reply> pending;
-    std::mutex m;
-    StatusServer server(lt.loop, path, StatusServer::Handler([&](const nlohmann::json& req, const StatusServer::Reply& reply) {
-        if (req.value("command", "") == "now") return reply({{"now", true}});
-        std::lock_guard lock(m);
-        pending.push_back(reply);
-    }));
-    lt.start();
-    std::thread later([&] {
-        EXPECT_TRUE(test::pollUntil([&] { std::lock_guard lock(m); return pending.size() == 1; }));
-        lt.loop.post([&] { pending[0]({{"later", true}}); });
-    });
-    EXPECT_EQ(unixJsonRequest(path, {{"command", "wait"}}, 5000)["later"], true);
-    later.join();
-    // This client gives up before the answer comes; the next one is answered at once.
-    EXPECT_THROW(unixJsonRequest(path, {{"command", "wait"}}, 100), Error);
-    EXPECT_EQ(unixJsonRequest(path, {{"command", "now"}})["now"], true);
-    lt.loop.post([&] { pending[1]({{"late", true}}); });  // goes nowhere, harms nothing
-    EXPECT_EQ(unixJsonRequest(path, {{"command", "now"}})["now"], true);
-    lt.join();
-    std::filesystem::remove_all(std::filesystem::path(path).parent_path().parent_path());
 }

@@ -1,0 +1,245 @@
+// kind/kovs-kind, the script that makes a kind cluster with kovs: its
+// --dry-run and --list-steps, its argument checks, and the real path against
+// stand-ins for docker, kind and kubectl.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/unit/kind/KindTestSupport.hpp"
+
+using namespace kovs::test::kind;
+
+namespace {
+
+// kovs-kind --dry-run runs with none of docker, kind or kubectl on PATH.
+class KovsKindDryRun : public ::testing::Test {
+protected:
+    void SetUp() override {
+        src_ = sourceDir();
+        for (const char* tool : {"bash", "dirname", "basename", "uname", "sed", "awk", "cat", "grep", "wc", "tr", "sleep"}) {
+            auto r = kovs::runProcess({"/bin/sh", "-c", std::string("command -v ") + tool});
+            ASSERT_TRUE(r.ok()) << tool << " not found";
+            auto target = r.out.substr(0, r.out.find('\n'));
+            fs::create_symlink(target, bin_.path() / tool);
+        }
+    }
+    kovs::ProcessResult run(std::vector<std::string> args) {
+        args.insert(args.begin(), (src_ / "kind/kovs-kind").string());
+        return runScript(args, {{"PATH", bin_.path().string()}, {"HOME", bin_.path().string()}});
+    }
+    // The lines of the output that are commands (indented under a step).
+    static std::vector<std::string> commands(const std::string& out) {
+        std::vector<std::string> lines;
+        std::istringstream in(out);
+        for (std::string l; std::getline(in, l);) {
+            if (l.rfind("    ", 0) == 0 && l.find("(note:") == std::string::npos) lines.push_back(l.substr(4));
+        }
+        return lines;
+    }
+    fs::path src_;
+    TempDir bin_;
+};
+
+TEST_F(KovsKindDryRun, UpPrintsEveryStepInOrder) {
+    auto r = run({"up", "--dry-run"});
+    ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+    auto s = src_.string();
+    std::vector<std::string> expected = {
+        "docker build --file " + s + "/kind/Dockerfile --tag kovs:dev " + s,
+        "kind create cluster --name kovs --config " + s + "/kind/cluster.yaml --wait 0s",
+        "kind load docker-image kovs:dev --name kovs",
+        "kubectl kustomize " + s + "/kind/manifests | sed 's|image: kovs:dev$|image: kovs:dev|' | kubectl --context kind-kovs apply -f -",
+        "kubectl --context kind-kovs --namespace kovs-system rollout status daemonset/kovs-agent --timeout 300s",
+        "kubectl --context kind-kovs get nodes   (every 3s, printing Ready/total, until all Ready)",
+        "kubectl --context kind-kovs wait --for=condition=Ready nodes --all --timeout 60s",
+    };
+    auto got = commands(r.out);
+    ASSERT_GE(got.size(), expected.size()) << r.out;
+    for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "step command " << i;
+    EXPECT_NE(r.out.find("kovsctl doctor"), std::string::npos) << "next steps should say how to diagnose";
+    for (const char* tool : {"docker", "kind", "kubectl"}) {
+        EXPECT_NE(r.out.find(std::string("(note: ") + tool + " is not on PATH"), std::string::npos) << r.out;
+    }
+    // Numbered steps, each announced before its command.
+    EXPECT_NE(r.out.find("==> [1] check prerequisites"), std::string::npos);
+    EXPECT_NE(r.out.find("==> [8] next steps"), std::string::npos) << r.out;
+}
+
+// One list of steps: what --list-steps prints (the kind-node provider of the
+// local cluster runs exactly those) is what up announces, in order.
+TEST_F(KovsKindDryRun, ListStepsIsWhatUpRuns) {
+    auto dry = run({"up", "--dry-run", "--image", "reg.io/kovs:1"});
+    ASSERT_EQ(dry.exitCode, 0) << dry.err;
+    auto listed = run({"up", "--list-steps", "--image", "reg.io/kovs:1"});
+    ASSERT_EQ(listed.exitCode, 0) << listed.err;
+    std::vector<std::string> announced, titles;
+    std::istringstream d(dry.out), l(listed.out);
+    for (std::string line; std::getline(d, line);) {
+        std::smatch m;
+        if (std::regex_match(line, m, std::regex("==> \\[[0-9]+\\] (.*)"))) announced.push_back(m[1]);
+    }
+    for (std::string line; std::getline(l, line);) {
+        auto tab = line.find('\t');
+        ASSERT_NE(tab, std::string::npos) << "not id<TAB>title: " << line;
+        EXPECT_TRUE(std::regex_match(line.substr(0, tab), std::regex("[a-z_]+"))) << line;
+        titles.push_back(line.substr(tab + 1));
+    }
+    EXPECT_EQ(announced, titles);
+    EXPECT_NE(listed.out.find("build the image reg.io/kovs:1 from kind/Dockerfile"), std::string::npos) << listed.out;
+    auto down = run({"down", "--list-steps"});
+    EXPECT_EQ(down.exitCode, 2);
+    EXPECT_NE(down.err.find("only up has a list of steps"), std::string::npos) << down.err;
+}
+
+TEST_F(KovsKindDryRun, NameImageAndCompanionReachEveryStep) {
+    auto r = run({"up", "--dry-run", "--name", "ci-1", "--image", "registry.local/kovs:pr-7", "--companion"});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    auto out = r.out;
+    EXPECT_NE(out.find("--tag registry.local/kovs:pr-7"), std::string::npos) << out;
+    EXPECT_NE(out.find("kind create cluster --name ci-1"), std::string::npos);
+    EXPECT_NE(out.find("kind load docker-image registry.local/kovs:pr-7 --name ci-1"), std::string::npos);
+    EXPECT_NE(out.find("/kind/overlays/companion | sed 's|image: kovs:dev$|image: registry.local/kovs:pr-7|'"),
+              std::string::npos) << out;
+    EXPECT_NE(out.find("--context kind-ci-1"), std::string::npos);
+    EXPECT_EQ(out.find("kind-kovs"), std::string::npos) << "the default context leaked: " << out;
+}
+
+TEST_F(KovsKindDryRun, DownAndLoad) {
+    auto down = run({"down", "--dry-run", "--name", "ci-1"});
+    ASSERT_EQ(down.exitCode, 0) << down.err;
+    EXPECT_EQ(commands(down.out), std::vector<std::string>{"kind delete cluster --name ci-1"}) << down.out;
+    auto load = run({"load", "--dry-run"});
+    ASSERT_EQ(load.exitCode, 0) << load.err;
+    auto cmds = commands(load.out);
+    ASSERT_EQ(cmds.size(), 4u) << load.out;
+    EXPECT_EQ(cmds[1], "kind load docker-image kovs:dev --name kovs");
+    EXPECT_EQ(cmds[2], "kubectl --context kind-kovs --namespace kovs-system rollout restart daemonset/kovs-agent");
+}
+
+TEST_F(KovsKindDryRun, BadArgumentsAreRejectedWithUsageErrors) {
+    struct Case {
+        std::vector<std::string> args;
+        std::string message;
+    };
+    std::vector<Case> cases = {
+        {{"--dry-run"}, "missing command"},
+        {{"up", "down"}, "more than one command"},
+        {{"up", "--frobnicate"}, "unknown argument '--frobnicate'"},
+        {{"up", "--name", "Bad_Name"}, "--name: expected"},
+        {{"up", "--name"}, "--name needs a value"},
+        {{"up", "--image", "kovs:dev; rm -rf ~"}, "--image: expected a docker image reference"},
+        {{"up", "--image", "kovs|dev"}, "--image: expected"},
+        {{"up", "--timeout", "soon"}, "--timeout: expected"},
+    };
+    for (const auto& c : cases) {
+        auto r = run(c.args);
+        EXPECT_EQ(r.exitCode, 2) << c.message;
+        EXPECT_NE(r.err.find(c.message), std::string::npos) << "stderr: " << r.err;
+        EXPECT_TRUE(r.out.empty()) << "printed steps despite bad arguments: " << r.out;
+    }
+}
+
+TEST_F(KovsKindDryRun, ForRealItNamesEachMissingToolWithAnInstallHint) {
+    auto r = run({"up"});
+    EXPECT_EQ(r.exitCode, 1);
+    for (const char* tool : {"docker", "kind", "kubectl"}) {
+        EXPECT_NE(r.err.find(std::string("kovs-kind: ") + tool + " is required but not on PATH: "), std::string::npos)
+            << r.err;
+    }
+    EXPECT_EQ(r.out.find("docker build"), std::string::npos) << "went on without its tools: " << r.out;
+}
+
+// The real path, against stand-ins for docker, kind and kubectl that log their
+// argv: the commands run are the ones --dry-run prints, in the same order.
+class KovsKindWithFakeTools : public KovsKindDryRun {
+protected:
+    void SetUp() override {
+        KovsKindDryRun::SetUp();
+        log_ = bin_.path() / "calls.log";
+        auto fake = [&](const std::string& name, const std::string& body) {
+            writeFile(bin_.path() / name, "#!/bin/bash\nprintf '%s\\n' \"" + name + " $*\" >> " + log_.string() + "\n" + body);
+            fs::permissions(bin_.path() / name, fs::perms::owner_all);
+        };
+        fake("docker", "exit 0\n");
+        fake("kind", "[ \"$1 $2\" = 'get clusters' ] && printf '%s\\n' ${FAKE_CLUSTERS:-}\nexit 0\n");
+        // get nodes: two polls with workers NotReady, then all Ready.
+        fake("kubectl", "case \" $* \" in\n"
+                        "  *' kustomize '*) exec cat \"${@: -1}/kovs.yaml\" ;;\n"
+                        "  *' apply -f - '*) exec cat > " + (bin_.path() / "applied.yaml").string() + " ;;\n"
+                        "  *' get nodes '*) n=$(cat " + (bin_.path() / "polls").string() + " 2>/dev/null || echo 0)\n"
+                        "     echo $((n + 1)) > " + (bin_.path() / "polls").string() + "\n"
+                        "     if [ $n -lt 2 ]; then printf 'kovs-control-plane True\\nkovs-worker False\\nkovs-worker2 <none>\\n'\n"
+                        "     else printf 'kovs-control-plane True\\nkovs-worker True\\nkovs-worker2 True\\n'; fi ;;\n"
+                        "esac\nexit 0\n");
+    }
+    std::vector<std::string> calls() const {
+        std::vector<std::string> out;
+        std::istringstream in(fs::exists(log_) ? readFile(log_) : "");
+        for (std::string l; std::getline(in, l);) out.push_back(l);
+        return out;
+    }
+    fs::path log_;
+};
+
+TEST_F(KovsKindWithFakeTools, UpRunsWhatTheDryRunPrintsAndReportsProgress) {
+    auto dry = run({"up", "--dry-run", "--image", "reg.io/kovs:1"});
+    ASSERT_EQ(dry.exitCode, 0) << dry.err;
+    auto r = run({"up", "--image", "reg.io/kovs:1"});
+    ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+
+    // Each printed command was run, in order; the stages of one pipeline run
+    // at once, so only the pipeline as a whole is ordered.
+    std::vector<std::vector<std::string>> printed;
+    // Up to the next steps, which are advice for the user, not steps.
+    for (const auto& line : commands(dry.out.substr(0, dry.out.find("next steps")))) {
+        if (line.find("(every 3s") != std::string::npos) {
+            printed.push_back({line.substr(0, line.find("   ("))});
+            continue;
+        }
+        // Pipe stages are separated by " | " (the sed expression has bare '|'s).
+        printed.emplace_back();
+        for (size_t from = 0;;) {
+            auto bar = line.find(" | ", from);
+            auto cmd = line.substr(from, bar == std::string::npos ? std::string::npos : bar - from);
+            if (cmd.rfind("sed ", 0) != 0) printed.back().push_back(cmd);
+            if (bar == std::string::npos) break;
+            from = bar + 3;
+        }
+    }
+    auto ran = calls();
+    size_t start = 0;
+    for (const auto& pipeline : printed) {
+        size_t next = start;
+        for (const auto& want : pipeline) {
+            size_t at = start;
+            while (at < ran.size() && ran[at].rfind(want, 0) != 0) ++at;
+            EXPECT_LT(at, ran.size()) << "dry run printed '" << want << "', which the real run did not run (in that order)";
+            if (at < ran.size()) next = std::max(next, at + 1);
+        }
+        start = next;
+    }
+    EXPECT_NE(std::find(ran.begin(), ran.end(), "docker info"), ran.end()) << "the daemon is not checked";
+
+    auto applied = readFile(bin_.path() / "applied.yaml");
+    EXPECT_EQ(applied.find("image: kovs:dev"), std::string::npos) << "--image did not reach every container";
+    size_t n = 0;
+    for (auto pos = applied.find("image: reg.io/kovs:1"); pos != std::string::npos; pos = applied.find("image: reg.io/kovs:1", pos + 1)) ++n;
+    EXPECT_EQ(n, allContainers(YAML::LoadAll(applied).back()["spec"]["template"]["spec"]).size());
+
+    EXPECT_NE(r.out.find("nodes Ready: 1/3 (waiting for kovs-worker kovs-worker2)\n    nodes Ready: 3/3\n"), std::string::npos)
+        << r.out;
+}
+
+TEST_F(KovsKindWithFakeTools, UpReusesAnExistingCluster) {
+    auto r = runScript({(src_ / "kind/kovs-kind").string(), "up"},
+                       {{"PATH", bin_.path().string()}, {"HOME", bin_.path().string()}, {"FAKE_CLUSTERS", "other kovs"}});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.out.find("cluster kovs exists; reusing it"), std::string::npos) << r.out;
+    for (const auto& c : calls()) EXPECT_EQ(c.find("kind create cluster"), std::string::npos) << c;
+}
+
+}  // namespace

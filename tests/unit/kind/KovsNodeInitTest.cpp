@@ -1,0 +1,243 @@
+// kind/kovs-node-init, the init container's script, run for real on temp
+// dirs: rendering agent.yaml and the conflist, installing kovs-cni, and in
+// companion mode chaining kovs after the other CNI's config.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "agent/Config.hpp"
+#include "cni/CniRequest.hpp"
+#include "tests/unit/kind/KindTestSupport.hpp"
+
+using namespace kovs::test::kind;
+
+namespace {
+
+TEST_F(KindFiles, InitScriptFillsInThePodCidrAndInstallsPluginThenConflist) {
+    TempDir dir;
+    auto r = nodeInit(dir, configMapData(configMap_), {{"KOVS_POD_CIDR", "10.244.3.0/24"}});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    auto rendered = Json::parse(readFile(dir.path() / "net.d/10-kovs.conflist"));
+    EXPECT_EQ(rendered["plugins"][0]["ipam"]["ranges"][0][0]["subnet"], "10.244.3.0/24");
+    EXPECT_EQ(rendered.dump().find("usePodCidr"), std::string::npos);
+    // containerd execs the binary named after the plugin's type.
+    auto plugin = dir.path() / "opt-cni-bin" / rendered["plugins"][0]["type"].get<std::string>();
+    ASSERT_TRUE(fs::exists(plugin)) << plugin;
+    EXPECT_NE(fs::status(plugin).permissions() & fs::perms::others_exec, fs::perms::none);
+    // No temp files left next to what kubelet reads.
+    for (const auto& e : fs::directory_iterator(dir.path() / "net.d")) {
+        EXPECT_EQ(e.path().filename(), "10-kovs.conflist") << "left behind: " << e.path();
+    }
+}
+
+// The service-account token goes to the API server, never onto a command
+// line: /proc/PID/cmdline is readable by every user on the node (issue 15,
+// item 5). A stand-in curl records its argv and the headers it was handed
+// (-H @FILE or -H @- for stdin, as curl reads them) and answers with a Node.
+TEST_F(KindFiles, InitScriptKeepsTheTokenOffCurlsCommandLine) {
+    TempDir dir;
+    const std::string token = "eyJhbGciOiJSUzI1NiJ9.secret-token-value";
+    fs::create_directories(dir.path() / "sa");
+    writeFile(dir.path() / "sa/token", token + "\n");
+    writeFile(dir.path() / "sa/ca.crt", "not a real CA\n");
+    fs::create_directories(dir.path() / "bin");
+    writeFile(dir.path() / "bin/curl", R"(#!/bin/bash
+log=$(dirname "$0")/..
+printf '%s\n' "$@" > "$log/curl.argv"
+: > "$log/curl.headers"
+prev=
+for a in "$@"; do
+    if [ "$prev" = -H ] || [ "$prev" = --header ]; then
+        case $a in @-) cat >> "$log/curl.headers" ;; @*) cat "${a#@}" >> "$log/curl.headers" ;; *) printf '%s\n' "$a" >> "$log/curl.headers" ;; esac
+    fi
+    prev=$a
+done
+printf '{"kind": "Node", "metadata": {"name": "kind-worker"}, "spec": {"podCIDR": "10.244.7.0/24"}}\n'
+)");
+    fs::permissions(dir.path() / "bin/curl", fs::perms::owner_all);
+    std::string path = (dir.path() / "bin").string() + ":" + (std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
+    auto r = nodeInit(dir, configMapData(configMap_),
+                      {{"NODE_NAME", "kind-worker"}, {"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
+                       {"KUBERNETES_SERVICE_PORT", "443"}, {"KOVS_SERVICE_ACCOUNT_DIR", (dir.path() / "sa").string()},
+                       {"PATH", path}});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    auto argv = readFile(dir.path() / "curl.argv");
+    EXPECT_NE(argv.find("https://10.96.0.1:443/api/v1/nodes/kind-worker"), std::string::npos) << argv;
+    EXPECT_EQ(argv.find(token), std::string::npos) << "the token is on curl's command line:\n" << argv;
+    EXPECT_NE(readFile(dir.path() / "curl.headers").find("Authorization: Bearer " + token), std::string::npos)
+        << "curl was not given the token as a header";
+    EXPECT_NE(readFile(dir.path() / "etc-kovs/agent.yaml").find("podCIDR: 10.244.7.0/24"), std::string::npos);
+}
+
+TEST_F(KindFiles, InitScriptRejectsBadInputAndInstallsNothing) {
+    struct Case {
+        std::map<std::string, std::string> env;
+        std::string message;
+    };
+    std::vector<Case> cases = {
+        {{{"KOVS_POD_CIDR", "10.244.3.0"}}, "KOVS_POD_CIDR: expected a CIDR"},
+        {{{"KOVS_POD_CIDR", "10.244.3.0/24; rm -rf /"}}, "KOVS_POD_CIDR: expected a CIDR"},
+        {{}, "NODE_NAME is not set"},
+        {{{"NODE_NAME", "kind-worker"}}, "KUBERNETES_SERVICE_HOST is not set"},
+        {{{"KOVS_POD_CIDR", "10.244.3.0/24"}, {"KOVS_CNI_MODE", "main"}}, "KOVS_CNI_MODE: expected standalone or chained"},
+    };
+    for (const auto& c : cases) {
+        TempDir dir;
+        auto r = nodeInit(dir, configMapData(configMap_), c.env);
+        EXPECT_NE(r.exitCode, 0);
+        EXPECT_NE(r.err.find(c.message), std::string::npos) << "stderr: " << r.err;
+        EXPECT_FALSE(fs::exists(dir.path() / "net.d/10-kovs.conflist"));
+        EXPECT_FALSE(fs::exists(dir.path() / "opt-cni-bin/kovs"));
+        EXPECT_FALSE(fs::exists(dir.path() / "etc-kovs/agent.yaml"));
+    }
+}
+
+TEST_F(CompanionOverlay, InitScriptChainsKovsIntoAntreasConflistOnce) {
+    auto data = configMapData(configMap_);
+    for (const auto& [k, v] : configMapData(patches_["ConfigMap/kovs-config"])) data[k] = v;  // as kustomize merges
+    TempDir dir;
+    fs::create_directories(dir.path() / "net.d");
+    Json antrea = {{"cniVersion", "0.3.0"},
+                   {"name", "antrea"},
+                   {"plugins", {{{"type", "antrea"}, {"ipam", {{"type", "host-local"}}}}, {{"type", "portmap"}}}}};
+    writeFile(dir.path() / "net.d/10-antrea.conflist", antrea.dump(2));
+    std::map<std::string, std::string> env = {
+        {"KOVS_POD_CIDR", "10.244.1.0/24"}, {"KOVS_CNI_MODE", "chained"}, {"KOVS_CHAIN_CONFLIST", "10-antrea.conflist"}};
+    for (int run = 0; run < 2; ++run) {
+        auto r = nodeInit(dir, data, env);
+        ASSERT_EQ(r.exitCode, 0) << "run " << run << ": " << r.err;
+    }
+    auto patched = Json::parse(readFile(dir.path() / "net.d/10-antrea.conflist"));
+    ASSERT_EQ(patched["plugins"].size(), 3u) << patched.dump();
+    EXPECT_EQ(patched["plugins"][0], antrea["plugins"][0]);
+    EXPECT_EQ(patched["plugins"][1], antrea["plugins"][1]);
+    EXPECT_EQ(patched["plugins"][2], Json::parse(data.at("chained-plugin.json")));
+    EXPECT_FALSE(fs::exists(dir.path() / "net.d/10-kovs.conflist")) << "companion must not install a second network";
+    EXPECT_TRUE(fs::exists(dir.path() / "opt-cni-bin" / patched["plugins"][2]["type"].get<std::string>()))
+        << "the chained entry's type names the installed binary";
+    auto conf = kovs::parseConfig(readFile(dir.path() / "etc-kovs/agent.yaml"));
+    EXPECT_EQ(conf.node.podCIDR, "10.244.1.0/24");
+    EXPECT_EQ(conf.mode, Config::Mode::Companion);
+}
+
+TEST_F(CompanionOverlay, InitScriptGivesUpClearlyWithoutTheOtherCni) {
+    auto data = configMapData(configMap_);
+    for (const auto& [k, v] : configMapData(patches_["ConfigMap/kovs-config"])) data[k] = v;
+    TempDir dir;
+    auto r = nodeInit(dir, data,
+                      {{"KOVS_POD_CIDR", "10.244.1.0/24"}, {"KOVS_CNI_MODE", "chained"}, {"KOVS_WAIT_SECONDS", "0"}});
+    EXPECT_NE(r.exitCode, 0);
+    EXPECT_NE(r.err.find("10-antrea.conflist never appeared"), std::string::npos) << r.err;
+}
+
+// OVN-Kubernetes writes a single plugin's config, 10-ovn-kubernetes.conf (issue
+// 16, defect 7): kovs is chained after it in a conflist made the way libcni's
+// ConfListFromConf makes one, under a name the runtime picks first.
+TEST_F(CompanionOverlay, InitScriptChainsAfterASinglePluginConfAsLibcniConvertsIt) {
+    auto data = configMapData(configMap_);
+    for (const auto& [k, v] : configMapData(patches_["ConfigMap/kovs-config"])) data[k] = v;
+    TempDir dir;
+    fs::create_directories(dir.path() / "net.d");
+    // What ovnkube-node writes (WriteCNIConfig), key order and all.
+    const std::string ovnk = R"({"cniVersion":"0.4.0","name":"ovn-kubernetes","type":"ovn-k8s-cni-overlay","ipam":{},)"
+                             R"("dns":{},"logFile":"/var/log/ovn-kubernetes/ovn-k8s-cni-overlay.log","logLevel":"4",)"
+                             R"("logfile-maxsize":100,"logfile-maxbackups":5,"logfile-maxage":5})";
+    writeFile(dir.path() / "net.d/10-ovn-kubernetes.conf", ovnk);
+    std::map<std::string, std::string> env = {
+        {"KOVS_POD_CIDR", "10.244.1.0/24"}, {"KOVS_CNI_MODE", "chained"}, {"KOVS_CHAIN_CONFLIST", "10-ovn-kubernetes.conf"}};
+    for (int run = 0; run < 2; ++run) {
+        auto r = nodeInit(dir, data, env);
+        ASSERT_EQ(r.exitCode, 0) << "run " << run << ": " << r.err;
+    }
+    EXPECT_EQ(readFile(dir.path() / "net.d/10-ovn-kubernetes.conf"), ovnk) << "the other CNI's file is never changed";
+    auto derived = dir.path() / "net.d/00-kovs-10-ovn-kubernetes.conflist";
+    ASSERT_TRUE(fs::exists(derived));
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(dir.path() / "net.d")) files.push_back(e.path().filename().string());
+    std::sort(files.begin(), files.end());
+    EXPECT_EQ(files.front(), "00-kovs-10-ovn-kubernetes.conflist") << "containerd takes the first file in name order";
+    auto list = Json::parse(readFile(derived));
+    Json original = Json::parse(ovnk);
+    EXPECT_EQ(list, Json({{"name", "ovn-kubernetes"}, {"cniVersion", "0.4.0"},
+                          {"plugins", {original, Json::parse(data.at("chained-plugin.json"))}}}))
+        << "libcni: {name, cniVersion, plugins: [the whole config]}, then kovs";
+    // The chained entry, as the runtime hands it to kovs-cni after OVN-K's ADD.
+    Json conf = pluginConfig(list, list["plugins"][1]);
+    conf["prevResult"] = {{"cniVersion", "0.4.0"},
+                          {"interfaces", {{{"name", "eth0"}, {"sandbox", "/var/run/netns/cni-1"}}}},
+                          {"ips", {{{"version", "4"}, {"address", "10.244.1.5/24"}, {"interface", 0}}}}};
+    EXPECT_NO_THROW(kovs::cni::CniRequestParser::parseConfig(conf.dump(), kovs::cni::Command::Add));
+
+    // ovnkube-node rewrites its file on a restart: the chain follows it.
+    auto changed = original;
+    changed["logLevel"] = "5";
+    writeFile(dir.path() / "net.d/10-ovn-kubernetes.conf", changed.dump());
+    ASSERT_EQ(nodeInit(dir, data, env).exitCode, 0);
+    EXPECT_EQ(Json::parse(readFile(derived))["plugins"][0], changed);
+    // And when it is gone, so is the chain (a node must not keep a network that left).
+    fs::remove(dir.path() / "net.d/10-ovn-kubernetes.conf");
+    env["KOVS_WAIT_SECONDS"] = "0";
+    auto r = nodeInit(dir, data, env);
+    EXPECT_NE(r.exitCode, 0);
+    EXPECT_NE(r.err.find("10-ovn-kubernetes.conf never appeared"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(derived));
+}
+
+TEST_F(CompanionOverlay, InitScriptRefusesAConfItCannotChainAfter) {
+    auto data = configMapData(configMap_);
+    for (const auto& [k, v] : configMapData(patches_["ConfigMap/kovs-config"])) data[k] = v;
+    struct Bad {
+        std::string file, text, error;
+    };
+    for (const auto& bad : std::vector<Bad>{
+             {"10-x.conf", R"({"cniVersion":"1.0.0","name":"x","plugins":[{"type":"x"}]})", "a conflist in a single-plugin file"},
+             {"10-x.conf", R"({"cniVersion":"1.0.0","name":"x"})", "no \"type\""},
+             {"10-x.json", R"({"cniVersion":"1.0.0","type":"x"})", "no \"name\""},
+             {"10-x.conf", "not json", "cannot chain kovs after it"},
+             {"10-x.yaml", "{}", "expected a .conflist, .conf or .json file"}}) {
+        TempDir dir;
+        fs::create_directories(dir.path() / "net.d");
+        writeFile(dir.path() / "net.d" / bad.file, bad.text);
+        auto r = nodeInit(dir, data, {{"KOVS_POD_CIDR", "10.244.1.0/24"}, {"KOVS_CNI_MODE", "chained"}, {"KOVS_CHAIN_CONFLIST", bad.file}});
+        EXPECT_NE(r.exitCode, 0) << bad.text;
+        EXPECT_NE(r.err.find(bad.error), std::string::npos) << bad.text << ": " << r.err;
+        size_t left = 0;
+        for (const auto& e : fs::directory_iterator(dir.path() / "net.d")) left += e.path().filename() != bad.file;
+        EXPECT_EQ(left, 0u) << bad.text << ": a rejected config leaves nothing behind";
+    }
+}
+
+// OVN-Kubernetes allocates node subnets itself: its Nodes may have no
+// spec.podCIDR, and companion mode does not need one.
+TEST_F(CompanionOverlay, InitScriptGoesOnWithoutAPodCidrInCompanionModeOnly) {
+    auto data = configMapData(configMap_);
+    for (const auto& [k, v] : configMapData(patches_["ConfigMap/kovs-config"])) data[k] = v;
+    TempDir dir;
+    fs::create_directories(dir.path() / "bin");
+    fs::create_directories(dir.path() / "sa");
+    writeFile(dir.path() / "sa/token", "t");
+    writeFile(dir.path() / "sa/ca.crt", "c");
+    // The API server's answer for a Node without spec.podCIDR.
+    writeFile(dir.path() / "bin/curl", "#!/bin/sh\necho '{\"metadata\":{\"name\":\"n1\"},\"spec\":{}}'\n");
+    fs::permissions(dir.path() / "bin/curl", fs::perms::owner_all);
+    fs::create_directories(dir.path() / "net.d");
+    writeFile(dir.path() / "net.d/10-antrea.conflist", R"({"cniVersion":"0.3.0","name":"antrea","plugins":[{"type":"antrea"}]})");
+    std::map<std::string, std::string> env = {{"PATH", (dir.path() / "bin").string()}, {"NODE_NAME", "n1"},
+                                              {"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
+                                              {"KOVS_SERVICE_ACCOUNT_DIR", (dir.path() / "sa").string()},
+                                              {"KOVS_CNI_MODE", "chained"}, {"KOVS_WAIT_SECONDS", "0"}};
+    auto r = nodeInit(dir, data, env);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    auto conf = kovs::parseConfig(readFile(dir.path() / "etc-kovs/agent.yaml"));
+    EXPECT_EQ(conf.node.podCIDR, "");
+    EXPECT_EQ(conf.mode, Config::Mode::Companion);
+    env["KOVS_CNI_MODE"] = "standalone";
+    auto standalone = nodeInit(dir, configMapData(configMap_), env);
+    EXPECT_NE(standalone.exitCode, 0) << "standalone mode needs the podCIDR for its IPAM";
+    EXPECT_NE(standalone.err.find("has no spec.podCIDR yet"), std::string::npos) << standalone.err;
+}
+
+}  // namespace
