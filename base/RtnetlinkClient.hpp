@@ -1,9 +1,10 @@
 #pragma once
 // Requests to the kernel's routing netlink (libnl-route-3) in plain values:
 // links, addresses and routes as the uplink (and any job that moves or
-// restores them) reads and writes them. Every failure is a kovs::Error that
-// names the object and the operation ("address 172.31.0.2/24 on br-phy: add:
-// Object exists"). Removals of something that is already gone succeed, and so
+// restores them) reads and writes them, and the ids of other network
+// namespaces (how a veth names the namespace of its peer). Every failure is
+// a kovs::Error that names the object and the operation ("address
+// 172.31.0.2/24 on br-phy: add: Object exists"). Removals of something that is already gone succeed, and so
 // do additions of something already there: each request means "make it so",
 // which keeps an unwinding or a repeated plan from failing on its own effects.
 //
@@ -104,6 +105,11 @@ public:
     // first goes up.
     void isolate(const std::string& name);
     void setNomaster(const std::string& name);
+
+    // The id this network namespace has given the one `netnsFd` refers to
+    // (RTM_GETNSID), i.e. what IFLA_LINK_NETNSID of a veth leading there
+    // reads; none when it has given it no id (no link of ours leads there).
+    std::optional<int32_t> netnsId(int netnsFd);
 
     nl_sock* socket() { return sock_.get(); }
 
