@@ -37,6 +37,7 @@ LinkInfo toInfo(rtnl_link* l) {
     i.flags = rtnl_link_get_flags(l);
     i.master = rtnl_link_get_master(l);
     i.peer = rtnl_link_get_link(l);
+    if (int32_t nsid = -1; rtnl_link_get_link_netnsid(l, &nsid) == 0 && nsid >= 0) i.peerNetnsId = nsid;
     if (const char* k = rtnl_link_get_type(l)) i.kind = k;
     return i;
 }
@@ -104,6 +105,16 @@ LinkInfo RtnetlinkClient::requireLink(const std::string& name) {
     auto l = link(name);
     if (!l) throw Error("link " + name + ": no such device");
     return *l;
+}
+
+std::vector<LinkInfo> RtnetlinkClient::links() {
+    nl_cache* raw = nullptr;
+    nl::check(rtnl_link_alloc_cache(sock_.get(), AF_UNSPEC, &raw), "links: dump");
+    nl::Cache cache(raw);
+    std::vector<LinkInfo> out;
+    for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o))
+        out.push_back(toInfo(reinterpret_cast<rtnl_link*>(o)));
+    return out;
 }
 
 nl::Link RtnetlinkClient::linkObject(const std::string& name, const std::string& what) {

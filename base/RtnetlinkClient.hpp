@@ -31,6 +31,9 @@ struct LinkInfo {
     unsigned flags = 0;    // IFF_*
     int master = 0;        // ifindex of the bridge/bond it is enslaved to, 0 for none
     int peer = 0;          // IFLA_LINK: a veth's peer ifindex, 0 when unknown
+    // IFLA_LINK_NETNSID: the namespace of a veth's peer, as netnsId() names
+    // it; none when the peer is in this namespace.
+    std::optional<int32_t> peerNetnsId;
     std::string kind;      // "veth", "bridge", "tun", ... ("" for a plain device)
     bool up() const { return (flags & IFF_UP) != 0; }
     bool noArp() const { return (flags & IFF_NOARP) != 0; }
@@ -82,6 +85,8 @@ public:
     std::optional<LinkInfo> link(int index);
     // Throws kovs::Error ("link eth0: no such device") when it does not exist.
     LinkInfo requireLink(const std::string& name);
+    // Every link of the namespace (one dump).
+    std::vector<LinkInfo> links();
 
     // Every address of the link, in the kernel's order (IPv4 primary first,
     // IPv6 newest first).

@@ -3,14 +3,12 @@
 #include <net/if.h>
 #include <sys/stat.h>
 
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
 
 #include "base/Error.hpp"
-#include "base/Netlink.hpp"
 #include "base/Netns.hpp"
 #include "base/RtnetlinkClient.hpp"
 #include "ovs/OvsdbReplica.hpp"
@@ -52,23 +50,19 @@ std::map<int32_t, std::string> netnsById(RtnetlinkClient& rtnl, const std::vecto
 std::vector<PodInterface> foreignPods(const std::vector<Candidate>& candidates, const PodInterfacesOptions& opts) {
     std::vector<PodInterface> out;
     RtnetlinkClient rtnl;
-    nl_cache* raw = nullptr;
-    nl::check(rtnl_link_alloc_cache(rtnl.socket(), AF_UNSPEC, &raw), "pod interfaces: dump links");
-    nl::Cache links(raw);
+    std::map<std::string, LinkInfo> links;
+    for (auto& l : rtnl.links()) links.emplace(l.name, std::move(l));
     struct Peer {
         const Candidate* candidate;
-        int nsid;
+        int32_t nsid;
         int ifindex;
     };
     std::vector<Peer> peers;
     for (const auto& c : candidates) {
-        nl::Link link(rtnl_link_get_by_name(links.get(), c.device.c_str()));
-        if (!link) continue;  // vswitchd shows the port, the kernel no longer (going away)
-        const char* kind = rtnl_link_get_type(link.get());
-        int32_t nsid = -1;
-        if (kind == nullptr || std::strcmp(kind, "veth") != 0) continue;
-        if (rtnl_link_get_link_netnsid(link.get(), &nsid) < 0 || nsid < 0) continue;  // its peer is in our netns
-        peers.push_back({&c, nsid, static_cast<int>(rtnl_link_get_link(link.get()))});
+        auto link = links.find(c.device);
+        if (link == links.end()) continue;  // vswitchd shows the port, the kernel no longer (going away)
+        if (link->second.kind != "veth" || !link->second.peerNetnsId) continue;  // its peer is in our netns
+        peers.push_back({&c, *link->second.peerNetnsId, link->second.peer});
     }
     if (peers.empty()) return out;
     auto paths = netnsById(rtnl, opts.netnsDirs);

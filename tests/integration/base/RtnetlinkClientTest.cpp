@@ -197,6 +197,15 @@ TEST(RtnetlinkClient, NetnsIdIsWhatAVethIntoTheNamespaceNames) {
     ASSERT_GE(want1, 0);
     ASSERT_GE(want2, 0);
     ASSERT_NE(want1, want2);
+    EXPECT_EQ(rtnl.requireLink("rt-ns1").peerNetnsId, want1);
+    int dumped = 0;
+    for (const auto& l : rtnl.links()) {
+        if (l.name == "rt-ns2") dumped = l.peerNetnsId.value_or(-1);
+        if (l.name == "lo") {
+            EXPECT_EQ(l.peerNetnsId, std::nullopt);
+        }
+    }
+    EXPECT_EQ(dumped, want2) << "the dump reads IFLA_LINK_NETNSID too";
     // Asked again and again on one socket, between other requests: every
     // reply is the one to its own request.
     for (int i = 0; i < 3; ++i) {
