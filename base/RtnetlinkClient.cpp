@@ -60,6 +60,22 @@ IpPrefix fromNlAddr(const nl_addr* a, int family) {
     return p;
 }
 
+std::optional<IpPrefix> ipFromNlAddr(const nl_addr* a) {
+    if (a == nullptr) return std::nullopt;
+    IpPrefix p;
+    p.family = nl_addr_get_family(a);
+    if (p.family != AF_INET && p.family != AF_INET6) return std::nullopt;
+    unsigned len = nl_addr_get_len(a);
+    if (len == 0) {
+        p.prefixLen = 0;
+        return p;
+    }
+    if (len != p.size()) return std::nullopt;
+    std::memcpy(p.bytes.data(), nl_addr_get_binary_addr(a), len);
+    p.prefixLen = static_cast<int>(nl_addr_get_prefixlen(a));
+    return p;
+}
+
 nl::Addr toNlAddr(const IpPrefix& p) {
     nl::Addr a(nl_addr_build(p.family, p.bytes.data(), p.size()));
     if (!a) throw Error("nl_addr_build " + p.str() + ": out of memory");

@@ -128,5 +128,10 @@ private:
 // IpPrefix <-> libnl addresses; a host prefix when libnl has no length.
 IpPrefix fromNlAddr(const nl_addr* a, int family);
 nl::Addr toNlAddr(const IpPrefix& p);
+// Stricter than fromNlAddr, for dumps that hold more than IP (a route's next
+// hop may be absent or of another family): none for anything but a
+// well-formed IPv4/IPv6 address. libnl's empty address (a default route's
+// destination) is the family's /0.
+std::optional<IpPrefix> ipFromNlAddr(const nl_addr* a);
 
 }  // namespace kovs

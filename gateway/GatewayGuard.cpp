@@ -33,24 +33,6 @@ constexpr uint32_t kIpv6UserMetric = 1024;
 constexpr std::chrono::milliseconds kRetryMin{100};
 constexpr std::chrono::milliseconds kRetryMax{5000};
 
-// Stricter than base's fromNlAddr: anything but a well-formed IPv4/IPv6
-// address (or libnl's empty default-route address) is no address at all.
-std::optional<IpPrefix> fromNl(const nl_addr* a) {
-    if (a == nullptr) return std::nullopt;
-    IpPrefix p;
-    p.family = nl_addr_get_family(a);
-    if (p.family != AF_INET && p.family != AF_INET6) return std::nullopt;
-    unsigned len = nl_addr_get_len(a);
-    if (len == 0) {  // default route: libnl leaves the address empty
-        p.prefixLen = 0;
-        return p;
-    }
-    if (len != p.size()) return std::nullopt;
-    std::memcpy(p.bytes.data(), nl_addr_get_binary_addr(a), len);
-    p.prefixLen = static_cast<int>(nl_addr_get_prefixlen(a));
-    return p;
-}
-
 bool sameAddress(const IpPrefix& a, const IpPrefix& b) {
     return a.family == b.family && std::memcmp(a.bytes.data(), b.bytes.data(), a.size()) == 0;
 }
@@ -304,7 +286,7 @@ void GatewayGuard::reconcileAddresses(int ifindex, Repairs& r) {
     for (auto* o = nl_cache_get_first(cache.get()); o != nullptr; o = nl_cache_get_next(o)) {
         auto* a = reinterpret_cast<rtnl_addr*>(o);
         if (rtnl_addr_get_ifindex(a) != ifindex) continue;
-        auto local = fromNl(rtnl_addr_get_local(a));
+        auto local = ipFromNlAddr(rtnl_addr_get_local(a));
         if (!local) continue;
         local->prefixLen = static_cast<int>(rtnl_addr_get_prefixlen(a));
         have.emplace_back(*local, a);
@@ -368,14 +350,14 @@ void GatewayGuard::reconcileRoutes(int ifindex, Repairs& r) {
     for (auto* o = nl_cache_get_first(cache.get()); o != nullptr; o = nl_cache_get_next(o)) {
         auto* rt = reinterpret_cast<rtnl_route*>(o);
         if (rtnl_route_get_table(rt) != RT_TABLE_MAIN || rtnl_route_get_type(rt) != RTN_UNICAST) continue;
-        auto dst = fromNl(rtnl_route_get_dst(rt));
+        auto dst = ipFromNlAddr(rtnl_route_get_dst(rt));
         if (!dst) continue;
         bool onGateway = false, matched = false;
         for (int i = 0; i < rtnl_route_get_nnexthops(rt); ++i) {
             auto* nh = rtnl_route_nexthop_n(rt, i);
             if (rtnl_route_nh_get_ifindex(nh) != ifindex) continue;
             onGateway = true;
-            auto gw = fromNl(rtnl_route_nh_get_gateway(nh));
+            auto gw = ipFromNlAddr(rtnl_route_nh_get_gateway(nh));
             for (size_t k = 0; k < desired.size(); ++k) {
                 const auto& d = desired[k];
                 if (!(d.dst == *dst)) continue;
@@ -389,7 +371,7 @@ void GatewayGuard::reconcileRoutes(int ifindex, Repairs& r) {
     for (auto* rt : stale) {
         int rc = rtnl_route_delete(sock_.get(), rt, 0);
         if (rc == -NLE_OBJ_NOTFOUND) continue;
-        nl::check(rc, "gateway guard " + opt_.name + ": remove stale route " + fromNl(rtnl_route_get_dst(rt))->str());
+        nl::check(rc, "gateway guard " + opt_.name + ": remove stale route " + ipFromNlAddr(rtnl_route_get_dst(rt))->str());
         ++r.routeRemoved;
     }
     for (size_t k = 0; k < desired.size(); ++k) {
