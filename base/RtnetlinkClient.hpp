@@ -9,7 +9,7 @@
 // which keeps an unwinding or a repeated plan from failing on its own effects.
 //
 // Not for notifications (NetlinkWatcher) nor for gw0's guard, which keeps its
-// own tight loop on one socket (gateway/GatewayGuard).
+// own tight loop on one socket (the steps of gateway/GatewayGuard).
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 

@@ -1,39 +1,20 @@
 #include "gateway/GatewayGuard.hpp"
 
-#include <linux/rtnetlink.h>
-
 #include <algorithm>
-#include <cstring>
 
 #include <spdlog/spdlog.h>
 
 #include "base/Error.hpp"
 #include "base/InterfaceName.hpp"
-#include "base/RtnetlinkClient.hpp"
 
 namespace kovs {
-
 namespace {
 
-constexpr uint32_t kIpv6KernelPrefixMetric = 256;
-constexpr uint32_t kIpv6UserMetric = 1024;
 // Retries of a failed reconcile that no event will announce: 100 ms, then
 // doubling while it keeps failing, so a lasting failure (EPERM) costs one
 // attempt per 5 s, not ten a second.
 constexpr std::chrono::milliseconds kRetryMin{100};
 constexpr std::chrono::milliseconds kRetryMax{5000};
-
-bool sameAddress(const IpPrefix& a, const IpPrefix& b) {
-    return a.family == b.family && std::memcmp(a.bytes.data(), b.bytes.data(), a.size()) == 0;
-}
-
-struct DesiredRoute {
-    IpPrefix dst;
-    std::optional<IpPrefix> via;
-    std::optional<IpPrefix> src;
-    uint8_t scope = RT_SCOPE_LINK;
-    uint32_t priority = 0;
-};
 
 void validateRoutes(const GatewayGuardOptions& o) {
     for (const auto& r : o.routes) {
@@ -62,7 +43,7 @@ void validate(const GatewayGuardOptions& o) {
 GatewayGuard::GatewayGuard(EventLoop& loop, GatewayGuardOptions options)
     : loop_(loop), opt_(std::move(options)), retry_(loop, kRetryMin, kRetryMax, [this] { reconcile(); }),
       link_(loop, opt_.name, opt_.mtu, [this] { reconcile(); }), sysctls_(opt_.name),
-      addresses_(opt_.name, {opt_.addresses, opt_.adoptAddresses}) {
+      addresses_(opt_.name, {opt_.addresses, opt_.adoptAddresses}), routes_(opt_.name) {
     validate(opt_);
     if (!opt_.enabled) {
         spdlog::info("gateway guard {}: disabled", opt_.name);
@@ -120,12 +101,6 @@ void GatewayGuard::reconcileNow() {
     reconcile();
 }
 
-std::optional<IpPrefix> GatewayGuard::sourceFor(int family) const {
-    for (const auto& a : addresses_.guarded())
-        if (a.family == family) return a;
-    return std::nullopt;
-}
-
 void GatewayGuard::reconcile() {
     auto start = damageSeen_.value_or(EventLoop::Clock::now());
     damageSeen_.reset();
@@ -147,7 +122,8 @@ void GatewayGuard::reconcile() {
             link_.reconcile(sock_.get(), link.get(), r);
             if (opt_.serviceSysctls) sysctls_.reconcile(r);
             addresses_.reconcile(sock_.get(), ifindex, r);
-            reconcileRoutes(ifindex, r);
+            routes_.reconcile(sock_.get(), ifindex, desiredGatewayRoutes(addresses_.guarded(), opt_.routes),
+                              opt_.routesComplete, r);
         }
     } catch (const std::exception& e) {
         // Usually gw0 changed under the reconcile (an address flushed again
@@ -193,91 +169,6 @@ void GatewayGuard::reconcile() {
         spdlog::info("gateway guard {}: repaired in {} us (link up {}, mtu {}, sysctl {}, +addr {}, -addr {}, +route {}, -route {})",
                      opt_.name, std::chrono::duration_cast<std::chrono::microseconds>(took).count(), r.linkUp, r.mtu,
                      r.sysctl, r.addrAdded, r.addrRemoved, r.routeAdded, r.routeRemoved);
-    }
-}
-
-void GatewayGuard::reconcileRoutes(int ifindex, GatewayRepairs& r) {
-    std::vector<DesiredRoute> desired;
-    for (const auto& a : addresses_.guarded()) {
-        if (a.prefixLen == a.maxPrefixLen()) continue;  // a host address brings no prefix route
-        DesiredRoute d{a.network(), std::nullopt, std::nullopt, RT_SCOPE_LINK, 0};
-        if (a.family == AF_INET) d.src = a;
-        else d.priority = kIpv6KernelPrefixMetric;
-        desired.push_back(d);
-    }
-    for (const auto& extra : opt_.routes) {
-        DesiredRoute d{extra.dst.network(), extra.via, std::nullopt,
-                       static_cast<uint8_t>(extra.via ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK), 0};
-        if (extra.dst.family == AF_INET) d.src = sourceFor(AF_INET);
-        else d.priority = kIpv6UserMetric;
-        desired.push_back(d);
-    }
-
-    nl_cache* raw = nullptr;
-    nl::check(rtnl_route_alloc_cache(sock_.get(), AF_UNSPEC, 0, &raw), "gateway guard " + opt_.name + ": dump routes");
-    nl::Cache cache(raw);
-    std::vector<bool> found(desired.size(), false);
-    std::vector<rtnl_route*> stale;
-    for (auto* o = nl_cache_get_first(cache.get()); o != nullptr; o = nl_cache_get_next(o)) {
-        auto* rt = reinterpret_cast<rtnl_route*>(o);
-        if (rtnl_route_get_table(rt) != RT_TABLE_MAIN || rtnl_route_get_type(rt) != RTN_UNICAST) continue;
-        auto dst = ipFromNlAddr(rtnl_route_get_dst(rt));
-        if (!dst) continue;
-        bool onGateway = false, matched = false;
-        for (int i = 0; i < rtnl_route_get_nnexthops(rt); ++i) {
-            auto* nh = rtnl_route_nexthop_n(rt, i);
-            if (rtnl_route_nh_get_ifindex(nh) != ifindex) continue;
-            onGateway = true;
-            auto gw = ipFromNlAddr(rtnl_route_nh_get_gateway(nh));
-            for (size_t k = 0; k < desired.size(); ++k) {
-                const auto& d = desired[k];
-                if (!(d.dst == *dst)) continue;
-                if (d.via.has_value() != gw.has_value() || (d.via && !sameAddress(*d.via, *gw))) continue;
-                found[k] = matched = true;
-            }
-        }
-        if (onGateway && !matched && rtnl_route_get_protocol(rt) == kKovsRouteProtocol && opt_.routesComplete)
-            stale.push_back(rt);
-    }
-    for (auto* rt : stale) {
-        int rc = rtnl_route_delete(sock_.get(), rt, 0);
-        if (rc == -NLE_OBJ_NOTFOUND) continue;
-        nl::check(rc, "gateway guard " + opt_.name + ": remove stale route " + ipFromNlAddr(rtnl_route_get_dst(rt))->str());
-        ++r.routeRemoved;
-    }
-    for (size_t k = 0; k < desired.size(); ++k) {
-        if (found[k]) continue;
-        const auto& d = desired[k];
-        nl::Route rt(rtnl_route_alloc());
-        if (!rt) throw Error("gateway guard " + opt_.name + ": rtnl_route_alloc: out of memory");
-        rtnl_route_set_family(rt.get(), static_cast<uint8_t>(d.dst.family));
-        auto dst = toNlAddr(d.dst);
-        nl::check(rtnl_route_set_dst(rt.get(), dst.get()), "gateway guard " + opt_.name + ": route " + d.dst.str());
-        rtnl_route_set_table(rt.get(), RT_TABLE_MAIN);
-        rtnl_route_set_protocol(rt.get(), kKovsRouteProtocol);
-        rtnl_route_set_scope(rt.get(), d.scope);
-        rtnl_route_set_type(rt.get(), RTN_UNICAST);
-        if (d.priority != 0) rtnl_route_set_priority(rt.get(), d.priority);
-        if (d.src) {
-            IpPrefix host = *d.src;
-            host.prefixLen = host.maxPrefixLen();
-            auto src = toNlAddr(host);
-            rtnl_route_set_pref_src(rt.get(), src.get());
-        }
-        rtnl_nexthop* nh = rtnl_route_nh_alloc();
-        if (nh == nullptr) throw Error("gateway guard " + opt_.name + ": rtnl_route_nh_alloc: out of memory");
-        rtnl_route_nh_set_ifindex(nh, ifindex);
-        if (d.via) {
-            IpPrefix host = *d.via;
-            host.prefixLen = host.maxPrefixLen();
-            auto via = toNlAddr(host);
-            rtnl_route_nh_set_gateway(nh, via.get());
-        }
-        rtnl_route_add_nexthop(rt.get(), nh);  // the route owns nh from here
-        int rc = rtnl_route_add(sock_.get(), rt.get(), 0);
-        if (rc == -NLE_EXIST) continue;
-        nl::check(rc, "gateway guard " + opt_.name + ": add route " + d.dst.str() + " dev " + opt_.name);
-        ++r.routeAdded;
     }
 }
 

@@ -12,11 +12,7 @@
 //   gateway/GatewayLink       up, MTU (with the MTU-repair throttle)
 //   gateway/GatewaySysctls    rp_filter, send_redirects
 //   gateway/GatewayAddresses  addresses (plan: gateway/GatewayAddressPlan)
-//   routes                    below
-// Routes are only ever added with kKovsRouteProtocol, and only routes on gw0
-// carrying that protocol and no longer configured are removed: nobody else's
-// routes are touched. A present route with another protocol (the kernel's
-// prefix route) counts as present.
+//   gateway/GatewayRoutes     routes (plan: gateway/GatewayRoutePlan)
 // A missing gw0 is not created (the bridge reconciler owns the OVS port);
 // the guard waits for a link message carrying its name.
 #include <chrono>
@@ -36,19 +32,10 @@
 #include "base/NetlinkWatcher.hpp"
 #include "gateway/GatewayAddresses.hpp"
 #include "gateway/GatewayLink.hpp"
+#include "gateway/GatewayRoutes.hpp"
 #include "gateway/GatewaySysctls.hpp"
 
 namespace kovs {
-
-// Route protocol of every route kovs adds ("ip route show proto 107").
-// 107 = 0x6b = 'k'; unused by the kernel (RTPROT_* <= 192 are named, none is
-// 107) and by Debian's /etc/iproute2/rt_protos.
-inline constexpr uint8_t kKovsRouteProtocol = 107;
-
-struct GatewayRoute {
-    IpPrefix dst;                   // e.g. the service CIDR
-    std::optional<IpPrefix> via;    // next hop; none: directly on gw0 (scope link)
-};
 
 struct GatewayGuardOptions {
     bool enabled = true;
@@ -124,8 +111,6 @@ private:
     void scheduleReconcile();
     void scheduleResync();
     void reconcile();
-    void reconcileRoutes(int ifindex, GatewayRepairs& r);
-    std::optional<IpPrefix> sourceFor(int family) const;
 
     EventLoop& loop_;
     GatewayGuardOptions opt_;
@@ -137,6 +122,7 @@ private:
     GatewayLink link_;
     GatewaySysctls sysctls_;
     GatewayAddresses addresses_;
+    GatewayRoutes routes_;
     unsigned consecutiveFailures_ = 0;
     std::optional<EventLoop::Clock::time_point> damageSeen_;
 
