@@ -34,6 +34,7 @@ LinkInfo toInfo(rtnl_link* l) {
     i.flags = rtnl_link_get_flags(l);
     i.master = rtnl_link_get_master(l);
     i.peer = rtnl_link_get_link(l);
+    if (int32_t nsid = -1; rtnl_link_get_link_netnsid(l, &nsid) == 0 && nsid >= 0) i.peerNetnsId = nsid;
     if (const char* k = rtnl_link_get_type(l)) i.kind = k;
     return i;
 }
@@ -53,6 +54,22 @@ IpPrefix fromNlAddr(const nl_addr* a, int family) {
     if (p.family != AF_INET && p.family != AF_INET6) p.family = family;
     if (a && nl_addr_get_len(a) == p.size()) std::memcpy(p.bytes.data(), nl_addr_get_binary_addr(a), p.size());
     p.prefixLen = a ? static_cast<int>(nl_addr_get_prefixlen(a)) : 0;
+    return p;
+}
+
+std::optional<IpPrefix> ipFromNlAddr(const nl_addr* a) {
+    if (a == nullptr) return std::nullopt;
+    IpPrefix p;
+    p.family = nl_addr_get_family(a);
+    if (p.family != AF_INET && p.family != AF_INET6) return std::nullopt;
+    unsigned len = nl_addr_get_len(a);
+    if (len == 0) {
+        p.prefixLen = 0;
+        return p;
+    }
+    if (len != p.size()) return std::nullopt;
+    std::memcpy(p.bytes.data(), nl_addr_get_binary_addr(a), len);
+    p.prefixLen = static_cast<int>(nl_addr_get_prefixlen(a));
     return p;
 }
 
@@ -101,6 +118,16 @@ LinkInfo RtnetlinkClient::requireLink(const std::string& name) {
     auto l = link(name);
     if (!l) throw Error("link " + name + ": no such device");
     return *l;
+}
+
+std::vector<LinkInfo> RtnetlinkClient::links() {
+    nl_cache* raw = nullptr;
+    nl::check(rtnl_link_alloc_cache(sock_.get(), AF_UNSPEC, &raw), "links: dump");
+    nl::Cache cache(raw);
+    std::vector<LinkInfo> out;
+    for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o))
+        out.push_back(toInfo(reinterpret_cast<rtnl_link*>(o)));
+    return out;
 }
 
 nl::Link RtnetlinkClient::linkObject(const std::string& name, const std::string& what) {

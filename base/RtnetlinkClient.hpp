@@ -1,14 +1,15 @@
 #pragma once
 // Requests to the kernel's routing netlink (libnl-route-3) in plain values:
 // links, addresses and routes as the uplink (and any job that moves or
-// restores them) reads and writes them. Every failure is a kovs::Error that
-// names the object and the operation ("address 172.31.0.2/24 on br-phy: add:
-// Object exists"). Removals of something that is already gone succeed, and so
+// restores them) reads and writes them, and the ids of other network
+// namespaces (how a veth names the namespace of its peer). Every failure is
+// a kovs::Error that names the object and the operation ("address
+// 172.31.0.2/24 on br-phy: add: Object exists"). Removals of something that is already gone succeed, and so
 // do additions of something already there: each request means "make it so",
 // which keeps an unwinding or a repeated plan from failing on its own effects.
 //
 // Not for notifications (NetlinkWatcher) nor for gw0's guard, which keeps its
-// own tight loop on one socket (gateway/GatewayGuard).
+// own tight loop on one socket (the steps of gateway/GatewayGuard).
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 
@@ -30,6 +31,9 @@ struct LinkInfo {
     unsigned flags = 0;    // IFF_*
     int master = 0;        // ifindex of the bridge/bond it is enslaved to, 0 for none
     int peer = 0;          // IFLA_LINK: a veth's peer ifindex, 0 when unknown
+    // IFLA_LINK_NETNSID: the namespace of a veth's peer, as netnsId() names
+    // it; none when the peer is in this namespace.
+    std::optional<int32_t> peerNetnsId;
     std::string kind;      // "veth", "bridge", "tun", ... ("" for a plain device)
     bool up() const { return (flags & IFF_UP) != 0; }
     bool noArp() const { return (flags & IFF_NOARP) != 0; }
@@ -81,6 +85,8 @@ public:
     std::optional<LinkInfo> link(int index);
     // Throws kovs::Error ("link eth0: no such device") when it does not exist.
     LinkInfo requireLink(const std::string& name);
+    // Every link of the namespace (one dump).
+    std::vector<LinkInfo> links();
 
     // Every address of the link, in the kernel's order (IPv4 primary first,
     // IPv6 newest first).
@@ -105,6 +111,11 @@ public:
     void isolate(const std::string& name);
     void setNomaster(const std::string& name);
 
+    // The id this network namespace has given the one `netnsFd` refers to
+    // (RTM_GETNSID), i.e. what IFLA_LINK_NETNSID of a veth leading there
+    // reads; none when it has given it no id (no link of ours leads there).
+    std::optional<int32_t> netnsId(int netnsFd);
+
     nl_sock* socket() { return sock_.get(); }
 
 private:
@@ -117,5 +128,10 @@ private:
 // IpPrefix <-> libnl addresses; a host prefix when libnl has no length.
 IpPrefix fromNlAddr(const nl_addr* a, int family);
 nl::Addr toNlAddr(const IpPrefix& p);
+// Stricter than fromNlAddr, for dumps that hold more than IP (a route's next
+// hop may be absent or of another family): none for anything but a
+// well-formed IPv4/IPv6 address. libnl's empty address (a default route's
+// destination) is the family's /0.
+std::optional<IpPrefix> ipFromNlAddr(const nl_addr* a);
 
 }  // namespace kovs

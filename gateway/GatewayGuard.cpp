@@ -1,67 +1,20 @@
 #include "gateway/GatewayGuard.hpp"
 
-#include <linux/if_addr.h>
-#include <linux/rtnetlink.h>
-#include <net/if.h>
-
 #include <algorithm>
-#include <cstring>
-#include <fstream>
-#include <functional>
 
 #include <spdlog/spdlog.h>
 
 #include "base/Error.hpp"
 #include "base/InterfaceName.hpp"
-#include "base/RtnetlinkClient.hpp"
-#include "gateway/GatewayAddressPlan.hpp"
 
 namespace kovs {
-
-struct GatewayGuard::Repairs {
-    uint64_t linkUp = 0, mtu = 0, addrAdded = 0, addrRemoved = 0, routeAdded = 0, routeRemoved = 0, sysctl = 0;
-    uint64_t total() const { return linkUp + mtu + addrAdded + addrRemoved + routeAdded + routeRemoved + sysctl; }
-};
-
 namespace {
 
-constexpr uint32_t kIpv6KernelPrefixMetric = 256;
-constexpr uint32_t kIpv6UserMetric = 1024;
 // Retries of a failed reconcile that no event will announce: 100 ms, then
 // doubling while it keeps failing, so a lasting failure (EPERM) costs one
 // attempt per 5 s, not ten a second.
 constexpr std::chrono::milliseconds kRetryMin{100};
 constexpr std::chrono::milliseconds kRetryMax{5000};
-
-// Stricter than base's fromNlAddr: anything but a well-formed IPv4/IPv6
-// address (or libnl's empty default-route address) is no address at all.
-std::optional<IpPrefix> fromNl(const nl_addr* a) {
-    if (a == nullptr) return std::nullopt;
-    IpPrefix p;
-    p.family = nl_addr_get_family(a);
-    if (p.family != AF_INET && p.family != AF_INET6) return std::nullopt;
-    unsigned len = nl_addr_get_len(a);
-    if (len == 0) {  // default route: libnl leaves the address empty
-        p.prefixLen = 0;
-        return p;
-    }
-    if (len != p.size()) return std::nullopt;
-    std::memcpy(p.bytes.data(), nl_addr_get_binary_addr(a), len);
-    p.prefixLen = static_cast<int>(nl_addr_get_prefixlen(a));
-    return p;
-}
-
-bool sameAddress(const IpPrefix& a, const IpPrefix& b) {
-    return a.family == b.family && std::memcmp(a.bytes.data(), b.bytes.data(), a.size()) == 0;
-}
-
-struct DesiredRoute {
-    IpPrefix dst;
-    std::optional<IpPrefix> via;
-    std::optional<IpPrefix> src;
-    uint8_t scope = RT_SCOPE_LINK;
-    uint32_t priority = 0;
-};
 
 void validateRoutes(const GatewayGuardOptions& o) {
     for (const auto& r : o.routes) {
@@ -89,7 +42,8 @@ void validate(const GatewayGuardOptions& o) {
 
 GatewayGuard::GatewayGuard(EventLoop& loop, GatewayGuardOptions options)
     : loop_(loop), opt_(std::move(options)), retry_(loop, kRetryMin, kRetryMax, [this] { reconcile(); }),
-      guarded_(opt_.addresses) {
+      link_(loop, opt_.name, opt_.mtu, [this] { reconcile(); }), sysctls_(opt_.name),
+      addresses_(opt_.name, {opt_.addresses, opt_.adoptAddresses}), routes_(opt_.name) {
     validate(opt_);
     if (!opt_.enabled) {
         spdlog::info("gateway guard {}: disabled", opt_.name);
@@ -108,7 +62,6 @@ GatewayGuard::GatewayGuard(EventLoop& loop, GatewayGuardOptions options)
 GatewayGuard::~GatewayGuard() {
     if (reconcileTimer_) loop_.cancel(*reconcileTimer_);
     if (resyncTimer_) loop_.cancel(*resyncTimer_);
-    if (mtuHeldTimer_) loop_.cancel(*mtuHeldTimer_);
 }
 
 GatewayGuardStats GatewayGuard::stats() const {
@@ -148,17 +101,11 @@ void GatewayGuard::reconcileNow() {
     reconcile();
 }
 
-std::optional<IpPrefix> GatewayGuard::sourceFor(int family) const {
-    for (const auto& a : guarded_)
-        if (a.family == family) return a;
-    return std::nullopt;
-}
-
 void GatewayGuard::reconcile() {
     auto start = damageSeen_.value_or(EventLoop::Clock::now());
     damageSeen_.reset();
     bool failed = false;
-    Repairs r;
+    GatewayRepairs r;
     bool present = false;
     try {
         rtnl_link* raw = nullptr;
@@ -172,10 +119,11 @@ void GatewayGuard::reconcile() {
             present = true;
             int ifindex = rtnl_link_get_ifindex(link.get());
             watcher_->setIfindex(ifindex);
-            reconcileLink(link.get(), r);
-            if (opt_.serviceSysctls) reconcileSysctls(r);
-            reconcileAddresses(ifindex, r);
-            reconcileRoutes(ifindex, r);
+            link_.reconcile(sock_.get(), link.get(), r);
+            if (opt_.serviceSysctls) sysctls_.reconcile(r);
+            addresses_.reconcile(sock_.get(), ifindex, r);
+            routes_.reconcile(sock_.get(), ifindex, desiredGatewayRoutes(addresses_.guarded(), opt_.routes),
+                              opt_.routesComplete, r);
         }
     } catch (const std::exception& e) {
         // Usually gw0 changed under the reconcile (an address flushed again
@@ -210,7 +158,8 @@ void GatewayGuard::reconcile() {
     stats_.routesAdded += r.routeAdded;
     stats_.routesRemoved += r.routeRemoved;
     stats_.sysctlsFixed += r.sysctl;
-    stats_.mtuContested = mtuThrottle_.contested();
+    stats_.mtuHeld += r.mtuHeld;
+    stats_.mtuContested = link_.mtuContested();
     if (r.total() > 0 && !failed) {
         ++stats_.restores;
         stats_.lastRestore = took;
@@ -223,219 +172,14 @@ void GatewayGuard::reconcile() {
     }
 }
 
-bool GatewayGuard::reconcileLink(rtnl_link* link, Repairs& r) {
-    bool up = (rtnl_link_get_flags(link) & IFF_UP) != 0;
-    unsigned mtu = rtnl_link_get_mtu(link);
-    bool fixMtu = opt_.mtu && mtu != static_cast<unsigned>(*opt_.mtu) && admitMtuRepair(mtu);
-    if (up && !fixMtu) return false;
-    nl::Link change(rtnl_link_alloc());
-    if (!change) throw Error("gateway guard " + opt_.name + ": rtnl_link_alloc: out of memory");
-    if (fixMtu) rtnl_link_set_mtu(change.get(), static_cast<unsigned>(*opt_.mtu));
-    if (!up) rtnl_link_set_flags(change.get(), IFF_UP);
-    nl::check(rtnl_link_change(sock_.get(), link, change.get(), 0),
-              "gateway guard " + opt_.name + ": set " + (up ? "" : "up ") + (fixMtu ? "mtu " + std::to_string(*opt_.mtu) : ""));
-    r.linkUp += up ? 0 : 1;
-    r.mtu += fixMtu ? 1 : 0;
-    return true;
-}
-
-// Every MTU repair passes the throttle: a few at once, then each held back
-// twice as long as the last while the MTU keeps changing under the guard.
-bool GatewayGuard::admitMtuRepair(unsigned observed) {
-    if (mtuHeldTimer_) return false;  // a held-back repair is pending; it runs that pass
-    if (mtuAdmitted_) {
-        mtuAdmitted_ = false;
-        return true;
-    }
-    auto wait = mtuThrottle_.admit();
-    if (wait.count() == 0) return true;
-    spdlog::warn("gateway guard {}: MTU changed under the guard {} times in {} s (now {}, kept at {}): another writer sets "
-                 "it (ovs-vswitchd gives an internal port without mtu_request the bridge's smallest MTU); repairing in {} ms",
-                 opt_.name, mtuThrottle_.inWindow(), mtuThrottle_.window().count() / 1000, observed, *opt_.mtu, wait.count());
-    {
-        std::lock_guard lock(statsMutex_);
-        ++stats_.mtuHeld;
-        stats_.mtuContested = true;
-    }
-    mtuHeldTimer_ = loop_.after(wait, [this] {
-        mtuHeldTimer_.reset();
-        mtuAdmitted_ = true;
-        reconcile();
-    });
-    return false;
-}
-
-// Two sysctls of the gateway the Service paths depend on:
-// - rp_filter not strict: the reply of a hostNetwork Service backend on
-//   another node comes back in through gw0 (tunnel, table 40) while the
-//   request left through the uplink, so strict reverse-path filtering (1)
-//   would drop it; loose (2) keeps the protection against addresses with no
-//   route at all. The kernel applies max(all, gw0), so gw0 gets 2.
-// - send_redirects 0: the kernel forwards pod -> Service -> pod on the same
-//   node in and out of gw0 and would send the client an ICMP redirect to the
-//   backend, around the kernel that DNATs for it.
-void GatewayGuard::reconcileSysctls(Repairs& r) {
-    auto fix = [&](const char* key, const std::function<bool(const std::string&)>& ok, const char* value) {
-        std::string path = "/proc/sys/net/ipv4/conf/" + opt_.name + "/" + key, now;
-        if (!(std::ifstream(path) >> now)) return;  // no IPv4 on this link (yet)
-        if (ok(now)) return;
-        std::ofstream out(path);
-        out << value << "\n";
-        out.close();
-        if (out) {
-            ++r.sysctl;
-            return;
-        }
-        // A read-only /proc/sys (an unprivileged container) is not worth
-        // failing the addresses and routes over: say it once.
-        auto why = std::string("cannot set ") + key + " to " + value + " (" + std::strerror(errno) + ")";
-        if (sysctlWarned_.insert(key).second)
-            spdlog::warn("gateway guard {}: {}; Services with a hostNetwork backend on another node may not answer", opt_.name, why);
-    };
-    fix("rp_filter", [](const std::string& v) { return v != "1"; }, "2");
-    fix("send_redirects", [](const std::string& v) { return v == "0"; }, "0");
-}
-
-void GatewayGuard::reconcileAddresses(int ifindex, Repairs& r) {
-    nl_cache* raw = nullptr;
-    nl::check(rtnl_addr_alloc_cache(sock_.get(), &raw), "gateway guard " + opt_.name + ": dump addresses");
-    nl::Cache cache(raw);
-    std::vector<std::pair<IpPrefix, rtnl_addr*>> have;
-    for (auto* o = nl_cache_get_first(cache.get()); o != nullptr; o = nl_cache_get_next(o)) {
-        auto* a = reinterpret_cast<rtnl_addr*>(o);
-        if (rtnl_addr_get_ifindex(a) != ifindex) continue;
-        auto local = fromNl(rtnl_addr_get_local(a));
-        if (!local) continue;
-        local->prefixLen = static_cast<int>(rtnl_addr_get_prefixlen(a));
-        have.emplace_back(*local, a);
-    }
-    std::vector<IpPrefix> observed;
-    for (const auto& [p, _] : have) observed.push_back(p);
-    auto plan = planGatewayAddresses({opt_.addresses, opt_.adoptAddresses}, guarded_, observed);
-    if (plan.guarded != guarded_) {
-        std::string list;
-        for (const auto& a : plan.guarded) list += (list.empty() ? "" : ", ") + a.str();
-        spdlog::info("gateway guard {}: keeping the addresses the device was given: {}", opt_.name, list.empty() ? "none yet" : list);
-        guarded_ = plan.guarded;
-    }
-    for (const auto& gone : plan.remove) {
-        auto it = std::find_if(have.begin(), have.end(), [&](const auto& h) { return h.first == gone; });
-        if (it == have.end()) continue;
-        int rc = rtnl_addr_delete(sock_.get(), it->second, 0);
-        if (rc == -NLE_NOADDR || rc == -NLE_OBJ_NOTFOUND) continue;  // gone meanwhile
-        nl::check(rc, "gateway guard " + opt_.name + ": remove foreign address " + gone.str());
-        ++r.addrRemoved;
-    }
-    for (const auto& want : plan.add) {
-        std::unique_ptr<rtnl_addr, nl::RtAddrDeleter> a(rtnl_addr_alloc());
-        if (!a) throw Error("gateway guard " + opt_.name + ": rtnl_addr_alloc: out of memory");
-        rtnl_addr_set_ifindex(a.get(), ifindex);
-        auto local = toNlAddr(want);
-        nl::check(rtnl_addr_set_local(a.get(), local.get()), "gateway guard " + opt_.name + ": address " + want.str());
-        rtnl_addr_set_prefixlen(a.get(), want.prefixLen);
-        // Duplicate address detection would keep the gateway address tentative
-        // (unusable as a source) for a second or more after every repair.
-        if (want.family == AF_INET6) rtnl_addr_set_flags(a.get(), IFA_F_NODAD);
-        int rc = rtnl_addr_add(sock_.get(), a.get(), 0);
-        if (rc == -NLE_EXIST) continue;
-        nl::check(rc, "gateway guard " + opt_.name + ": add address " + want.str());
-        ++r.addrAdded;
-    }
-}
-
-void GatewayGuard::reconcileRoutes(int ifindex, Repairs& r) {
-    std::vector<DesiredRoute> desired;
-    for (const auto& a : guarded_) {
-        if (a.prefixLen == a.maxPrefixLen()) continue;  // a host address brings no prefix route
-        DesiredRoute d{a.network(), std::nullopt, std::nullopt, RT_SCOPE_LINK, 0};
-        if (a.family == AF_INET) d.src = a;
-        else d.priority = kIpv6KernelPrefixMetric;
-        desired.push_back(d);
-    }
-    for (const auto& extra : opt_.routes) {
-        DesiredRoute d{extra.dst.network(), extra.via, std::nullopt,
-                       static_cast<uint8_t>(extra.via ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK), 0};
-        if (extra.dst.family == AF_INET) d.src = sourceFor(AF_INET);
-        else d.priority = kIpv6UserMetric;
-        desired.push_back(d);
-    }
-
-    nl_cache* raw = nullptr;
-    nl::check(rtnl_route_alloc_cache(sock_.get(), AF_UNSPEC, 0, &raw), "gateway guard " + opt_.name + ": dump routes");
-    nl::Cache cache(raw);
-    std::vector<bool> found(desired.size(), false);
-    std::vector<rtnl_route*> stale;
-    for (auto* o = nl_cache_get_first(cache.get()); o != nullptr; o = nl_cache_get_next(o)) {
-        auto* rt = reinterpret_cast<rtnl_route*>(o);
-        if (rtnl_route_get_table(rt) != RT_TABLE_MAIN || rtnl_route_get_type(rt) != RTN_UNICAST) continue;
-        auto dst = fromNl(rtnl_route_get_dst(rt));
-        if (!dst) continue;
-        bool onGateway = false, matched = false;
-        for (int i = 0; i < rtnl_route_get_nnexthops(rt); ++i) {
-            auto* nh = rtnl_route_nexthop_n(rt, i);
-            if (rtnl_route_nh_get_ifindex(nh) != ifindex) continue;
-            onGateway = true;
-            auto gw = fromNl(rtnl_route_nh_get_gateway(nh));
-            for (size_t k = 0; k < desired.size(); ++k) {
-                const auto& d = desired[k];
-                if (!(d.dst == *dst)) continue;
-                if (d.via.has_value() != gw.has_value() || (d.via && !sameAddress(*d.via, *gw))) continue;
-                found[k] = matched = true;
-            }
-        }
-        if (onGateway && !matched && rtnl_route_get_protocol(rt) == kKovsRouteProtocol && opt_.routesComplete)
-            stale.push_back(rt);
-    }
-    for (auto* rt : stale) {
-        int rc = rtnl_route_delete(sock_.get(), rt, 0);
-        if (rc == -NLE_OBJ_NOTFOUND) continue;
-        nl::check(rc, "gateway guard " + opt_.name + ": remove stale route " + fromNl(rtnl_route_get_dst(rt))->str());
-        ++r.routeRemoved;
-    }
-    for (size_t k = 0; k < desired.size(); ++k) {
-        if (found[k]) continue;
-        const auto& d = desired[k];
-        nl::Route rt(rtnl_route_alloc());
-        if (!rt) throw Error("gateway guard " + opt_.name + ": rtnl_route_alloc: out of memory");
-        rtnl_route_set_family(rt.get(), static_cast<uint8_t>(d.dst.family));
-        auto dst = toNlAddr(d.dst);
-        nl::check(rtnl_route_set_dst(rt.get(), dst.get()), "gateway guard " + opt_.name + ": route " + d.dst.str());
-        rtnl_route_set_table(rt.get(), RT_TABLE_MAIN);
-        rtnl_route_set_protocol(rt.get(), kKovsRouteProtocol);
-        rtnl_route_set_scope(rt.get(), d.scope);
-        rtnl_route_set_type(rt.get(), RTN_UNICAST);
-        if (d.priority != 0) rtnl_route_set_priority(rt.get(), d.priority);
-        if (d.src) {
-            IpPrefix host = *d.src;
-            host.prefixLen = host.maxPrefixLen();
-            auto src = toNlAddr(host);
-            rtnl_route_set_pref_src(rt.get(), src.get());
-        }
-        rtnl_nexthop* nh = rtnl_route_nh_alloc();
-        if (nh == nullptr) throw Error("gateway guard " + opt_.name + ": rtnl_route_nh_alloc: out of memory");
-        rtnl_route_nh_set_ifindex(nh, ifindex);
-        if (d.via) {
-            IpPrefix host = *d.via;
-            host.prefixLen = host.maxPrefixLen();
-            auto via = toNlAddr(host);
-            rtnl_route_nh_set_gateway(nh, via.get());
-        }
-        rtnl_route_add_nexthop(rt.get(), nh);  // the route owns nh from here
-        int rc = rtnl_route_add(sock_.get(), rt.get(), 0);
-        if (rc == -NLE_EXIST) continue;
-        nl::check(rc, "gateway guard " + opt_.name + ": add route " + d.dst.str() + " dev " + opt_.name);
-        ++r.routeAdded;
-    }
-}
-
 void GatewayGuard::status(nlohmann::json& out) const {
     auto g = stats();
     auto addrs = nlohmann::json::array();
-    for (const auto& a : guarded_) addrs.push_back(a.str());
+    for (const auto& a : addresses_.guarded()) addrs.push_back(a.str());
     out["gateway"] = {{"name", opt_.name}, {"guard", opt_.enabled}, {"present", g.linkPresent}, {"addresses", addrs},
                       {"addressesFrom", opt_.adoptAddresses ? "device" : "config"},
                       {"mtu", opt_.mtu ? nlohmann::json(*opt_.mtu) : nlohmann::json()},
-                      {"mtuContested", mtuThrottle_.contested()}, {"mtuRepairsHeld", g.mtuHeld},
+                      {"mtuContested", link_.mtuContested()}, {"mtuRepairsHeld", g.mtuHeld},
                       {"restores", g.restores}, {"failures", g.failures},
                       {"lastRestoreMicros", g.lastRestore.count() / 1000}};
 }
@@ -450,7 +194,7 @@ void GatewayGuard::metrics(MetricsText& m) const {
     m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.sysctlsFixed), {{"kind", "sysctl"}});
     m.counter("kovs_gateway_restores_total", "Reconciles of the gateway that repaired something.", static_cast<double>(g.restores));
     m.gauge("kovs_gateway_contested", "1 while a value of the gateway keeps being changed under the guard (its repairs held back).",
-            mtuThrottle_.contested() ? 1 : 0, {{"kind", "mtu"}});
+            link_.mtuContested() ? 1 : 0, {{"kind", "mtu"}});
     m.counter("kovs_gateway_repairs_held_total", "Gateway repairs the guard held back because the value kept being changed under it.",
               static_cast<double>(g.mtuHeld), {{"kind", "mtu"}});
     std::lock_guard lock(statsMutex_);

@@ -6,52 +6,36 @@
 // periodic resync backs them up, because the kernel sends no RTM_DELROUTE for
 // routes removed along with an address or when a link goes down.
 //
-// Choices:
-// - Which addresses: configured ones exactly, or, on another CNI's device
-//   (companion mode), the ones it gave the device, learned when they appear
-//   (gateway/GatewayAddressPlan.hpp). Foreign addresses on a configured gw0
-//   are removed; nothing is ever removed from an adopted device.
-// - The MTU only when one is wanted: kovs's own gw0 (whose mtu_request the
-//   bridge job sets, so OVS agrees) or a configured gateway.mtu. Another
-//   CNI's device keeps the MTU that CNI gave it. A value that keeps being
-//   changed under the guard is another writer (ovs-vswitchd resets an
-//   internal port without mtu_request to the bridge's smallest MTU): repairs
-//   go through a RepairThrottle, and the status says the MTU is contested.
-// - Routes are only ever added with kKovsRouteProtocol, and only routes on gw0
-//   carrying that protocol and no longer configured are removed: nobody
-//   else's routes are touched. A present route with another protocol (the
-//   kernel's prefix route) counts as present.
-// - A missing gw0 is not created (the bridge reconciler owns the OVS port);
-//   the guard waits for a link message carrying its name.
+// This is the job: trigger, scheduling, retries, status and metrics. Each
+// pass finds gw0 and runs one step per kind of kernel object, in this order
+// (each step's header says what it keeps and why):
+//   gateway/GatewayLink       up, MTU (with the MTU-repair throttle)
+//   gateway/GatewaySysctls    rp_filter, send_redirects
+//   gateway/GatewayAddresses  addresses (plan: gateway/GatewayAddressPlan)
+//   gateway/GatewayRoutes     routes (plan: gateway/GatewayRoutePlan)
+// A missing gw0 is not created (the bridge reconciler owns the OVS port);
+// the guard waits for a link message carrying its name.
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "base/EventLoop.hpp"
 #include "base/IpPrefix.hpp"
 #include "base/Job.hpp"
-#include "base/RepairThrottle.hpp"
 #include "base/RetryTimer.hpp"
 #include "base/Metrics.hpp"
 #include "base/Netlink.hpp"
 #include "base/NetlinkWatcher.hpp"
+#include "gateway/GatewayAddresses.hpp"
+#include "gateway/GatewayLink.hpp"
+#include "gateway/GatewayRoutes.hpp"
+#include "gateway/GatewaySysctls.hpp"
 
 namespace kovs {
-
-// Route protocol of every route kovs adds ("ip route show proto 107").
-// 107 = 0x6b = 'k'; unused by the kernel (RTPROT_* <= 192 are named, none is
-// 107) and by Debian's /etc/iproute2/rt_protos.
-inline constexpr uint8_t kKovsRouteProtocol = 107;
-
-struct GatewayRoute {
-    IpPrefix dst;                   // e.g. the service CIDR
-    std::optional<IpPrefix> via;    // next hop; none: directly on gw0 (scope link)
-};
 
 struct GatewayGuardOptions {
     bool enabled = true;
@@ -124,28 +108,21 @@ public:
     std::string notReady() const override;
 
 private:
-    struct Repairs;
     void scheduleReconcile();
     void scheduleResync();
     void reconcile();
-    bool reconcileLink(rtnl_link* link, Repairs& r);
-    bool admitMtuRepair(unsigned observed);
-    void reconcileSysctls(Repairs& r);
-    void reconcileAddresses(int ifindex, Repairs& r);
-    void reconcileRoutes(int ifindex, Repairs& r);
-    std::optional<IpPrefix> sourceFor(int family) const;
 
     EventLoop& loop_;
     GatewayGuardOptions opt_;
-    nl::Sock sock_;  // requests and dumps
+    nl::Sock sock_;  // requests and dumps of every step
     std::optional<NetlinkWatcher> watcher_;
     std::optional<EventLoop::TimerId> reconcileTimer_;
     std::optional<EventLoop::TimerId> resyncTimer_;
     RetryTimer retry_;
-    std::vector<IpPrefix> guarded_;  // the addresses kept: configured, or adopted from the device
-    RepairThrottle mtuThrottle_;
-    std::optional<EventLoop::TimerId> mtuHeldTimer_;
-    bool mtuAdmitted_ = false;       // the throttle's wait is over: repair on this pass
+    GatewayLink link_;
+    GatewaySysctls sysctls_;
+    GatewayAddresses addresses_;
+    GatewayRoutes routes_;
     unsigned consecutiveFailures_ = 0;
     std::optional<EventLoop::Clock::time_point> damageSeen_;
 
@@ -153,7 +130,6 @@ private:
     mutable std::mutex statsMutex_;
     GatewayGuardStats stats_;
     LatencyHistogram restoreLatency_;
-    std::set<std::string> sysctlWarned_;
 };
 
 }  // namespace kovs

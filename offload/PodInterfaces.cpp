@@ -1,22 +1,16 @@
 #include "offload/PodInterfaces.hpp"
 
-#include <linux/net_namespace.h>
-#include <linux/netlink.h>
-#include <linux/rtnetlink.h>
 #include <net/if.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
 
 #include "base/Error.hpp"
-#include "base/Netlink.hpp"
 #include "base/Netns.hpp"
-#include "base/UniqueFd.hpp"
+#include "base/RtnetlinkClient.hpp"
 #include "ovs/OvsdbReplica.hpp"
 #include "ovs/OvsdbTransaction.hpp"
 #include "ovs/PodPortIds.hpp"
@@ -31,65 +25,12 @@ struct Candidate {
     std::string pod;
 };
 
-// The network namespace ids this netns has assigned to others (RTM_GETNSID,
-// one request per netns file), i.e. what IFLA_LINK_NETNSID of a veth names.
-class NetnsIds {
-public:
-    NetnsIds() : sock_(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)) {
-        if (!sock_) throwErrno("pod interfaces: netlink socket");
-    }
-
-    // -1 when the kernel has assigned the namespace no id (no veth of ours leads there).
-    int of(int netnsFd) {
-        alignas(nlmsghdr) char buf[64] = {};
-        auto* h = reinterpret_cast<nlmsghdr*>(buf);
-        h->nlmsg_len = NLMSG_LENGTH(sizeof(rtgenmsg));
-        h->nlmsg_type = RTM_GETNSID;
-        h->nlmsg_flags = NLM_F_REQUEST;
-        h->nlmsg_seq = ++seq_;
-        reinterpret_cast<rtgenmsg*>(NLMSG_DATA(h))->rtgen_family = AF_UNSPEC;
-        auto* a = reinterpret_cast<nlattr*>(buf + NLMSG_ALIGN(h->nlmsg_len));
-        a->nla_type = NETNSA_FD;
-        a->nla_len = NLA_HDRLEN + sizeof(uint32_t);
-        auto fd = static_cast<uint32_t>(netnsFd);
-        std::memcpy(reinterpret_cast<char*>(a) + NLA_HDRLEN, &fd, sizeof fd);
-        h->nlmsg_len = NLMSG_ALIGN(h->nlmsg_len) + NLA_ALIGN(a->nla_len);
-        if (::send(sock_.get(), buf, h->nlmsg_len, 0) < 0) throwErrno("RTM_GETNSID: send");
-        alignas(nlmsghdr) char reply[512];
-        ssize_t n = ::recv(sock_.get(), reply, sizeof reply, 0);
-        if (n < 0) throwErrno("RTM_GETNSID: recv");
-        auto* r = reinterpret_cast<nlmsghdr*>(reply);
-        if (!NLMSG_OK(r, static_cast<size_t>(n))) throw Error("RTM_GETNSID: short reply");
-        if (r->nlmsg_type == NLMSG_ERROR) {
-            int err = -reinterpret_cast<nlmsgerr*>(NLMSG_DATA(r))->error;
-            throw SystemError("RTM_GETNSID", err);
-        }
-        if (r->nlmsg_type != RTM_NEWNSID) throw Error("RTM_GETNSID: unexpected reply type " + std::to_string(r->nlmsg_type));
-        auto offset = NLMSG_ALIGN(NLMSG_LENGTH(sizeof(rtgenmsg)));
-        for (size_t at = offset; at + NLA_HDRLEN <= r->nlmsg_len;) {
-            auto* attr = reinterpret_cast<nlattr*>(reply + at);
-            if (attr->nla_len < NLA_HDRLEN || at + attr->nla_len > r->nlmsg_len) break;
-            if (attr->nla_type == NETNSA_NSID && attr->nla_len >= NLA_HDRLEN + sizeof(int32_t)) {
-                int32_t id = 0;
-                std::memcpy(&id, reinterpret_cast<char*>(attr) + NLA_HDRLEN, sizeof id);
-                return id;
-            }
-            at += NLA_ALIGN(attr->nla_len);
-        }
-        return -1;
-    }
-
-private:
-    UniqueFd sock_;
-    uint32_t seq_ = 0;
-};
-
 // Every pinned netns file once (bind mounts of one namespace in two
-// directories, /run and /var/run being one directory on most systems).
-std::map<int, std::string> netnsById(const std::vector<std::string>& dirs) {
-    std::map<int, std::string> out;
+// directories, /run and /var/run being one directory on most systems), by
+// the id this netns has given it: what IFLA_LINK_NETNSID of a veth names.
+std::map<int32_t, std::string> netnsById(RtnetlinkClient& rtnl, const std::vector<std::string>& dirs) {
+    std::map<int32_t, std::string> out;
     std::set<std::pair<dev_t, ino_t>> seen;
-    NetnsIds ids;
     for (const auto& dir : dirs) {
         std::error_code ec;
         for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
@@ -97,8 +38,7 @@ std::map<int, std::string> netnsById(const std::vector<std::string>& dirs) {
             if (::stat(e.path().c_str(), &st) < 0 || !seen.insert({st.st_dev, st.st_ino}).second) continue;
             try {
                 auto fd = Netns::open(e.path().string());
-                int id = ids.of(fd.get());
-                if (id >= 0) out.emplace(id, e.path().string());
+                if (auto id = rtnl.netnsId(fd.get())) out.emplace(*id, e.path().string());
             } catch (const Error&) {
                 // Not a network namespace (a stale file), or gone meanwhile.
             }
@@ -109,27 +49,23 @@ std::map<int, std::string> netnsById(const std::vector<std::string>& dirs) {
 
 std::vector<PodInterface> foreignPods(const std::vector<Candidate>& candidates, const PodInterfacesOptions& opts) {
     std::vector<PodInterface> out;
-    auto sock = nl::connectRoute();
-    nl_cache* raw = nullptr;
-    nl::check(rtnl_link_alloc_cache(sock.get(), AF_UNSPEC, &raw), "pod interfaces: dump links");
-    nl::Cache links(raw);
+    RtnetlinkClient rtnl;
+    std::map<std::string, LinkInfo> links;
+    for (auto& l : rtnl.links()) links.emplace(l.name, std::move(l));
     struct Peer {
         const Candidate* candidate;
-        int nsid;
+        int32_t nsid;
         int ifindex;
     };
     std::vector<Peer> peers;
     for (const auto& c : candidates) {
-        nl::Link link(rtnl_link_get_by_name(links.get(), c.device.c_str()));
-        if (!link) continue;  // vswitchd shows the port, the kernel no longer (going away)
-        const char* kind = rtnl_link_get_type(link.get());
-        int32_t nsid = -1;
-        if (kind == nullptr || std::strcmp(kind, "veth") != 0) continue;
-        if (rtnl_link_get_link_netnsid(link.get(), &nsid) < 0 || nsid < 0) continue;  // its peer is in our netns
-        peers.push_back({&c, nsid, static_cast<int>(rtnl_link_get_link(link.get()))});
+        auto link = links.find(c.device);
+        if (link == links.end()) continue;  // vswitchd shows the port, the kernel no longer (going away)
+        if (link->second.kind != "veth" || !link->second.peerNetnsId) continue;  // its peer is in our netns
+        peers.push_back({&c, *link->second.peerNetnsId, link->second.peer});
     }
     if (peers.empty()) return out;
-    auto paths = netnsById(opts.netnsDirs);
+    auto paths = netnsById(rtnl, opts.netnsDirs);
     for (const auto& p : peers) {
         auto path = paths.find(p.nsid);
         if (path == paths.end()) continue;  // a namespace nobody pinned (not a pod, or not visible here)

@@ -3,6 +3,7 @@
 // and ping is the witness of a redirect.
 #include "base/RtnetlinkClient.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/if_addr.h>
 
@@ -10,12 +11,15 @@
 
 #include "base/Error.hpp"
 #include "base/IngressRedirect.hpp"
+#include "base/Netns.hpp"
 #include "base/Process.hpp"
+#include "base/UniqueFd.hpp"
 #include "tests/support/Poll.hpp"
 #include "tests/support/TestNetns.hpp"
 
 using kovs::AddressInfo;
 using kovs::IpPrefix;
+using kovs::Netns;
 using kovs::RouteInfo;
 using kovs::RtnetlinkClient;
 using kovs::runChecked;
@@ -172,6 +176,62 @@ TEST(RtnetlinkClient, RoutesKeepGatewayMetricProtocolSourceAndOnlink) {
     for (const auto& r : v.rtnl.routes("rt-b"))
         if (r.family() == AF_INET6 && r.dst.prefixLen == 0) found = r.str() == "default via fe80::1 metric 1024 proto boot";
     EXPECT_TRUE(found);
+}
+
+// The id this netns gives another is what a veth leading there reports as
+// its IFLA_LINK_NETNSID (how the offload job finds another CNI's pods); `ip`
+// is the witness.
+TEST(RtnetlinkClient, NetnsIdIsWhatAVethIntoTheNamespaceNames) {
+    TestNetns one("rt-nsid-1"), two("rt-nsid-2");
+    RtnetlinkClient rtnl;
+    EXPECT_EQ(rtnl.netnsId(Netns::open(one.path()).get()), std::nullopt) << "no link leads there yet, so no id";
+
+    runChecked({"ip", "link", "add", "rt-ns1", "type", "veth", "peer", "name", "eth0", "netns", one.name()});
+    runChecked({"ip", "link", "add", "rt-ns2", "type", "veth", "peer", "name", "eth0", "netns", two.name()});
+    auto linkNetnsId = [](const std::string& dev) {
+        auto l = ipJson({"link", "show", "dev", dev}).at(0);
+        EXPECT_TRUE(l.contains("link_netnsid")) << l.dump();
+        return l.value("link_netnsid", -1);
+    };
+    int want1 = linkNetnsId("rt-ns1"), want2 = linkNetnsId("rt-ns2");
+    ASSERT_GE(want1, 0);
+    ASSERT_GE(want2, 0);
+    ASSERT_NE(want1, want2);
+    EXPECT_EQ(rtnl.requireLink("rt-ns1").peerNetnsId, want1);
+    int dumped = 0;
+    for (const auto& l : rtnl.links()) {
+        if (l.name == "rt-ns2") dumped = l.peerNetnsId.value_or(-1);
+        if (l.name == "lo") {
+            EXPECT_EQ(l.peerNetnsId, std::nullopt);
+        }
+    }
+    EXPECT_EQ(dumped, want2) << "the dump reads IFLA_LINK_NETNSID too";
+    // Asked again and again on one socket, between other requests: every
+    // reply is the one to its own request.
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(rtnl.netnsId(Netns::open(one.path()).get()), want1);
+        EXPECT_EQ(rtnl.netnsId(Netns::open(two.path()).get()), want2);
+        EXPECT_EQ(rtnl.requireLink("rt-ns1").kind, "veth");
+    }
+    auto listed = ipJson({"netns", "list-id"});
+    auto listedId = [&](const std::string& name) {
+        for (const auto& e : listed)
+            if (e.value("name", "") == name) return e.value("nsid", -1);
+        return -1;
+    };
+    EXPECT_EQ(listedId(one.name()), want1) << listed.dump();
+    EXPECT_EQ(listedId(two.name()), want2) << listed.dump();
+
+    // A file that is not a network namespace: the kernel's error, named.
+    kovs::UniqueFd notNetns(::open("/", O_RDONLY | O_CLOEXEC));
+    ASSERT_TRUE(notNetns);
+    try {
+        rtnl.netnsId(notNetns.get());
+        FAIL() << "an fd of / was taken for a netns";
+    } catch (const kovs::Error& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("RTM_GETNSID: ", 0), 0u) << e.what();
+    }
+    EXPECT_EQ(rtnl.netnsId(Netns::open(one.path()).get()), want1) << "the socket still answers after an error";
 }
 
 // Two namespaces wired only through a pair of redirects on this netns's

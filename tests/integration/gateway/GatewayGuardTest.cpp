@@ -344,7 +344,7 @@ TEST_F(GatewayGuardTest, DisabledGuardLeavesDamageInPlace) {
 }  // namespace
 
 // The Service paths need loose reverse-path filtering and no ICMP redirects
-// on the gateway (GatewayGuard::reconcileSysctls); someone setting them back
+// on the gateway (gateway/GatewaySysctls); someone setting them back
 // is undone by the next resync.
 TEST_F(GatewayGuardTest, KeepsReversePathFilteringLooseAndRedirectsOff) {
     auto sysctl = [&](const char* key) {

@@ -1,0 +1,62 @@
+// The gateway's sysctl step on a directory laid out as
+// /proc/sys/net/ipv4/conf: which values it keeps, which it changes, and
+// that a link without IPv4 settings fails nothing. (The real /proc/sys:
+// tests/integration/gateway/GatewayGuardTest.cpp.)
+#include "gateway/GatewaySysctls.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/support/TempDir.hpp"
+
+using kovs::GatewayRepairs;
+using kovs::GatewaySysctls;
+
+namespace {
+
+class GatewaySysctlsTest : public ::testing::Test {
+protected:
+    void SetUp() override { std::filesystem::create_directory(dir_ / "gw0"); }
+    void set(const std::string& key, const std::string& value) { std::ofstream(dir_ / ("gw0/" + key)) << value << "\n"; }
+    std::string get(const std::string& key) {
+        std::string v;
+        std::ifstream(dir_ / ("gw0/" + key)) >> v;
+        return v;
+    }
+    kovs::test::TempDir dir_{"kovs-sysctls"};
+};
+
+}  // namespace
+
+TEST_F(GatewaySysctlsTest, StrictReversePathFilteringBecomesLooseAndRedirectsGoOff) {
+    set("rp_filter", "1");
+    set("send_redirects", "1");
+    GatewaySysctls step("gw0", dir_.path());
+    GatewayRepairs r;
+    step.reconcile(r);
+    EXPECT_EQ(get("rp_filter"), "2");
+    EXPECT_EQ(get("send_redirects"), "0");
+    EXPECT_EQ(r.sysctl, 2u);
+
+    GatewayRepairs again;
+    step.reconcile(again);
+    EXPECT_EQ(again.total(), 0u) << "nothing left to change";
+}
+
+TEST_F(GatewaySysctlsTest, NoFilteringAtAllIsKept) {
+    set("rp_filter", "0");
+    set("send_redirects", "0");
+    GatewayRepairs r;
+    GatewaySysctls("gw0", dir_.path()).reconcile(r);
+    EXPECT_EQ(get("rp_filter"), "0") << "only strict filtering (1) is overwritten";
+    EXPECT_EQ(r.sysctl, 0u);
+}
+
+TEST_F(GatewaySysctlsTest, ALinkWithoutIpv4SettingsIsLeftAlone) {
+    GatewayRepairs r;
+    EXPECT_NO_THROW(GatewaySysctls("gw1", dir_.path()).reconcile(r));
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "gw1"));
+    EXPECT_EQ(r.sysctl, 0u);
+}
