@@ -11,14 +11,22 @@ namespace {
 
 struct WantedSysctl {
     const char* key;
-    bool (*ok)(const std::string& now);
+    // `now`: gw0's value; `all`: conf/all's ("" when unreadable).
+    bool (*ok)(const std::string& now, const std::string& all);
     const char* value;  // written when `ok` says no
 };
 
 constexpr WantedSysctl kWanted[] = {
-    {"rp_filter", [](const std::string& v) { return v != "1"; }, "2"},
-    {"send_redirects", [](const std::string& v) { return v == "0"; }, "0"},
+    // The kernel filters by max(all, gw0): a 0 on gw0 under all = 1 is strict.
+    {"rp_filter", [](const std::string& v, const std::string& all) { return v == "2" || (v == "0" && all != "1"); }, "2"},
+    {"send_redirects", [](const std::string& v, const std::string&) { return v == "0"; }, "0"},
 };
+
+std::string readValue(const std::string& path) {
+    std::string v;
+    std::ifstream(path) >> v;
+    return v;
+}
 
 }  // namespace
 
@@ -27,9 +35,10 @@ GatewaySysctls::GatewaySysctls(std::string name, std::string confDir)
 
 void GatewaySysctls::reconcile(GatewayRepairs& r) {
     for (const auto& want : kWanted) {
-        std::string path = confDir_ + "/" + name_ + "/" + want.key, now;
-        if (!(std::ifstream(path) >> now)) continue;  // no IPv4 on this link (yet)
-        if (want.ok(now)) continue;
+        std::string path = confDir_ + "/" + name_ + "/" + want.key;
+        auto now = readValue(path);
+        if (now.empty()) continue;  // no IPv4 on this link (yet)
+        if (want.ok(now, readValue(confDir_ + "/all/" + want.key))) continue;
         std::ofstream out(path);
         out << want.value << "\n";
         out.close();

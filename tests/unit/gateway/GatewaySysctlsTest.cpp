@@ -19,7 +19,10 @@ namespace {
 class GatewaySysctlsTest : public ::testing::Test {
 protected:
     void SetUp() override { std::filesystem::create_directory(dir_ / "gw0"); }
-    void set(const std::string& key, const std::string& value) { std::ofstream(dir_ / ("gw0/" + key)) << value << "\n"; }
+    void set(const std::string& key, const std::string& value, const std::string& link = "gw0") {
+        std::filesystem::create_directories(dir_ / link);
+        std::ofstream(dir_ / link / key) << value << "\n";
+    }
     std::string get(const std::string& key) {
         std::string v;
         std::ifstream(dir_ / ("gw0/" + key)) >> v;
@@ -52,6 +55,17 @@ TEST_F(GatewaySysctlsTest, NoFilteringAtAllIsKept) {
     GatewaySysctls("gw0", dir_.path()).reconcile(r);
     EXPECT_EQ(get("rp_filter"), "0") << "only strict filtering (1) is overwritten";
     EXPECT_EQ(r.sysctl, 0u);
+}
+
+TEST_F(GatewaySysctlsTest, NoFilteringOnTheGatewayUnderStrictFilteringForAllBecomesLoose) {
+    // The kernel applies max(all, gw0): gw0's 0 under all's 1 filters strictly.
+    set("rp_filter", "1", "all");
+    set("rp_filter", "0");
+    set("send_redirects", "0");
+    GatewayRepairs r;
+    GatewaySysctls("gw0", dir_.path()).reconcile(r);
+    EXPECT_EQ(get("rp_filter"), "2");
+    EXPECT_EQ(r.sysctl, 1u);
 }
 
 TEST_F(GatewaySysctlsTest, ALinkWithoutIpv4SettingsIsLeftAlone) {

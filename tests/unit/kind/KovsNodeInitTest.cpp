@@ -220,8 +220,10 @@ TEST_F(CompanionOverlay, InitScriptGoesOnWithoutAPodCidrInCompanionModeOnly) {
     fs::create_directories(dir.path() / "sa");
     writeFile(dir.path() / "sa/token", "t");
     writeFile(dir.path() / "sa/ca.crt", "c");
-    // The API server's answer for a Node without spec.podCIDR.
-    writeFile(dir.path() / "bin/curl", "#!/bin/sh\necho '{\"metadata\":{\"name\":\"n1\"},\"spec\":{}}'\n");
+    // The API server's answer for a Node without spec.podCIDR. Like curl
+    // with -H @-, the stand-in reads its stdin: a reader that left early
+    // would fail the script's printf | curl pipeline (pipefail) at random.
+    writeFile(dir.path() / "bin/curl", "#!/bin/sh\ncat >/dev/null\necho '{\"metadata\":{\"name\":\"n1\"},\"spec\":{}}'\n");
     fs::permissions(dir.path() / "bin/curl", fs::perms::owner_all);
     fs::create_directories(dir.path() / "net.d");
     writeFile(dir.path() / "net.d/10-antrea.conflist", R"({"cniVersion":"0.3.0","name":"antrea","plugins":[{"type":"antrea"}]})");
