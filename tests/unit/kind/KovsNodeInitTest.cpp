@@ -223,7 +223,7 @@ TEST_F(CompanionOverlay, InitScriptGoesOnWithoutAPodCidrInCompanionModeOnly) {
     // The API server's answer for a Node without spec.podCIDR. Like curl
     // with -H @-, the stand-in reads its stdin: a reader that left early
     // would fail the script's printf | curl pipeline (pipefail) at random.
-    writeFile(dir.path() / "bin/curl", "#!/bin/sh\ncat >/dev/null\necho '{\"metadata\":{\"name\":\"n1\"},\"spec\":{}}'\n");
+    writeFile(dir.path() / "bin/curl", "#!/bin/sh\nwhile read -r _; do :; done\necho '{\"metadata\":{\"name\":\"n1\"},\"spec\":{}}'\n");
     fs::permissions(dir.path() / "bin/curl", fs::perms::owner_all);
     fs::create_directories(dir.path() / "net.d");
     writeFile(dir.path() / "net.d/10-antrea.conflist", R"({"cniVersion":"0.3.0","name":"antrea","plugins":[{"type":"antrea"}]})");
