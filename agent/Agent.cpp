@@ -9,7 +9,7 @@
 #include "gateway/NetworkdDropins.hpp"
 #include "uplink/Uplink.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 Agent::Agent(EventLoop& loop, Config config) : loop_(loop), config_(std::move(config)) { resolveUplinkMtu(config_); }
 
@@ -20,17 +20,17 @@ Agent::~Agent() {
 
 void Agent::startOvs() {
     if (config_.ovs.manage) {
-        supervisor_ = std::make_unique<OvsSupervisor>(loop_, supervisorOptions(config_));
-        supervisor_->setRestartHandler([this](OvsSupervisor::Daemon d, pid_t pid) {
+        supervisor_ = std::make_unique<ovs::OvsSupervisor>(loop_, supervisorOptions(config_));
+        supervisor_->setRestartHandler([this](ovs::OvsSupervisor::Daemon d, pid_t pid) {
             repairs_.record("ovs-restart", fmt::format("{} restarted as pid {}", toString(d), pid));
             // Bridges live in the database; routes, neighbours and flows lived
             // in the dead vswitchd. The tunnel job sees the new pid itself.
-            if (d == OvsSupervisor::Daemon::Vswitchd && flows_) flows_->verifySoon();
+            if (d == ovs::OvsSupervisor::Daemon::Vswitchd && flows_) flows_->verifySoon();
         });
         supervisor_->start();
         jobs_.push_back(supervisor_.get());
     }
-    ovsdb_ = std::make_unique<OvsdbClient>(loop_, ovsdbOptions(config_));
+    ovsdb_ = std::make_unique<ovs::OvsdbClient>(loop_, ovsdbOptions(config_));
     ovsdb_->start();
     if (!ovsdb_->waitReady(std::chrono::seconds(15)))
         throw Error("ovsdb " + config_.ovsdbRemote() + ": not reachable within 15 s");
@@ -38,8 +38,8 @@ void Agent::startOvs() {
 
 void Agent::startBridges() {
     // The uplink's port and br-phy's MAC are part of br-phy's desired state.
-    bridges_ = std::make_unique<BridgeReconciler>(loop_, *ovsdb_, bridgeOptions(config_, ovsdb_->replica()));
-    bridges_->setAppliedHandler([this](const BridgePlan& plan) {
+    bridges_ = std::make_unique<bridge::BridgeReconciler>(loop_, *ovsdb_, bridgeOptions(config_, ovsdb_->replica()));
+    bridges_->setAppliedHandler([this](const bridge::BridgePlan& plan) {
         for (const auto& c : plan.changes) repairs_.record("ovsdb", c);
     });
     bridges_->start();
@@ -70,7 +70,7 @@ void Agent::migrateUplink() {
 }
 
 void Agent::startJobs() {
-    gateway_ = std::make_unique<GatewayGuard>(loop_, gatewayOptions(config_));
+    gateway_ = std::make_unique<gateway::GatewayGuard>(loop_, gatewayOptions(config_));
     gateway_->setRestoreHandler([this](std::chrono::nanoseconds took) {
         repairs_.record("gateway", fmt::format("{} restored in {} us", config_.bridge.gateway, took.count() / 1000));
     });
@@ -85,21 +85,21 @@ void Agent::startJobs() {
     jobs_.push_back(offload_.get());
 
     if (tunnelJobWanted(config_)) {
-        unixctl_ = std::make_unique<UnixctlClient>(loop_, config_.ovs.rundir);
+        unixctl_ = std::make_unique<ovs::UnixctlClient>(loop_, config_.ovs.rundir);
         neighbours_ = std::make_unique<tunnel::KernelNeighbourTable>();
         tunnel_ = std::make_unique<tunnel::TunnelReconciler>(loop_, *unixctl_, *neighbours_, tunnelOptions(config_));
         tunnel_->start();
         jobs_.push_back(tunnel_.get());
     }
     if (standalone(config_)) {
-        flows_ = std::make_unique<FlowReconciler>(loop_, ovsdb_->replica(), repairs_, flowOptions(config_));
+        flows_ = std::make_unique<flows::FlowReconciler>(loop_, ovsdb_->replica(), repairs_, flowOptions(config_));
         jobs_.push_back(flows_.get());
         if (config_.egress.masquerade) {
             egress_ = std::make_unique<egress::EgressReconciler>(loop_, repairs_, egressOptions(config_));
             jobs_.push_back(egress_.get());
         }
     }
-    socketBuffers_ = std::make_unique<SocketBufferSizer>(config_.ovs.rundir, config_.ovs.socketBufferKiB);
+    socketBuffers_ = std::make_unique<ovs::SocketBufferSizer>(config_.ovs.rundir, config_.ovs.socketBufferKiB);
     jobs_.push_back(socketBuffers_.get());
     ovsdb_->addChangeHandler([this] {
         if (flows_) flows_->onDatabaseChange();
@@ -154,7 +154,7 @@ void Agent::start() {
     startOvs();
     // Before any device kovs makes exists: a networkd that (re)loads its
     // configuration meanwhile must already find them marked unmanaged.
-    NetworkdDropins(config_.gateway.networkdDropinDir).install(networkdDropinInterfaces(config_));
+    gateway::NetworkdDropins(config_.gateway.networkdDropinDir).install(networkdDropinInterfaces(config_));
     startBridges();
     migrateUplink();
     startJobs();
@@ -177,4 +177,4 @@ bool Agent::runOnce() {
     return why.empty();
 }
 
-}  // namespace kovs
+}  // namespace kovs::agent

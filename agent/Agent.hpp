@@ -34,7 +34,7 @@
 #include "tunnel/NeighbourTable.hpp"
 #include "tunnel/TunnelReconciler.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 class Agent {
 public:
@@ -70,17 +70,17 @@ private:
     RepairLog repairs_;
     CniStats cni_;
 
-    std::unique_ptr<OvsSupervisor> supervisor_;
-    std::unique_ptr<OvsdbClient> ovsdb_;
-    std::unique_ptr<BridgeReconciler> bridges_;
-    std::unique_ptr<GatewayGuard> gateway_;
+    std::unique_ptr<ovs::OvsSupervisor> supervisor_;
+    std::unique_ptr<ovs::OvsdbClient> ovsdb_;
+    std::unique_ptr<bridge::BridgeReconciler> bridges_;
+    std::unique_ptr<gateway::GatewayGuard> gateway_;
     std::unique_ptr<offload::OffloadGuard> offload_;
-    std::unique_ptr<UnixctlClient> unixctl_;
+    std::unique_ptr<ovs::UnixctlClient> unixctl_;
     std::unique_ptr<tunnel::KernelNeighbourTable> neighbours_;
     std::unique_ptr<tunnel::TunnelReconciler> tunnel_;
-    std::unique_ptr<FlowReconciler> flows_;
+    std::unique_ptr<flows::FlowReconciler> flows_;
     std::unique_ptr<egress::EgressReconciler> egress_;
-    std::unique_ptr<SocketBufferSizer> socketBuffers_;
+    std::unique_ptr<ovs::SocketBufferSizer> socketBuffers_;
     std::unique_ptr<PeerFanout> peers_;
     std::unique_ptr<peers::PeerSource> peerSource_;
     std::unique_ptr<StatusServer> statusServer_;
@@ -89,4 +89,4 @@ private:
     std::vector<const Job*> jobs_;
 };
 
-}  // namespace kovs
+}  // namespace kovs::agent

@@ -4,7 +4,7 @@
 
 #include "agent/JobOptions.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 std::string Agent::readiness() const {
     if (!bridges_) return "starting";
@@ -39,4 +39,4 @@ std::string Agent::metrics() const {
     return m.str();
 }
 
-}  // namespace kovs
+}  // namespace kovs::agent

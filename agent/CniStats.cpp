@@ -4,7 +4,7 @@
 
 #include "base/Error.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 void CniStats::record(const nlohmann::json& report) {
     // Commands and codes become label values: only the spec's are accepted, so
@@ -44,4 +44,4 @@ void CniStats::metrics(MetricsText& out) const {
     addLatency_.write(out, "kovs_cni_add_seconds", "Successful kovs-cni ADD duration as kovs-cni measured it.");
 }
 
-}  // namespace kovs
+}  // namespace kovs::agent

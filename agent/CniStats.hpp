@@ -11,7 +11,7 @@
 
 #include "base/Job.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 class CniStats : public Job {
 public:
@@ -29,4 +29,4 @@ private:
     LatencyHistogram addLatency_;
 };
 
-}  // namespace kovs
+}  // namespace kovs::agent

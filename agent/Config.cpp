@@ -16,7 +16,7 @@
 #include "base/IpPrefix.hpp"
 #include "uplink/UplinkOptions.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 namespace {
 
 // Walks one YAML mapping, hands each known key to its handler and rejects the rest.
@@ -289,4 +289,4 @@ Config loadConfig(const std::string& path) {
     }
 }
 
-}  // namespace kovs
+}  // namespace kovs::agent

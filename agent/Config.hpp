@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace kovs {
+namespace kovs::agent {
 
 struct Config {
     enum class Mode { Standalone, Companion };
@@ -112,4 +112,4 @@ Config loadConfig(const std::string& path);
 // checks gateway.mtu against it. Throws kovs::Error naming the key.
 void resolveUplinkMtu(Config& config, const std::string& sysClassNet = "/sys/class/net");
 
-}  // namespace kovs
+}  // namespace kovs::agent

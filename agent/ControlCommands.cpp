@@ -3,10 +3,10 @@
 #include "base/Error.hpp"
 #include "base/InterfaceName.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 namespace {
 
-void portReady(FlowReconciler* flows, const nlohmann::json& req, const StatusServer::Reply& reply) {
+void portReady(flows::FlowReconciler* flows, const nlohmann::json& req, const StatusServer::Reply& reply) {
     auto port = req.value("port", "");
     auto timeout = req.value("timeoutMs", 0);
     if (auto problem = interfaceNameProblem(port); !problem.empty())
@@ -33,4 +33,4 @@ StatusServer::Handler controlCommands(ControlTargets t) {
     };
 }
 
-}  // namespace kovs
+}  // namespace kovs::agent

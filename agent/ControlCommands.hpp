@@ -15,14 +15,14 @@
 #include "agent/StatusServer.hpp"
 #include "flows/FlowReconciler.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 struct ControlTargets {
     std::function<nlohmann::json()> status;
     CniStats& cni;
-    FlowReconciler* flows = nullptr;  // null in companion mode: no flow table to wait for
+    flows::FlowReconciler* flows = nullptr;  // null in companion mode: no flow table to wait for
 };
 
 StatusServer::Handler controlCommands(ControlTargets targets);
 
-}  // namespace kovs
+}  // namespace kovs::agent

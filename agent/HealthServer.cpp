@@ -16,7 +16,7 @@
 
 #include "base/Error.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 // Filled on the loop thread, drained by the serving thread; shared so that a
 // task still queued on the loop after the server is gone writes into this,
@@ -279,4 +279,4 @@ void HealthServer::expire() {
     }
 }
 
-}  // namespace kovs
+}  // namespace kovs::agent

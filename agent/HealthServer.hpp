@@ -27,7 +27,7 @@
 #include "base/EventLoop.hpp"
 #include "base/UniqueFd.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 struct HealthHandlers {
     std::function<std::string()> ready;    // "" when ready, else why not
@@ -83,4 +83,4 @@ private:
     int port_ = 0;
 };
 
-}  // namespace kovs
+}  // namespace kovs::agent

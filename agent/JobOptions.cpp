@@ -1,6 +1,6 @@
 #include "agent/JobOptions.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 namespace {
 
 // Companion mode without gateway.addresses: none, the guard keeps what the
@@ -19,8 +19,8 @@ std::vector<IpPrefix> gatewayAddresses(const Config& c) {
 
 }  // namespace
 
-OvsSupervisorOptions supervisorOptions(const Config& c) {
-    OvsSupervisorOptions o;
+ovs::OvsSupervisorOptions supervisorOptions(const Config& c) {
+    ovs::OvsSupervisorOptions o;
     o.rundir = c.ovs.rundir;
     o.dbPath = c.ovs.database;
     o.schemaPath = c.ovs.schema;
@@ -28,14 +28,14 @@ OvsSupervisorOptions supervisorOptions(const Config& c) {
     return o;
 }
 
-OvsdbClientOptions ovsdbOptions(const Config& c) {
-    OvsdbClientOptions o;
+ovs::OvsdbClientOptions ovsdbOptions(const Config& c) {
+    ovs::OvsdbClientOptions o;
     o.remote = c.ovsdbRemote();
     return o;
 }
 
-BridgeOptions bridgeOptions(const Config& c) {
-    BridgeOptions o;
+bridge::BridgeOptions bridgeOptions(const Config& c) {
+    bridge::BridgeOptions o;
     o.integrationBridge = c.bridge.integration;
     // uplink.mode none: a physical bridge, if named, is the other CNI's.
     o.physBridge = c.uplink.mode == Config::UplinkMode::None ? "" : c.bridge.physical;
@@ -50,11 +50,11 @@ BridgeOptions bridgeOptions(const Config& c) {
     return o;
 }
 
-BridgeOptions bridgeOptions(const Config& c, const OvsdbReplica& replica) {
+bridge::BridgeOptions bridgeOptions(const Config& c, const ovs::OvsdbReplica& replica) {
     auto o = bridgeOptions(c);
     if (c.uplink.mode != Config::UplinkMode::None) {
         auto side = uplink::Uplink(uplinkOptions(c)).ovsSide(replica);
-        o.uplink = BridgeUplinkPort{side.port, side.type, side.hwaddr};
+        o.uplink = bridge::BridgeUplinkPort{side.port, side.type, side.hwaddr};
     }
     return o;
 }
@@ -71,8 +71,8 @@ uplink::UplinkOptions uplinkOptions(const Config& c) {
     return o;
 }
 
-GatewayGuardOptions gatewayOptions(const Config& c) {
-    GatewayGuardOptions o;
+gateway::GatewayGuardOptions gatewayOptions(const Config& c) {
+    gateway::GatewayGuardOptions o;
     o.enabled = c.gateway.guard;
     o.name = c.bridge.gateway;
     o.mtu = c.gatewayMtu() > 0 ? std::optional<int>(c.gatewayMtu()) : std::nullopt;
@@ -86,8 +86,8 @@ GatewayGuardOptions gatewayOptions(const Config& c) {
     return o;
 }
 
-std::vector<GatewayRoute> extraGatewayRoutes(const Config& c) {
-    std::vector<GatewayRoute> routes;
+std::vector<gateway::GatewayRoute> extraGatewayRoutes(const Config& c) {
+    std::vector<gateway::GatewayRoute> routes;
     for (const auto& r : c.gateway.extraRoutes) routes.push_back({IpPrefix::parse(r).network(), std::nullopt});
     return routes;
 }
@@ -103,8 +103,8 @@ tunnel::TunnelReconcilerOptions tunnelOptions(const Config& c) {
     return o;
 }
 
-FlowReconcilerOptions flowOptions(const Config& c) {
-    FlowReconcilerOptions o;
+flows::FlowReconcilerOptions flowOptions(const Config& c) {
+    flows::FlowReconcilerOptions o;
     o.bridge = c.bridge.integration;
     o.rundir = c.ovs.rundir;
     o.gatewayPort = c.bridge.gateway;
@@ -144,4 +144,4 @@ std::vector<std::string> offloadHostDevices(const Config& c) {
     return devices;
 }
 
-}  // namespace kovs
+}  // namespace kovs::agent

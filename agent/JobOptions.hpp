@@ -15,30 +15,30 @@
 #include "tunnel/TunnelReconciler.hpp"
 #include "uplink/Uplink.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 inline bool standalone(const Config& c) { return c.mode == Config::Mode::Standalone; }
 
-OvsSupervisorOptions supervisorOptions(const Config& c);
+ovs::OvsSupervisorOptions supervisorOptions(const Config& c);
 // The agent's connection (with the bridge job's monitor), also doctor's dry-run input.
-OvsdbClientOptions ovsdbOptions(const Config& c);
-BridgeOptions bridgeOptions(const Config& c);
+ovs::OvsdbClientOptions ovsdbOptions(const Config& c);
+bridge::BridgeOptions bridgeOptions(const Config& c);
 // With the uplink's OVS side (its port and br-phy's MAC), which the uplink job
 // derives from what the node and OVSDB hold now: what the bridge job keeps.
-BridgeOptions bridgeOptions(const Config& c, const OvsdbReplica& replica);
+bridge::BridgeOptions bridgeOptions(const Config& c, const ovs::OvsdbReplica& replica);
 uplink::UplinkOptions uplinkOptions(const Config& c);
 // Without the peers' routes: they join as peers arrive (PeerFanout).
-GatewayGuardOptions gatewayOptions(const Config& c);
-std::vector<GatewayRoute> extraGatewayRoutes(const Config& c);
+gateway::GatewayGuardOptions gatewayOptions(const Config& c);
+std::vector<gateway::GatewayRoute> extraGatewayRoutes(const Config& c);
 // The tunnel job (ovs/route + tnl/neigh per peer) runs on the bridge that
 // holds the node IP: kovs's br-phy, or with uplink.mode none a bridge the
 // other CNI owns, named as bridge.physical (OVN-Kubernetes' breth0).
 bool tunnelJobWanted(const Config& c);
 tunnel::TunnelReconcilerOptions tunnelOptions(const Config& c);
-FlowReconcilerOptions flowOptions(const Config& c);
+flows::FlowReconcilerOptions flowOptions(const Config& c);
 peers::PeerFilterOptions peerFilterOptions(const Config& c);
 egress::EgressOptions egressOptions(const Config& c);
 // The devices whose TX checksum offload the offload guard keeps off.
 std::vector<std::string> offloadHostDevices(const Config& c);
 
-}  // namespace kovs
+}  // namespace kovs::agent

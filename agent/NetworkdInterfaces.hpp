@@ -12,7 +12,7 @@
 #include "agent/Config.hpp"
 #include "uplink/UplinkOptions.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 inline std::vector<std::string> networkdDropinInterfaces(const Config& config) {
     std::vector<std::string> names{config.bridge.gateway};
@@ -24,4 +24,4 @@ inline std::vector<std::string> networkdDropinInterfaces(const Config& config) {
     return names;
 }
 
-}  // namespace kovs
+}  // namespace kovs::agent

@@ -10,21 +10,21 @@
 #include "ovs/OvsdbClient.hpp"
 #include "uplink/Uplink.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 void cleanupNode(EventLoop& loop, const Config& config) {
-    NetworkdDropins(config.gateway.networkdDropinDir).remove(networkdDropinInterfaces(config));
+    gateway::NetworkdDropins(config.gateway.networkdDropinDir).remove(networkdDropinInterfaces(config));
     if (standalone(config)) egress::NftablesNat().remove();
     if (config.uplink.mode != Config::UplinkMode::None && uplink::Uplink(uplinkOptions(config)).cleanup())
         spdlog::info("uplink: original addressing of {} restored", config.uplink.interface);
-    OvsdbClient ovsdb(loop, ovsdbOptions(config));
+    ovs::OvsdbClient ovsdb(loop, ovsdbOptions(config));
     ovsdb.start();
     if (ovsdb.waitReady(std::chrono::seconds(5))) {
-        BridgeReconciler(loop, ovsdb, bridgeOptions(config)).cleanup();
+        bridge::BridgeReconciler(loop, ovsdb, bridgeOptions(config)).cleanup();
     } else {
         spdlog::warn("ovsdb {} not reachable: OVS rows left as they are", config.ovsdbRemote());
     }
     spdlog::info("kovs-agent cleanup done");
 }
 
-}  // namespace kovs
+}  // namespace kovs::agent

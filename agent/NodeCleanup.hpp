@@ -6,8 +6,8 @@
 #include "agent/Config.hpp"
 #include "base/EventLoop.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 void cleanupNode(EventLoop& loop, const Config& config);
 
-}  // namespace kovs
+}  // namespace kovs::agent

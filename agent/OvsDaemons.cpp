@@ -5,7 +5,7 @@
 #include "agent/JobOptions.hpp"
 #include "uplink/Uplink.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 OvsDaemons::OvsDaemons(EventLoop& loop, Config config) : loop_(loop), config_(std::move(config)) {}
 
@@ -14,10 +14,10 @@ void OvsDaemons::start() {
     // stop() ends them itself, after the uplink is back on eth0; if this
     // process dies instead, the container's end takes them along.
     opts.keepRunningOnExit = false;
-    supervisor_ = std::make_unique<OvsSupervisor>(loop_, opts);
+    supervisor_ = std::make_unique<ovs::OvsSupervisor>(loop_, opts);
     supervisor_->start();
     spdlog::info("ovs daemons running: ovsdb-server pid {}, ovs-vswitchd pid {} (rundir {})",
-                 supervisor_->pid(OvsSupervisor::Daemon::OvsdbServer), supervisor_->pid(OvsSupervisor::Daemon::Vswitchd),
+                 supervisor_->pid(ovs::OvsSupervisor::Daemon::OvsdbServer), supervisor_->pid(ovs::OvsSupervisor::Daemon::Vswitchd),
                  config_.ovs.rundir);
 }
 
@@ -40,4 +40,4 @@ void OvsDaemons::stop() {
     spdlog::info("ovs daemons stopped");
 }
 
-}  // namespace kovs
+}  // namespace kovs::agent

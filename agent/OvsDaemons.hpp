@@ -19,7 +19,7 @@
 #include "base/EventLoop.hpp"
 #include "ovs/OvsSupervisor.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 class OvsDaemons {
 public:
@@ -39,7 +39,7 @@ private:
 
     EventLoop& loop_;
     Config config_;
-    std::unique_ptr<OvsSupervisor> supervisor_;
+    std::unique_ptr<ovs::OvsSupervisor> supervisor_;
 };
 
-}  // namespace kovs
+}  // namespace kovs::agent

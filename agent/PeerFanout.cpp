@@ -6,7 +6,7 @@
 #include "peers/KubernetesPeerSource.hpp"
 #include "peers/kube/KubeConfig.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 PeerFanout::PeerFanout(peers::PeerFilterOptions filter, bool sourceConfigured, const tunnel::TunnelReconciler* tunnel)
     : filter_(std::move(filter)), sourceConfigured_(sourceConfigured), tunnel_(tunnel) {}
@@ -52,8 +52,8 @@ namespace {
 bool ipv4(const std::string& addr) { return addr.find(':') == std::string::npos; }
 }  // namespace
 
-std::vector<FlowRemoteSubnet> flowRemotes(const peers::PeerSet& peers) {
-    std::vector<FlowRemoteSubnet> out;
+std::vector<flows::FlowRemoteSubnet> flowRemotes(const peers::PeerSet& peers) {
+    std::vector<flows::FlowRemoteSubnet> out;
     for (const auto& [_, p] : peers) {
         if (!ipv4(p.nodeIP)) continue;
         for (const auto& cidr : p.podCIDRs) {
@@ -63,8 +63,8 @@ std::vector<FlowRemoteSubnet> flowRemotes(const peers::PeerSet& peers) {
     return out;
 }
 
-std::vector<GatewayRoute> peerGatewayRoutes(const peers::PeerSet& peers) {
-    std::vector<GatewayRoute> out;
+std::vector<gateway::GatewayRoute> peerGatewayRoutes(const peers::PeerSet& peers) {
+    std::vector<gateway::GatewayRoute> out;
     for (const auto& r : flowRemotes(peers)) out.push_back({IpPrefix::parse(r.cidr), std::nullopt});
     return out;
 }
@@ -95,4 +95,4 @@ std::unique_ptr<peers::PeerSource> makePeerSource(EventLoop& loop, const Config&
     return nullptr;
 }
 
-}  // namespace kovs
+}  // namespace kovs::agent

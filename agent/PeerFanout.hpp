@@ -19,7 +19,7 @@
 #include "peers/PeerSource.hpp"
 #include "tunnel/TunnelReconciler.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 class PeerFanout : public Job {
 public:
@@ -54,8 +54,8 @@ private:
 // The flow table's remotes: IPv4 pod CIDRs of peers with an IPv4 node address
 // (flows and gw0 routes are IPv4 only for now; a route to an IPv6-underlay
 // peer's pods would only blackhole).
-std::vector<FlowRemoteSubnet> flowRemotes(const peers::PeerSet& peers);
-std::vector<GatewayRoute> peerGatewayRoutes(const peers::PeerSet& peers);
+std::vector<flows::FlowRemoteSubnet> flowRemotes(const peers::PeerSet& peers);
+std::vector<gateway::GatewayRoute> peerGatewayRoutes(const peers::PeerSet& peers);
 // What the egress job must not masquerade: pod -> peer pod and pod -> peer node.
 struct PeerNetworks {
     std::vector<IpPrefix> podCidrs;
@@ -67,4 +67,4 @@ PeerNetworks peerNetworks(const peers::PeerSet& peers);
 // null for none.
 std::unique_ptr<peers::PeerSource> makePeerSource(EventLoop& loop, const Config& config);
 
-}  // namespace kovs
+}  // namespace kovs::agent

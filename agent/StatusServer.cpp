@@ -12,7 +12,7 @@
 #include "base/Error.hpp"
 #include "base/UnixAddress.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 namespace {
 
 constexpr size_t kMaxRequest = 64 * 1024;
@@ -103,4 +103,4 @@ void StatusServer::finish(int fd) {
     clients_.erase(fd);
 }
 
-}  // namespace kovs
+}  // namespace kovs::agent

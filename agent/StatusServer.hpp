@@ -15,7 +15,7 @@
 #include "base/EventLoop.hpp"
 #include "base/UniqueFd.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 class StatusServer {
 public:
@@ -52,4 +52,4 @@ private:
     uint64_t nextClient_ = 0;
 };
 
-}  // namespace kovs
+}  // namespace kovs::agent

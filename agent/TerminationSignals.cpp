@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 
-namespace kovs {
+namespace kovs::agent {
 namespace {
 
 sigset_t terminationSet() {
@@ -63,4 +63,4 @@ void TerminationSignals::wait() {
     ::_exit(0);
 }
 
-}  // namespace kovs
+}  // namespace kovs::agent

@@ -25,7 +25,7 @@
 
 #include "base/EventLoop.hpp"
 
-namespace kovs {
+namespace kovs::agent {
 
 class TerminationSignals {
 public:
@@ -50,4 +50,4 @@ private:
     std::thread thread_;
 };
 
-}  // namespace kovs
+}  // namespace kovs::agent

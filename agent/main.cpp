@@ -65,25 +65,25 @@ int main(int argc, char** argv) {
 
     try {
         kovs::setupLogging(logLevel, logFile);
-        auto config = kovs::loadConfig(configPath);
+        auto config = kovs::agent::loadConfig(configPath);
         signal(SIGPIPE, SIG_IGN);
 
         kovs::EventLoop loop;
         // Before any other thread exists (it blocks SIGTERM/SIGINT for all).
-        kovs::TerminationSignals signals(loop, ovsDaemons ? kOvsDaemonsCutShort : kAgentCutShort);
+        kovs::agent::TerminationSignals signals(loop, ovsDaemons ? kOvsDaemonsCutShort : kAgentCutShort);
 
         if (ovsDaemons) {
-            kovs::OvsDaemons daemons(loop, std::move(config));
+            kovs::agent::OvsDaemons daemons(loop, std::move(config));
             int rc = runUntilSignal(loop, [&] { daemons.start(); });
             daemons.stop();
             return rc;
         }
         if (cleanup) {
-            kovs::resolveUplinkMtu(config);
-            kovs::cleanupNode(loop, config);
+            kovs::agent::resolveUplinkMtu(config);
+            kovs::agent::cleanupNode(loop, config);
             return 0;
         }
-        kovs::Agent agent(loop, std::move(config));
+        kovs::agent::Agent agent(loop, std::move(config));
         if (once) return agent.runOnce() ? 0 : 1;
         // glibc hands freed memory back to the kernel by itself only from the
         // top of the heap; what a burst of work frees below live data (a

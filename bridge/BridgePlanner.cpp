@@ -7,7 +7,7 @@
 #include "base/InterfaceName.hpp"
 #include "base/MacAddress.hpp"
 
-namespace kovs {
+namespace kovs::bridge {
 
 using ovsdb::Json;
 
@@ -93,7 +93,7 @@ Json insertInto(const std::string& column, const Json& uuids) {
 }
 
 // The Interface row of a port that carries the port's own name.
-std::optional<std::pair<std::string, Json>> interfaceOf(const OvsdbReplica& db, const Json& port,
+std::optional<std::pair<std::string, Json>> interfaceOf(const ovs::OvsdbReplica& db, const Json& port,
                                                         const std::string& name) {
     for (const auto& u : ovsdb::uuidSet(port.value("interfaces", Json()))) {
         const auto* row = db.row("Interface", u);
@@ -111,7 +111,7 @@ std::optional<int> mtuRequestOf(const Json& iface) {
 
 }  // namespace
 
-BridgePlan BridgePlanner::plan(const OvsdbReplica& db) const {
+BridgePlan BridgePlanner::plan(const ovs::OvsdbReplica& db) const {
     BridgePlan out;
     Names names;
     const auto& roots = db.table("Open_vSwitch");
@@ -130,7 +130,7 @@ BridgePlan BridgePlanner::plan(const OvsdbReplica& db) const {
     return out;
 }
 
-void BridgePlanner::planBridge(const OvsdbReplica& db, const DesiredBridge& br, const std::string& root,
+void BridgePlanner::planBridge(const ovs::OvsdbReplica& db, const DesiredBridge& br, const std::string& root,
                                BridgePlan& out, Names& names) const {
     auto& txn = out.txn;
     Json rootWhere = root.empty() ? Json::array() : ovsdb::whereUuid(root);
@@ -282,7 +282,7 @@ void BridgePlanner::planBridge(const OvsdbReplica& db, const DesiredBridge& br, 
     }
 }
 
-BridgePlan BridgePlanner::planCleanup(const OvsdbReplica& db) const {
+BridgePlan BridgePlanner::planCleanup(const ovs::OvsdbReplica& db) const {
     BridgePlan out;
     const auto& roots = db.table("Open_vSwitch");
     for (const auto& br : desired_) {
@@ -314,4 +314,4 @@ BridgePlan BridgePlanner::planCleanup(const OvsdbReplica& db) const {
     return out;
 }
 
-}  // namespace kovs
+}  // namespace kovs::bridge

@@ -31,7 +31,7 @@
 #include "ovs/OvsdbReplica.hpp"
 #include "ovs/OvsdbTransaction.hpp"
 
-namespace kovs {
+namespace kovs::bridge {
 
 // The uplink job's OVS side (uplink/UplinkPlanner: ovsSide): its port on the
 // physical bridge, and the MAC that bridge must wear, eth0's.
@@ -87,15 +87,15 @@ public:
 
     const std::vector<DesiredBridge>& desired() const { return desired_; }
     // Operations that make the replica match the desired state; empty txn when it does.
-    BridgePlan plan(const OvsdbReplica& db) const;
+    BridgePlan plan(const ovs::OvsdbReplica& db) const;
     // Operations that remove every row kovs owns (and only those).
-    BridgePlan planCleanup(const OvsdbReplica& db) const;
+    BridgePlan planCleanup(const ovs::OvsdbReplica& db) const;
 
     bool owned(const ovsdb::Json& row) const;
 
 private:
     struct Names;
-    void planBridge(const OvsdbReplica& db, const DesiredBridge& br, const std::string& root, BridgePlan& out,
+    void planBridge(const ovs::OvsdbReplica& db, const DesiredBridge& br, const std::string& root, BridgePlan& out,
                     Names& names) const;
     ovsdb::Json ownerMap() const;
 
@@ -103,4 +103,4 @@ private:
     std::vector<DesiredBridge> desired_;
 };
 
-}  // namespace kovs
+}  // namespace kovs::bridge

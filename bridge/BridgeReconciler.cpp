@@ -5,7 +5,7 @@
 #include "base/Error.hpp"
 #include "base/Log.hpp"
 
-namespace kovs {
+namespace kovs::bridge {
 
 namespace {
 constexpr std::chrono::milliseconds kBackoffMin{100};
@@ -21,7 +21,7 @@ std::string join(const std::vector<std::string>& v) {
 }
 }  // namespace
 
-BridgeReconciler::BridgeReconciler(EventLoop& loop, OvsdbClient& client, BridgeOptions opts)
+BridgeReconciler::BridgeReconciler(EventLoop& loop, ovs::OvsdbClient& client, BridgeOptions opts)
     : loop_(loop), client_(client), planner_(std::move(opts)), retry_(loop, kBackoffMin, kBackoffMax, [this] {
           settling_ = false;
           reconcile();
@@ -41,8 +41,8 @@ void BridgeReconciler::start() {
         settling_ = false;
         trigger();
     });
-    client_.addStateHandler([this, token](OvsdbClient::State s) {
-        if (*token && s == OvsdbClient::State::Ready) trigger();
+    client_.addStateHandler([this, token](ovs::OvsdbClient::State s) {
+        if (*token && s == ovs::OvsdbClient::State::Ready) trigger();
     });
     client_.start();
     trigger();
@@ -71,12 +71,12 @@ void BridgeReconciler::settleLater() {
 }
 
 bool BridgeReconciler::converged() const {
-    return client_.state() == OvsdbClient::State::Ready && !inFlight_ && planner_.plan(client_.replica()).txn.empty();
+    return client_.state() == ovs::OvsdbClient::State::Ready && !inFlight_ && planner_.plan(client_.replica()).txn.empty();
 }
 
 void BridgeReconciler::reconcile() {
     if (stopped_) return;
-    if (client_.state() != OvsdbClient::State::Ready) return;  // the Ready transition triggers us again
+    if (client_.state() != ovs::OvsdbClient::State::Ready) return;  // the Ready transition triggers us again
     if (inFlight_ || settling_) {
         dirty_ = true;
         return;
@@ -123,7 +123,7 @@ bool BridgeReconciler::reconcileOnce(std::chrono::milliseconds timeout) {
     start();
     bool ok = loop_.runUntil([this] { return converged(); }, timeout);
     if (!ok && lastError_.empty()) {
-        lastError_ = client_.state() != OvsdbClient::State::Ready
+        lastError_ = client_.state() != ovs::OvsdbClient::State::Ready
                          ? "OVSDB not ready (" + std::string(toString(client_.state())) + ")"
                          : "bridges not converged: " + join(planner_.plan(client_.replica()).changes);
     }
@@ -171,9 +171,9 @@ void BridgeReconciler::metrics(MetricsText& m) const {
 }
 
 std::string BridgeReconciler::notReady() const {
-    if (client_.state() != OvsdbClient::State::Ready) return "OVSDB not connected";
+    if (client_.state() != ovs::OvsdbClient::State::Ready) return "OVSDB not connected";
     if (!converged()) return "bridges not converged" + (lastError_.empty() ? std::string() : ": " + lastError_);
     return "";
 }
 
-}  // namespace kovs
+}  // namespace kovs::bridge

@@ -16,11 +16,11 @@
 #include "bridge/BridgePlanner.hpp"
 #include "ovs/OvsdbClient.hpp"
 
-namespace kovs {
+namespace kovs::bridge {
 
 class BridgeReconciler : public Job {
 public:
-    BridgeReconciler(EventLoop& loop, OvsdbClient& client, BridgeOptions opts);
+    BridgeReconciler(EventLoop& loop, ovs::OvsdbClient& client, BridgeOptions opts);
     ~BridgeReconciler() override;
     BridgeReconciler(const BridgeReconciler&) = delete;
     BridgeReconciler& operator=(const BridgeReconciler&) = delete;
@@ -57,7 +57,7 @@ private:
     void settleLater();
 
     EventLoop& loop_;
-    OvsdbClient& client_;
+    ovs::OvsdbClient& client_;
     BridgePlanner planner_;
     RetryTimer retry_;  // after a failed transaction: 100 ms doubling to 5 s
     bool started_ = false;
@@ -75,4 +75,4 @@ private:
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
-}  // namespace kovs
+}  // namespace kovs::bridge

@@ -108,7 +108,7 @@ nlohmann::json MainMode::add() {
 
     std::string ips;
     for (const auto& ip : lease.ips) ips += (ips.empty() ? "" : ",") + ip.address;
-    PodPortIds ids;
+    ovs::PodPortIds ids;
     ids.network = conf.name;
     ids.containerId = req_.containerId;
     ids.ifname = req_.ifname;

@@ -26,8 +26,8 @@ public:
     PodPorts& ports() { return ports_; }
 
 private:
-    static OvsdbClientOptions options(const std::string& remote, std::chrono::milliseconds timeout) {
-        OvsdbClientOptions o;
+    static ovs::OvsdbClientOptions options(const std::string& remote, std::chrono::milliseconds timeout) {
+        ovs::OvsdbClientOptions o;
         o.remote = remote;
         o.monitorTables = {};
         o.requestTimeout = timeout;
@@ -37,7 +37,7 @@ private:
     }
 
     EventLoop loop_;
-    OvsdbClient client_;
+    ovs::OvsdbClient client_;
     PodPorts ports_;
 };
 

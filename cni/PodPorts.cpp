@@ -44,7 +44,7 @@ bool PodPorts::bridgeReady() {
 
 void PodPorts::add(const PodPort& port) {
     auto idMap = port.ids.toMap();
-    idMap[PodPortIds::kOwnerKey] = PodPortIds::kCniOwner;
+    idMap[ovs::PodPortIds::kOwnerKey] = ovs::PodPortIds::kCniOwner;
     auto ids = ovsdb::map(idMap);
     Transaction t;
     // Without the wait, a missing bridge would make the mutate match nothing and
@@ -94,7 +94,7 @@ std::optional<PodPort> PodPorts::find(const std::string& name) {
     if (rows.empty()) return std::nullopt;
     auto uuid = ovsdb::uuidSet(rows[0].at("_uuid"));
     if (uuid.empty() || std::find(onBridge.begin(), onBridge.end(), uuid[0]) == onBridge.end()) return std::nullopt;
-    PodPort port{name, PodPortIds::parse(ovsdb::mapValue(rows[0].at("external_ids"))), std::nullopt};
+    PodPort port{name, ovs::PodPortIds::parse(ovsdb::mapValue(rows[0].at("external_ids"))), std::nullopt};
     port.ofport = ofportOf(rowsOf(r.at(2), "Interface " + name));
     return port;
 }
@@ -103,15 +103,15 @@ std::vector<PodPort> PodPorts::list() {
     Transaction t;
     t.select("Bridge", ovsdb::whereName(bridge_), {"ports"}, bridge_);
     t.select("Port",
-             Json::array({ovsdb::cond("external_ids", "includes", ovsdb::map({{PodPortIds::kOwnerKey, PodPortIds::kCniOwner}}))}),
-             {"_uuid", "name", "external_ids"}, std::string(PodPortIds::kOwnerKey) + "=" + PodPortIds::kCniOwner);
+             Json::array({ovsdb::cond("external_ids", "includes", ovsdb::map({{ovs::PodPortIds::kOwnerKey, ovs::PodPortIds::kCniOwner}}))}),
+             {"_uuid", "name", "external_ids"}, std::string(ovs::PodPortIds::kOwnerKey) + "=" + ovs::PodPortIds::kCniOwner);
     auto r = db_.transactSync(t);
     auto onBridge = bridgePortUuids(r.at(0));
     std::vector<PodPort> out;
     for (const auto& row : rowsOf(r.at(1), "Port")) {
         auto uuid = ovsdb::uuidSet(row.at("_uuid"));
         if (uuid.empty() || std::find(onBridge.begin(), onBridge.end(), uuid[0]) == onBridge.end()) continue;
-        out.push_back({ovsdb::stringOr(row, "name"), PodPortIds::parse(ovsdb::mapValue(row.at("external_ids"))), std::nullopt});
+        out.push_back({ovsdb::stringOr(row, "name"), ovs::PodPortIds::parse(ovsdb::mapValue(row.at("external_ids"))), std::nullopt});
     }
     return out;
 }

@@ -16,14 +16,14 @@ namespace kovs::cni {
 
 struct PodPort {
     std::string name;  // the host end of the veth
-    PodPortIds ids;
+    ovs::PodPortIds ids;
     std::optional<int64_t> ofport;  // set by ovs-vswitchd once it opened the device
     Attachment attachment() const { return {ids.containerId, ids.ifname}; }
 };
 
 class PodPorts {
 public:
-    PodPorts(OvsdbClient& db, std::string bridge) : db_(db), bridge_(std::move(bridge)) {}
+    PodPorts(ovs::OvsdbClient& db, std::string bridge) : db_(db), bridge_(std::move(bridge)) {}
 
     // The bridge exists and ovs-vswitchd has opened its local port.
     bool bridgeReady();
@@ -40,7 +40,7 @@ public:
 private:
     std::vector<std::string> bridgePortUuids(const nlohmann::json& selectResult) const;
 
-    OvsdbClient& db_;
+    ovs::OvsdbClient& db_;
     std::string bridge_;
 };
 

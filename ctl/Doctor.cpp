@@ -6,11 +6,11 @@
 
 #include "base/UnixJsonRequest.hpp"
 
-namespace kovs {
+namespace kovs::ctl {
 
 using Status = DoctorCheck::Status;
 
-Doctor::Doctor(Config config) : config_(std::move(config)) {
+Doctor::Doctor(agent::Config config) : config_(std::move(config)) {
     try {
         resolveUplinkMtu(config_);
     } catch (const Error&) {
@@ -74,4 +74,4 @@ nlohmann::json toJson(const std::vector<DoctorCheck>& checks) {
     return arr;
 }
 
-}  // namespace kovs
+}  // namespace kovs::ctl

@@ -15,14 +15,15 @@
 #include "agent/Config.hpp"
 #include "ctl/DoctorCheck.hpp"
 
-namespace kovs {
-
+namespace kovs::ovs {
 class OvsdbReplica;
+}
 
+namespace kovs::ctl {
 
 class Doctor {
 public:
-    explicit Doctor(Config config);
+    explicit Doctor(agent::Config config);
 
     std::vector<DoctorCheck> run();
 
@@ -34,13 +35,13 @@ private:
     void checkPeers(std::vector<DoctorCheck>& out);
     void checkNetworkd(std::vector<DoctorCheck>& out);
     void checkSocketBuffers(std::vector<DoctorCheck>& out);
-    void checkBridges(const OvsdbReplica& replica, std::vector<DoctorCheck>& out);
+    void checkBridges(const ovs::OvsdbReplica& replica, std::vector<DoctorCheck>& out);
     void checkFlows(std::vector<DoctorCheck>& out);
     void checkEgress(std::vector<DoctorCheck>& out);
     void checkRefusedPeers(std::vector<DoctorCheck>& out);
     std::optional<std::vector<std::pair<std::string, std::string>>> knownPeers(std::string& origin) const;
 
-    Config config_;
+    agent::Config config_;
     nlohmann::json agentStatus_;          // null when the agent did not answer
     nlohmann::json podPorts_ = nlohmann::json::array();  // Interface rows of kovs-cni ports
     bool ovsReachable_ = false;
@@ -51,4 +52,4 @@ std::string toString(DoctorCheck::Status s);
 std::string formatReport(const std::vector<DoctorCheck>& checks);
 nlohmann::json toJson(const std::vector<DoctorCheck>& checks);
 
-}  // namespace kovs
+}  // namespace kovs::ctl

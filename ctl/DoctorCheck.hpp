@@ -3,7 +3,7 @@
 // check file builds them with.
 #include <string>
 
-namespace kovs {
+namespace kovs::ctl {
 
 struct DoctorCheck {
     enum class Status { Ok, Fail, Skipped };
@@ -21,4 +21,4 @@ inline DoctorCheck skipped(std::string id, std::string why) {
     return {std::move(id), DoctorCheck::Status::Skipped, std::move(why), ""};
 }
 
-}  // namespace kovs
+}  // namespace kovs::ctl

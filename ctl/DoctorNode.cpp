@@ -19,7 +19,7 @@
 #include "egress/NftablesNat.hpp"
 #include "gateway/NetworkdDropins.hpp"
 
-namespace kovs {
+namespace kovs::ctl {
 namespace {
 
 // Addresses of one interface in this netns, as "addr/plen".
@@ -95,7 +95,7 @@ void Doctor::checkGateway(std::vector<DoctorCheck>& out) {
     int ifindex = static_cast<int>(::if_nametoindex(gw.c_str()));
     if (ifindex == 0) {
         out.push_back(fail("gateway", gw + " does not exist",
-                           config_.mode == Config::Mode::Standalone
+                           config_.mode == agent::Config::Mode::Standalone
                                ? "kovs-agent creates it as an OVS internal port; check the agent log"
                                : "it is the other CNI's (companion mode): that CNI creates it, kovs guards it once it exists"));
         return;
@@ -165,7 +165,7 @@ void Doctor::checkNetworkd(std::vector<DoctorCheck>& out) {
         out.push_back(skipped("networkd", "systemd-networkd does not run on this node"));
         return;
     }
-    NetworkdDropins dropins(config_.gateway.networkdDropinDir);
+    gateway::NetworkdDropins dropins(config_.gateway.networkdDropinDir);
     std::vector<std::string> missing;
     for (const auto& n : networkdDropinInterfaces(config_)) {
         if (!std::filesystem::exists(dropins.pathFor(n))) missing.push_back(dropins.pathFor(n));
@@ -181,7 +181,7 @@ void Doctor::checkNetworkd(std::vector<DoctorCheck>& out) {
 }
 
 void Doctor::checkEgress(std::vector<DoctorCheck>& out) {
-    if (config_.mode != Config::Mode::Standalone || !config_.egress.masquerade) return;
+    if (config_.mode != agent::Config::Mode::Standalone || !config_.egress.masquerade) return;
     std::string rules;
     try {
         rules = egress::NftablesNat().readBack();
@@ -202,4 +202,4 @@ void Doctor::checkEgress(std::vector<DoctorCheck>& out) {
     out.push_back(ok("egress", "table ip kovs masquerades pod traffic leaving the cluster"));
 }
 
-}  // namespace kovs
+}  // namespace kovs::ctl

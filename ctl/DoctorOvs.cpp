@@ -16,7 +16,7 @@
 #include "ovs/PacketSocketBuffers.hpp"
 #include "ovs/UnixctlClient.hpp"
 
-namespace kovs {
+namespace kovs::ctl {
 namespace {
 
 int mtuOf(const std::string& ifname) {
@@ -28,15 +28,15 @@ int mtuOf(const std::string& ifname) {
 // The tunnel actually in use and what it adds: the other CNI's in companion
 // mode (OVN's Geneve carries an option the TLV table maps), kovs's own VXLAN
 // in standalone mode. {overhead, what} for the report.
-std::pair<int, std::string> tunnelOverheadInUse(const Config& config, const OvsdbReplica& replica) {
-    auto tunnels = tunnelsOn(replica, config.bridge.integration);
+std::pair<int, std::string> tunnelOverheadInUse(const agent::Config& config, const ovs::OvsdbReplica& replica) {
+    auto tunnels = gateway::tunnelsOn(replica, config.bridge.integration);
     int options = 0;
-    bool geneve = std::any_of(tunnels.begin(), tunnels.end(), [](const TunnelInUse& t) { return t.type == "geneve"; });
+    bool geneve = std::any_of(tunnels.begin(), tunnels.end(), [](const gateway::TunnelInUse& t) { return t.type == "geneve"; });
     std::string optionsFrom;
     if (geneve) {
         auto r = runProcess({"ovs-ofctl", "dump-tlv-map", config.bridge.integration});
         try {
-            options = geneveOptionBytes(r.out);
+            options = gateway::geneveOptionBytes(r.out);
             optionsFrom = fmt::format(" with {} bytes of options (TLV table)", options);
         } catch (const std::exception&) {
             options = 8;  // OVN's one 4-byte option, when the table cannot be read
@@ -46,23 +46,23 @@ std::pair<int, std::string> tunnelOverheadInUse(const Config& config, const Ovsd
     int worst = 0;
     std::string what;
     for (const auto& t : tunnels) {
-        auto o = tunnelOverhead(t, options);
+        auto o = gateway::tunnelOverhead(t, options);
         if (o && *o > worst) {
             worst = *o;
             what = fmt::format("{} ({}{})", t.port, t.type, t.type == "geneve" ? optionsFrom : "");
         }
     }
-    if (worst == 0) return {Config::kVxlanOverhead, "VXLAN (no tunnel port on " + config.bridge.integration + " yet)"};
+    if (worst == 0) return {agent::Config::kVxlanOverhead, "VXLAN (no tunnel port on " + config.bridge.integration + " yet)"};
     return {worst, what};
 }
 
 // Pod packets cross the tunnel whole: the gateway's and every pod's MTU plus
 // the tunnel's overhead must fit the uplink's MTU, or large packets are lost.
-void checkMtu(const Config& config, const OvsdbReplica& replica, const nlohmann::json& pods, std::vector<DoctorCheck>& out) {
+void checkMtu(const agent::Config& config, const ovs::OvsdbReplica& replica, const nlohmann::json& pods, std::vector<DoctorCheck>& out) {
     auto [overhead, tunnel] = tunnelOverheadInUse(config, replica);
     // The bridge holding the node IP carries the tunnel; without one, trust the config.
     int uplinkMtu = mtuOf(config.bridge.physical);
-    if (uplinkMtu == 0 || (config.uplink.mode == Config::UplinkMode::None && !config.bridge.physicalConfigured))
+    if (uplinkMtu == 0 || (config.uplink.mode == agent::Config::UplinkMode::None && !config.bridge.physicalConfigured))
         uplinkMtu = config.uplink.mtu;
     std::vector<std::pair<std::string, int>> mtus;
     if (int gw = mtuOf(config.bridge.gateway)) mtus.emplace_back(config.bridge.gateway, gw);
@@ -104,7 +104,7 @@ void Doctor::checkOvs(std::vector<DoctorCheck>& out) {
     auto remote = config_.ovsdbRemote();
     try {
         EventLoop loop;
-        OvsdbClient db(loop, ovsdbOptions(config_));  // with the bridge job's monitor: its replica is the dry run's input
+        ovs::OvsdbClient db(loop, ovsdbOptions(config_));  // with the bridge job's monitor: its replica is the dry run's input
         db.start();
         if (!db.waitReady(std::chrono::seconds(3))) throw Error("ovsdb " + remote + ": not reachable within 3 s");
         ovsReachable_ = true;
@@ -138,7 +138,7 @@ void Doctor::checkOvs(std::vector<DoctorCheck>& out) {
         out.push_back(fail("ovsdb", e.what(), "start ovsdb-server, or set ovs.manage: true so the agent runs it"));
     }
     try {
-        BlockingUnixctlClient ctl(config_.ovs.rundir);
+        ovs::BlockingUnixctlClient ctl(config_.ovs.rundir);
         ctl.call("version");
         out.push_back(ok("vswitchd", fmt::format("ovs-vswitchd answers (pid {})", ctl.pid())));
         checkSocketBuffers(out);
@@ -152,9 +152,9 @@ void Doctor::checkSocketBuffers(std::vector<DoctorCheck>& out) {
         out.push_back(skipped("socket-buffers", "ovs.socketBufferKiB is 0: vswitchd's packet sockets keep the kernel default"));
         return;
     }
-    std::vector<PacketSocketInfo> sockets;
+    std::vector<ovs::PacketSocketInfo> sockets;
     try {
-        sockets = packetSockets(vswitchdPid(config_.ovs.rundir));
+        sockets = ovs::packetSockets(ovs::vswitchdPid(config_.ovs.rundir));
     } catch (const std::exception& e) {
         out.push_back(skipped("socket-buffers", std::string("cannot inspect vswitchd's packet sockets: ") + e.what()));
         return;
@@ -177,9 +177,9 @@ void Doctor::checkSocketBuffers(std::vector<DoctorCheck>& out) {
 }
 
 // A dry run of the bridge job: what it would send OVSDB now.
-void Doctor::checkBridges(const OvsdbReplica& replica, std::vector<DoctorCheck>& out) {
+void Doctor::checkBridges(const ovs::OvsdbReplica& replica, std::vector<DoctorCheck>& out) {
     try {
-        auto plan = BridgePlanner(bridgeOptions(config_, replica)).plan(replica);
+        auto plan = bridge::BridgePlanner(bridgeOptions(config_, replica)).plan(replica);
         if (plan.txn.empty()) {
             out.push_back(ok("bridges", "bridges and ports are as kovs-agent makes them"));
             return;
@@ -196,7 +196,7 @@ void Doctor::checkBridges(const OvsdbReplica& replica, std::vector<DoctorCheck>&
 // The flow table as the agent reports it (doctor cannot render it: the peer
 // set and ofports are the agent's).
 void Doctor::checkFlows(std::vector<DoctorCheck>& out) {
-    if (config_.mode != Config::Mode::Standalone) return;
+    if (config_.mode != agent::Config::Mode::Standalone) return;
     if (agentStatus_.is_null() || !agentStatus_.contains("flows")) {
         out.push_back(skipped("flows", "the agent did not answer: its flow table is unknown"));
         return;
@@ -220,4 +220,4 @@ void Doctor::checkFlows(std::vector<DoctorCheck>& out) {
                                               f.value("readBackRepairs", 0))));
 }
 
-}  // namespace kovs
+}  // namespace kovs::ctl

@@ -10,7 +10,7 @@
 #include "tunnel/OvsTunnelState.hpp"
 #include "tunnel/TunnelPlanner.hpp"
 
-namespace kovs {
+namespace kovs::ctl {
 
 // The peers this node should have tunnel entries for: the agent's view, or
 // when it does not answer (stopped, hung, crash-looping) the peer file it reads.
@@ -21,7 +21,7 @@ std::optional<std::vector<std::pair<std::string, std::string>>> Doctor::knownPee
         for (const auto& p : agentStatus_["peers"]) peers.emplace_back(p.value("name", ""), p.value("nodeIP", ""));
         return peers;
     }
-    if (config_.peers.source != Config::PeerSourceKind::File) return std::nullopt;
+    if (config_.peers.source != agent::Config::PeerSourceKind::File) return std::nullopt;
     origin = config_.peers.file + " (the agent did not answer)";
     for (const auto& [name, peer] : peers::readPeerFile(config_.peers.file)) {
         if (name != config_.node.name) peers.emplace_back(name, peer.nodeIP);
@@ -49,7 +49,7 @@ void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
     for (const auto& [name, ip] : *peers) desired.peerIPs.insert(ip);
     tunnel::TunnelObserved observed;
     try {
-        auto shown = BlockingUnixctlClient(config_.ovs.rundir).pipeline(tunnel::ovsTunnelReadBack());
+        auto shown = ovs::BlockingUnixctlClient(config_.ovs.rundir).pipeline(tunnel::ovsTunnelReadBack());
         observed.vswitchdPid = shown.pid;
         observed.ovs = tunnel::parseOvsTunnelReadBack(shown, bridge);
     } catch (const std::exception& e) {
@@ -96,4 +96,4 @@ void Doctor::checkRefusedPeers(std::vector<DoctorCheck>& out) {
     }
 }
 
-}  // namespace kovs
+}  // namespace kovs::ctl

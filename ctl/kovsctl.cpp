@@ -87,19 +87,19 @@ int main(int argc, char** argv) {
 
     try {
         kovs::setupLogging("warn");
-        auto config = kovs::loadConfig(configPath);
+        auto config = kovs::agent::loadConfig(configPath);
         if (*status) {
             auto s = kovs::unixJsonRequest(socket.empty() ? config.statusSocket : socket, {{"command", "status"}});
             if (json) std::cout << s.dump(2) << "\n";
             else printStatus(s);
             return 0;
         }
-        kovs::Doctor d(config);
+        kovs::ctl::Doctor d(config);
         auto checks = d.run();
-        if (json) std::cout << kovs::toJson(checks).dump(2) << "\n";
-        else std::cout << "kovsctl doctor on node " << config.node.name << "\n" << kovs::formatReport(checks);
+        if (json) std::cout << kovs::ctl::toJson(checks).dump(2) << "\n";
+        else std::cout << "kovsctl doctor on node " << config.node.name << "\n" << kovs::ctl::formatReport(checks);
         for (const auto& c : checks) {
-            if (c.status == kovs::DoctorCheck::Status::Fail) return 1;
+            if (c.status == kovs::ctl::DoctorCheck::Status::Fail) return 1;
         }
         return 0;
     } catch (const std::exception& e) {

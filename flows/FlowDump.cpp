@@ -7,7 +7,7 @@
 
 #include "base/Error.hpp"
 
-namespace kovs {
+namespace kovs::flows {
 namespace {
 
 const std::set<std::string> kStatistics{"duration", "n_packets", "n_bytes", "idle_age", "hard_age"};
@@ -61,4 +61,4 @@ FlowDump parseFlowDump(const std::string& text) {
     return dump;
 }
 
-}  // namespace kovs
+}  // namespace kovs::flows

@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-namespace kovs {
+namespace kovs::flows {
 
 struct FlowDump {
     // The flows without their statistics (duration, n_packets, n_bytes,
@@ -23,4 +23,4 @@ struct FlowDump {
 // flow). Throws kovs::Error on a flow line it cannot read.
 FlowDump parseFlowDump(const std::string& text);
 
-}  // namespace kovs
+}  // namespace kovs::flows

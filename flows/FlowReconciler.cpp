@@ -6,7 +6,7 @@
 #include "ovs/OvsdbTransaction.hpp"
 #include "ovs/PodPortIds.hpp"
 
-namespace kovs {
+namespace kovs::flows {
 namespace {
 
 // A monitor update that leaves the table as it was still earns a read-back,
@@ -21,7 +21,7 @@ std::optional<int> ofportOf(const nlohmann::json& row) {
 
 }  // namespace
 
-FlowReconciler::FlowReconciler(EventLoop& loop, const OvsdbReplica& replica, RepairLog& repairs, FlowReconcilerOptions opts)
+FlowReconciler::FlowReconciler(EventLoop& loop, const ovs::OvsdbReplica& replica, RepairLog& repairs, FlowReconcilerOptions opts)
     : loop_(loop), replica_(replica), repairs_(repairs), opts_(std::move(opts)), bridge_(loop, opts_.bridge, opts_.rundir, opts_.ofctlTimeout) {}
 
 FlowReconciler::~FlowReconciler() {
@@ -75,7 +75,7 @@ FlowInputs FlowReconciler::inputs() const {
             auto mac = ovsdb::setElements(row.value("mac_in_use", nlohmann::json()));
             if (!mac.empty() && mac[0].is_string()) in.gateway.mac = mac[0];
         }
-        auto ids = PodPortIds::parse(ovsdb::mapValue(row.value("external_ids", nlohmann::json())));
+        auto ids = ovs::PodPortIds::parse(ovsdb::mapValue(row.value("external_ids", nlohmann::json())));
         if (ids.mac.empty() || ids.ipAddresses.empty()) continue;
         // A pod without an ofport yet is named in podsLeftOut by the render.
         for (const auto& ip : ids.ipv4Addresses()) in.pods.push_back({ip, ids.mac, ofport.value_or(-1), name});
@@ -220,4 +220,4 @@ void FlowReconciler::metrics(MetricsText& out) const {
     out.counter("kovs_flow_drops_total", help, static_cast<double>(podSpoofed_.total()), {{"reason", "pod_spoofed"}});
 }
 
-}  // namespace kovs
+}  // namespace kovs::flows

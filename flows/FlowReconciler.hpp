@@ -27,7 +27,7 @@
 #include "flows/OpenFlowBridge.hpp"
 #include "ovs/OvsdbReplica.hpp"
 
-namespace kovs {
+namespace kovs::flows {
 
 struct FlowReconcilerOptions {
     std::string bridge = "br-int";
@@ -43,7 +43,7 @@ struct FlowReconcilerOptions {
 
 class FlowReconciler : public Job {
 public:
-    FlowReconciler(EventLoop& loop, const OvsdbReplica& replica, RepairLog& repairs, FlowReconcilerOptions opts);
+    FlowReconciler(EventLoop& loop, const ovs::OvsdbReplica& replica, RepairLog& repairs, FlowReconcilerOptions opts);
     ~FlowReconciler() override;
     FlowReconciler(const FlowReconciler&) = delete;
     FlowReconciler& operator=(const FlowReconciler&) = delete;
@@ -84,7 +84,7 @@ private:
     void scheduleReadBack();
 
     EventLoop& loop_;
-    const OvsdbReplica& replica_;
+    const ovs::OvsdbReplica& replica_;
     RepairLog& repairs_;
     FlowReconcilerOptions opts_;
     OpenFlowBridge bridge_;
@@ -121,4 +121,4 @@ private:
     std::optional<EventLoop::TimerId> readBackTimer_;
 };
 
-}  // namespace kovs
+}  // namespace kovs::flows

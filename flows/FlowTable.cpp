@@ -9,7 +9,7 @@
 #include "base/IpPrefix.hpp"
 #include "base/MacAddress.hpp"
 
-namespace kovs {
+namespace kovs::flows {
 namespace {
 
 enum Table { kIngress = 0, kConntrack = 10, kConntrackState = 20, kForward = 30, kFromTunnel = 40, kTunnelDelivery = 41 };
@@ -149,4 +149,4 @@ FlowTable::Rendered FlowTable::render(const FlowInputs& in) {
     return out;
 }
 
-}  // namespace kovs
+}  // namespace kovs::flows

@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-namespace kovs {
+namespace kovs::flows {
 
 struct FlowPort {
     std::string mac;
@@ -80,4 +80,4 @@ public:
     static Rendered render(const FlowInputs& in);
 };
 
-}  // namespace kovs
+}  // namespace kovs::flows

@@ -2,7 +2,7 @@
 
 #include "base/Error.hpp"
 
-namespace kovs {
+namespace kovs::flows {
 
 OpenFlowBridge::OpenFlowBridge(EventLoop& loop, std::string bridge, const std::string& rundir, std::chrono::milliseconds timeout)
     : loop_(loop), bridge_(std::move(bridge)), target_("unix:" + rundir + "/" + bridge_ + ".mgmt"), timeout_(timeout) {}
@@ -37,4 +37,4 @@ void OpenFlowBridge::dumpFlows(Dumped done) {
         });
 }
 
-}  // namespace kovs
+}  // namespace kovs::flows

@@ -16,7 +16,7 @@
 #include "base/Process.hpp"
 #include "flows/FlowDump.hpp"
 
-namespace kovs {
+namespace kovs::flows {
 
 class OpenFlowBridge {
 public:
@@ -45,4 +45,4 @@ private:
     ChildProcess child_;
 };
 
-}  // namespace kovs
+}  // namespace kovs::flows

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace kovs {
+namespace kovs::gateway {
 
 bool isIpv6LinkLocal(const IpPrefix& p) { return p.family == AF_INET6 && p.bytes[0] == 0xfe && (p.bytes[1] & 0xc0) == 0x80; }
 
@@ -40,4 +40,4 @@ GatewayAddressPlan planGatewayAddresses(const GatewayAddressPolicy& policy, cons
     return plan;
 }
 
-}  // namespace kovs
+}  // namespace kovs::gateway

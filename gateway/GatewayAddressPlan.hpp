@@ -21,7 +21,7 @@
 
 #include "base/IpPrefix.hpp"
 
-namespace kovs {
+namespace kovs::gateway {
 
 struct GatewayAddressPolicy {
     std::vector<IpPrefix> configured;  // used when adopt is false
@@ -44,4 +44,4 @@ GatewayAddressPlan planGatewayAddresses(const GatewayAddressPolicy& policy, cons
 
 bool isIpv6LinkLocal(const IpPrefix& p);
 
-}  // namespace kovs
+}  // namespace kovs::gateway

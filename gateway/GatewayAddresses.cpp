@@ -11,7 +11,7 @@
 #include "base/Netlink.hpp"
 #include "base/RtnetlinkClient.hpp"
 
-namespace kovs {
+namespace kovs::gateway {
 
 GatewayAddresses::GatewayAddresses(std::string name, GatewayAddressPolicy policy)
     : name_(std::move(name)), policy_(std::move(policy)), guarded_(policy_.configured) {}
@@ -65,4 +65,4 @@ void GatewayAddresses::reconcile(nl_sock* sock, int ifindex, GatewayRepairs& r) 
     }
 }
 
-}  // namespace kovs
+}  // namespace kovs::gateway

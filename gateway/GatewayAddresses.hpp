@@ -13,7 +13,7 @@
 
 struct nl_sock;
 
-namespace kovs {
+namespace kovs::gateway {
 
 class GatewayAddresses {
 public:
@@ -30,4 +30,4 @@ private:
     std::vector<IpPrefix> guarded_;
 };
 
-}  // namespace kovs
+}  // namespace kovs::gateway

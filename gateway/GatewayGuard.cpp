@@ -7,7 +7,7 @@
 #include "base/Error.hpp"
 #include "base/InterfaceName.hpp"
 
-namespace kovs {
+namespace kovs::gateway {
 namespace {
 
 // Retries of a failed reconcile that no event will announce: 100 ms, then
@@ -206,4 +206,4 @@ std::string GatewayGuard::notReady() const {
     return "";
 }
 
-}  // namespace kovs
+}  // namespace kovs::gateway

@@ -35,7 +35,7 @@
 #include "gateway/GatewayRoutes.hpp"
 #include "gateway/GatewaySysctls.hpp"
 
-namespace kovs {
+namespace kovs::gateway {
 
 struct GatewayGuardOptions {
     bool enabled = true;
@@ -132,4 +132,4 @@ private:
     LatencyHistogram restoreLatency_;
 };
 
-}  // namespace kovs
+}  // namespace kovs::gateway

@@ -7,7 +7,7 @@
 #include "base/Error.hpp"
 #include "base/Netlink.hpp"
 
-namespace kovs {
+namespace kovs::gateway {
 
 GatewayLink::GatewayLink(EventLoop& loop, std::string name, std::optional<int> mtu, std::function<void()> reconcile)
     : loop_(loop), name_(std::move(name)), mtu_(mtu), reconcile_(std::move(reconcile)) {}
@@ -53,4 +53,4 @@ bool GatewayLink::admitMtuRepair(unsigned observed, GatewayRepairs& r) {
     return false;
 }
 
-}  // namespace kovs
+}  // namespace kovs::gateway

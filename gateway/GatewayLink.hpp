@@ -19,7 +19,7 @@
 struct nl_sock;
 struct rtnl_link;
 
-namespace kovs {
+namespace kovs::gateway {
 
 class GatewayLink {
 public:
@@ -46,4 +46,4 @@ private:
     bool mtuAdmitted_ = false;  // the throttle's wait is over: repair on this pass
 };
 
-}  // namespace kovs
+}  // namespace kovs::gateway

@@ -4,7 +4,7 @@
 // go, so a pass that fails half-way still reports what it did.
 #include <cstdint>
 
-namespace kovs {
+namespace kovs::gateway {
 
 struct GatewayRepairs {
     uint64_t linkUp = 0, mtu = 0, sysctl = 0, addrAdded = 0, addrRemoved = 0, routeAdded = 0, routeRemoved = 0;
@@ -12,4 +12,4 @@ struct GatewayRepairs {
     uint64_t total() const { return linkUp + mtu + sysctl + addrAdded + addrRemoved + routeAdded + routeRemoved; }
 };
 
-}  // namespace kovs
+}  // namespace kovs::gateway

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace kovs {
+namespace kovs::gateway {
 namespace {
 
 // The metrics the kernel itself gives IPv6 routes: 256 to an address's
@@ -60,4 +60,4 @@ GatewayRoutePlan planGatewayRoutes(const std::vector<DesiredGatewayRoute>& desir
     return plan;
 }
 
-}  // namespace kovs
+}  // namespace kovs::gateway

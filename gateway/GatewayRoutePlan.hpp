@@ -18,7 +18,7 @@
 
 #include "base/IpPrefix.hpp"
 
-namespace kovs {
+namespace kovs::gateway {
 
 // Route protocol of every route kovs adds ("ip route show proto 107").
 // 107 = 0x6b = 'k'; unused by the kernel (RTPROT_* <= 192 are named, none is
@@ -60,4 +60,4 @@ std::vector<DesiredGatewayRoute> desiredGatewayRoutes(const std::vector<IpPrefix
 GatewayRoutePlan planGatewayRoutes(const std::vector<DesiredGatewayRoute>& desired,
                                    const std::vector<ObservedGatewayRoute>& observed, bool removeStale);
 
-}  // namespace kovs
+}  // namespace kovs::gateway

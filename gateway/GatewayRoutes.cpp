@@ -4,7 +4,7 @@
 #include "base/Netlink.hpp"
 #include "base/RtnetlinkClient.hpp"
 
-namespace kovs {
+namespace kovs::gateway {
 namespace {
 
 // A route request's address: next hops and sources are host addresses.
@@ -75,4 +75,4 @@ void GatewayRoutes::reconcile(nl_sock* sock, int ifindex, const std::vector<Desi
     }
 }
 
-}  // namespace kovs
+}  // namespace kovs::gateway

@@ -11,7 +11,7 @@
 
 struct nl_sock;
 
-namespace kovs {
+namespace kovs::gateway {
 
 class GatewayRoutes {
 public:
@@ -24,4 +24,4 @@ private:
     std::string name_;
 };
 
-}  // namespace kovs
+}  // namespace kovs::gateway

@@ -6,7 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace kovs {
+namespace kovs::gateway {
 namespace {
 
 struct WantedSysctl {
@@ -52,4 +52,4 @@ void GatewaySysctls::reconcile(GatewayRepairs& r) {
     }
 }
 
-}  // namespace kovs
+}  // namespace kovs::gateway

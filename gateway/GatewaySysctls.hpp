@@ -15,7 +15,7 @@
 
 #include "gateway/GatewayRepairs.hpp"
 
-namespace kovs {
+namespace kovs::gateway {
 
 class GatewaySysctls {
 public:
@@ -33,4 +33,4 @@ private:
     std::set<std::string> warned_;
 };
 
-}  // namespace kovs
+}  // namespace kovs::gateway

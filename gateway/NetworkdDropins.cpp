@@ -9,7 +9,7 @@
 #include "base/Error.hpp"
 #include "base/InterfaceName.hpp"
 
-namespace kovs {
+namespace kovs::gateway {
 namespace {
 
 void validateName(const std::string& name) {
@@ -88,4 +88,4 @@ void NetworkdDropins::remove(const std::vector<std::string>& interfaces) const {
     }
 }
 
-}  // namespace kovs
+}  // namespace kovs::gateway

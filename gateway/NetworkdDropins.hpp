@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace kovs {
+namespace kovs::gateway {
 
 class NetworkdDropins {
 public:
@@ -32,4 +32,4 @@ private:
     std::string dir_;
 };
 
-}  // namespace kovs
+}  // namespace kovs::gateway

@@ -7,7 +7,7 @@
 #include "ovs/OvsdbReplica.hpp"
 #include "ovs/OvsdbTransaction.hpp"
 
-namespace kovs {
+namespace kovs::gateway {
 
 namespace {
 constexpr int kInnerEthernet = 14;
@@ -25,7 +25,7 @@ std::optional<int> tunnelOverhead(const TunnelInUse& t, int geneveOptionBytes) {
     return std::nullopt;
 }
 
-std::vector<TunnelInUse> tunnelsOn(const OvsdbReplica& replica, const std::string& bridge) {
+std::vector<TunnelInUse> tunnelsOn(const ovs::OvsdbReplica& replica, const std::string& bridge) {
     std::vector<TunnelInUse> out;
     auto br = replica.findByName("Bridge", bridge);
     if (!br) return out;
@@ -76,4 +76,4 @@ int geneveOptionBytes(const std::string& text) {
     return total;
 }
 
-}  // namespace kovs
+}  // namespace kovs::gateway

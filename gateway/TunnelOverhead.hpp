@@ -21,9 +21,11 @@
 #include <string>
 #include <vector>
 
-namespace kovs {
-
+namespace kovs::ovs {
 class OvsdbReplica;
+}
+
+namespace kovs::gateway {
 
 struct TunnelInUse {
     std::string port;             // e.g. "ovn-node2-0"
@@ -38,11 +40,11 @@ struct TunnelInUse {
 std::optional<int> tunnelOverhead(const TunnelInUse& tunnel, int geneveOptionBytes = 0);
 
 // Tunnel interfaces of `bridge` in the replica (Bridge, Port, Interface tables).
-std::vector<TunnelInUse> tunnelsOn(const OvsdbReplica& replica, const std::string& bridge);
+std::vector<TunnelInUse> tunnelsOn(const ovs::OvsdbReplica& replica, const std::string& bridge);
 
 // The option space the TLV table maps, from `ovs-ofctl dump-tlv-map BRIDGE`:
 // the sum of (4 + length) over its mappings; 0 for an empty table. Throws
 // kovs::Error when the text is not a TLV table reply.
 int geneveOptionBytes(const std::string& dumpTlvMap);
 
-}  // namespace kovs
+}  // namespace kovs::gateway

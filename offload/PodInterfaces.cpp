@@ -81,7 +81,7 @@ std::vector<PodInterface> foreignPods(const std::vector<Candidate>& candidates, 
 
 }  // namespace
 
-std::vector<PodInterface> podInterfacesFromReplica(const OvsdbReplica& replica, const std::string& bridge,
+std::vector<PodInterface> podInterfacesFromReplica(const ovs::OvsdbReplica& replica, const std::string& bridge,
                                                    const PodInterfacesOptions& opts) {
     std::vector<PodInterface> out;
     auto br = replica.findByName("Bridge", bridge);
@@ -91,14 +91,14 @@ std::vector<PodInterface> podInterfacesFromReplica(const OvsdbReplica& replica, 
         const auto* port = replica.row("Port", uuid);
         if (!port) continue;
         auto portIds = ovsdb::mapValue(port->value("external_ids", nlohmann::json()));
-        auto ids = PodPortIds::parse(portIds);
+        auto ids = ovs::PodPortIds::parse(portIds);
         auto name = ovsdb::stringOr(*port, "name");
         if (ids.madeByKovsCni()) {
             auto who = ids.podName.empty() ? "container " + ids.containerId : ids.podNamespace + "/" + ids.podName;
             if (!ids.netns.empty() && !ids.ifname.empty()) out.push_back({ids.netns, ids.ifname, name, who, false});
             continue;
         }
-        if (!opts.foreign || portIds.count(PodPortIds::kOwnerKey)) continue;  // kovs-agent's own ports
+        if (!opts.foreign || portIds.count(ovs::PodPortIds::kOwnerKey)) continue;  // kovs-agent's own ports
         for (const auto& iu : ovsdb::uuidSet(port->value("interfaces", nlohmann::json()))) {
             const auto* iface = replica.row("Interface", iu);
             if (!iface || !ovsdb::stringOr(*iface, "type").empty()) continue;

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace kovs {
+namespace kovs::ovs {
 class OvsdbReplica;
 }
 
@@ -42,7 +42,7 @@ struct PodInterfacesOptions {
 // Bridge, Port and Interface tables, plus the kernel for foreign ones. A
 // foreign port whose peer namespace cannot be found is left out (it may be
 // going away); kernel errors throw kovs::Error.
-std::vector<PodInterface> podInterfacesFromReplica(const OvsdbReplica& replica, const std::string& bridge,
+std::vector<PodInterface> podInterfacesFromReplica(const ovs::OvsdbReplica& replica, const std::string& bridge,
                                                    const PodInterfacesOptions& options = {});
 
 }  // namespace kovs::offload

@@ -11,7 +11,7 @@
 #include "base/Error.hpp"
 #include "base/UnixAddress.hpp"
 
-namespace kovs {
+namespace kovs::ovs {
 namespace {
 
 struct SocketAddress {
@@ -295,4 +295,4 @@ void JsonRpcConnection::dispatch(const nlohmann::json& msg) {
     }
 }
 
-}  // namespace kovs
+}  // namespace kovs::ovs

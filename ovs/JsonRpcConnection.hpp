@@ -21,7 +21,7 @@
 #include "base/UniqueFd.hpp"
 #include "ovs/JsonStreamParser.hpp"
 
-namespace kovs {
+namespace kovs::ovs {
 
 class JsonRpcConnection {
 public:
@@ -102,4 +102,4 @@ private:
 // OVSDB error object becomes "<error>: <details>".
 std::string jsonRpcErrorText(const nlohmann::json& error);
 
-}  // namespace kovs
+}  // namespace kovs::ovs

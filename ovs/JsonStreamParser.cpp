@@ -5,7 +5,7 @@
 
 #include "base/Error.hpp"
 
-namespace kovs {
+namespace kovs::ovs {
 
 void JsonStreamParser::fail(const std::string& why) {
     failed_ = true;
@@ -71,4 +71,4 @@ std::vector<nlohmann::json> JsonStreamParser::feed(std::string_view bytes) {
     return out;
 }
 
-}  // namespace kovs
+}  // namespace kovs::ovs

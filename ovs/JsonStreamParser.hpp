@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kovs {
+namespace kovs::ovs {
 
 class JsonStreamParser {
 public:
@@ -38,4 +38,4 @@ private:
     bool failed_ = false;
 };
 
-}  // namespace kovs
+}  // namespace kovs::ovs

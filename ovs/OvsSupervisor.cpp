@@ -20,7 +20,7 @@
 
 extern char** environ;
 
-namespace kovs {
+namespace kovs::ovs {
 namespace fs = std::filesystem;
 
 namespace {
@@ -266,4 +266,4 @@ void OvsSupervisor::metrics(MetricsText& m) const {
                   {{"daemon", toString(d)}});
 }
 
-}  // namespace kovs
+}  // namespace kovs::ovs

@@ -5,7 +5,7 @@
 #include "base/Error.hpp"
 #include "base/Log.hpp"
 
-namespace kovs {
+namespace kovs::ovs {
 
 const char* toString(OvsdbClient::State s) {
     switch (s) {
@@ -186,4 +186,4 @@ std::vector<OvsdbClient::Json> OvsdbClient::transactSync(const ovsdb::Transactio
     throw Error(error ? *error : "transact " + txn.database() + " (" + txn.describeAll() + "): no reply");
 }
 
-}  // namespace kovs
+}  // namespace kovs::ovs

@@ -17,7 +17,7 @@
 #include "ovs/OvsdbReplica.hpp"
 #include "ovs/OvsdbTransaction.hpp"
 
-namespace kovs {
+namespace kovs::ovs {
 
 struct OvsdbClientOptions {
     std::string remote = "unix:/var/run/openvswitch/db.sock";
@@ -100,4 +100,4 @@ private:
 
 const char* toString(OvsdbClient::State s);
 
-}  // namespace kovs
+}  // namespace kovs::ovs

@@ -6,7 +6,7 @@
 #include "base/Error.hpp"
 #include "ovs/OvsdbTransaction.hpp"
 
-namespace kovs {
+namespace kovs::ovs {
 
 void OvsdbReplica::setSchema(const Json& schema) {
     // A malformed schema must surface as kovs::Error, not a json type error.
@@ -151,4 +151,4 @@ size_t OvsdbReplica::size() const {
     return n;
 }
 
-}  // namespace kovs
+}  // namespace kovs::ovs

@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-namespace kovs {
+namespace kovs::ovs {
 
 class OvsdbReplica {
 public:
@@ -43,4 +43,4 @@ private:
     std::map<std::string, std::map<std::string, ColumnKind>> kinds_;
 };
 
-}  // namespace kovs
+}  // namespace kovs::ovs

@@ -151,7 +151,7 @@ std::vector<Json> Transaction::checkResult(const Json& result) const {
         // An element past the operations reports a commit failure (constraint
         // violation, referential integrity): no single operation is to blame.
         std::string who = i < labels_.size() ? labels_[i] : blameCommit(r.contains("details") && r["details"].is_string() ? r["details"].get<std::string>() : "");
-        throw Error(who + ": " + jsonRpcErrorText(r));
+        throw Error(who + ": " + ovs::jsonRpcErrorText(r));
     }
     if (result.size() < ops_.size())
         throw Error("transact " + db_ + " (" + describeAll() + "): " + std::to_string(result.size()) +

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-namespace kovs {
+namespace kovs::ovs {
 namespace {
 
 constexpr const char* kNetwork = "cni-network";
@@ -43,4 +43,4 @@ std::vector<std::string> PodPortIds::ipv4Addresses() const {
     return out;
 }
 
-}  // namespace kovs
+}  // namespace kovs::ovs

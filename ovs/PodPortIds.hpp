@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace kovs {
+namespace kovs::ovs {
 
 struct PodPortIds {
     static constexpr const char* kOwnerKey = "kovs-owner";
@@ -37,4 +37,4 @@ struct PodPortIds {
     std::vector<std::string> ipv4Addresses() const;
 };
 
-}  // namespace kovs
+}  // namespace kovs::ovs

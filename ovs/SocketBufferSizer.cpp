@@ -4,7 +4,7 @@
 
 #include "ovs/PacketSocketBuffers.hpp"
 
-namespace kovs {
+namespace kovs::ovs {
 
 void SocketBufferSizer::run() {
     if (kib_ == 0) return;
@@ -31,4 +31,4 @@ void SocketBufferSizer::metrics(MetricsText& m) const {
               static_cast<double>(resized_));
 }
 
-}  // namespace kovs
+}  // namespace kovs::ovs

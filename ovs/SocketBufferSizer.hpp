@@ -10,7 +10,7 @@
 #include "base/Job.hpp"
 #include "base/LastError.hpp"
 
-namespace kovs {
+namespace kovs::ovs {
 
 class SocketBufferSizer : public Job {
 public:
@@ -30,4 +30,4 @@ private:
     LastError error_;
 };
 
-}  // namespace kovs
+}  // namespace kovs::ovs

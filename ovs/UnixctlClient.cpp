@@ -5,7 +5,7 @@
 
 #include "base/Error.hpp"
 
-namespace kovs {
+namespace kovs::ovs {
 
 std::string UnixctlCommand::describe() const {
     std::string s = command;
@@ -116,4 +116,4 @@ std::string BlockingUnixctlClient::call(const std::string& command, const std::v
     return r.replies[0].text;
 }
 
-}  // namespace kovs
+}  // namespace kovs::ovs

@@ -21,7 +21,7 @@
 #include "base/Pidfile.hpp"
 #include "ovs/JsonRpcConnection.hpp"
 
-namespace kovs {
+namespace kovs::ovs {
 
 struct UnixctlCommand {
     std::string command;
@@ -103,4 +103,4 @@ private:
     UnixctlClient client_;
 };
 
-}  // namespace kovs
+}  // namespace kovs::ovs

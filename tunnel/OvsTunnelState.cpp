@@ -45,9 +45,9 @@ OvsTunnelState parseOvsTunnelState(const std::string& routeShow, const std::stri
     return st;
 }
 
-std::vector<UnixctlCommand> ovsTunnelReadBack() { return {{"ovs/route/show", {}}, {"tnl/neigh/show", {}}}; }
+std::vector<ovs::UnixctlCommand> ovsTunnelReadBack() { return {{"ovs/route/show", {}}, {"tnl/neigh/show", {}}}; }
 
-OvsTunnelState parseOvsTunnelReadBack(const UnixctlReplies& shown, const std::string& bridge) {
+OvsTunnelState parseOvsTunnelReadBack(const ovs::UnixctlReplies& shown, const std::string& bridge) {
     if (!shown.unreachable.empty()) throw Error(shown.unreachable);
     auto commands = ovsTunnelReadBack();
     if (shown.replies.size() != commands.size()) throw Error("ovs/route/show, tnl/neigh/show: replies missing");

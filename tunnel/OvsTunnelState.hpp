@@ -36,7 +36,7 @@ OvsTunnelState parseOvsTunnelState(const std::string& routeShow, const std::stri
 // The read-back as one pipeline (ovs/route/show, tnl/neigh/show), and its
 // replies parsed; throws kovs::Error naming the command that failed, or why
 // vswitchd could not be asked.
-std::vector<UnixctlCommand> ovsTunnelReadBack();
-OvsTunnelState parseOvsTunnelReadBack(const UnixctlReplies& shown, const std::string& bridge);
+std::vector<ovs::UnixctlCommand> ovsTunnelReadBack();
+OvsTunnelState parseOvsTunnelReadBack(const ovs::UnixctlReplies& shown, const std::string& bridge);
 
 }  // namespace kovs::tunnel

@@ -24,8 +24,8 @@ std::string joined(const std::set<std::string>& s) {
 
 std::string hostRoute(const std::string& ip) { return ip + (isIPv6(ip) ? "/128" : "/32"); }
 
-std::vector<UnixctlCommand> TunnelPlan::commands() const {
-    std::vector<UnixctlCommand> out;
+std::vector<ovs::UnixctlCommand> TunnelPlan::commands() const {
+    std::vector<ovs::UnixctlCommand> out;
     for (const auto& s : steps) out.push_back(s.command);
     return out;
 }
@@ -124,7 +124,7 @@ TunnelPlan planTunnel(const TunnelDesired& desired, const TunnelObserved& observ
     return plan;
 }
 
-TunnelOutcome settleTunnel(const TunnelDesired& desired, const TunnelPlan& plan, const std::vector<UnixctlReply>& replies) {
+TunnelOutcome settleTunnel(const TunnelDesired& desired, const TunnelPlan& plan, const std::vector<ovs::UnixctlReply>& replies) {
     using Kind = TunnelStep::Kind;
     TunnelOutcome out;
     out.memory = plan.memory;

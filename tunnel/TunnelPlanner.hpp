@@ -56,7 +56,7 @@ struct TunnelStep {
     Kind kind;
     std::string ip;   // "" for a flush
     std::string why;  // "no OVS route", "tunnel neighbour has MAC x, the kernel y", ...
-    UnixctlCommand command;
+    ovs::UnixctlCommand command;
 };
 
 struct TunnelPlan {
@@ -71,7 +71,7 @@ struct TunnelPlan {
     bool refresh = false;              // every known neighbour is set again
     TunnelMemory memory;               // to remember if nothing is sent (settleTunnel otherwise)
 
-    std::vector<UnixctlCommand> commands() const;
+    std::vector<ovs::UnixctlCommand> commands() const;
     bool empty() const { return steps.empty() && unresolved.empty(); }
 };
 
@@ -90,7 +90,7 @@ struct TunnelOutcome {
 
 // `replies` are the pipeline's, one per plan step and in order.
 TunnelOutcome settleTunnel(const TunnelDesired& desired, const TunnelPlan& plan,
-                           const std::vector<UnixctlReply>& replies);
+                           const std::vector<ovs::UnixctlReply>& replies);
 
 // A dry run's findings (kovsctl doctor), by IP: why vswitchd is not as
 // desired and what fixes it ("ovs-appctl tnl/neigh/set br-phy ..."). Peers

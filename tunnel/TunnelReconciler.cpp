@@ -6,7 +6,7 @@
 
 namespace kovs::tunnel {
 
-TunnelReconciler::TunnelReconciler(EventLoop& loop, UnixctlClient& ovs, NeighbourTable& neighbours,
+TunnelReconciler::TunnelReconciler(EventLoop& loop, ovs::UnixctlClient& ovs, NeighbourTable& neighbours,
                                    TunnelReconcilerOptions opts)
     : loop_(loop),
       ovs_(ovs),
@@ -89,7 +89,7 @@ void TunnelReconciler::runPass() {
     }
     // Observed, vswitchd's half.
     auto token = alive_;
-    ovs_.pipeline(ovsTunnelReadBack(), [this, token, macs = std::move(macs)](UnixctlReplies shown) mutable {
+    ovs_.pipeline(ovsTunnelReadBack(), [this, token, macs = std::move(macs)](ovs::UnixctlReplies shown) mutable {
         if (!*token) return;
         TunnelObserved observed;
         observed.vswitchdPid = shown.pid;
@@ -131,7 +131,7 @@ void TunnelReconciler::applyPlan(const TunnelObserved& observed) {
     stats_.commandsSent += plan.steps.size();
     auto token = alive_;
     pid_t asked = observed.vswitchdPid;
-    ovs_.pipeline(plan.commands(), [this, token, plan, asked](UnixctlReplies applied) {
+    ovs_.pipeline(plan.commands(), [this, token, plan, asked](ovs::UnixctlReplies applied) {
         if (!*token) return;
         auto out = settleTunnel(desired_, plan, applied.replies);
         memory_ = out.memory;

@@ -52,7 +52,7 @@ public:
         LastError lastError;          // empty after a clean pass; logged when it changes
     };
 
-    TunnelReconciler(EventLoop& loop, UnixctlClient& ovs, NeighbourTable& neighbours, TunnelReconcilerOptions opts);
+    TunnelReconciler(EventLoop& loop, ovs::UnixctlClient& ovs, NeighbourTable& neighbours, TunnelReconcilerOptions opts);
     ~TunnelReconciler() override;
     TunnelReconciler(const TunnelReconciler&) = delete;
     TunnelReconciler& operator=(const TunnelReconciler&) = delete;
@@ -97,7 +97,7 @@ private:
     void armResync();
 
     EventLoop& loop_;
-    UnixctlClient& ovs_;
+    ovs::UnixctlClient& ovs_;
     NeighbourTable& neighbours_;
     TunnelReconcilerOptions opts_;
 

@@ -23,14 +23,14 @@ std::string join(const std::vector<std::string>& v) {
 
 Uplink::Uplink(UplinkOptions opts) : opts_(opts), kernel_(std::move(opts)) {}
 
-UplinkOvsSide Uplink::ovsSide(const OvsdbReplica& replica) { return uplink::ovsSide(opts_, kernel_.observe(&replica)); }
+UplinkOvsSide Uplink::ovsSide(const ovs::OvsdbReplica& replica) { return uplink::ovsSide(opts_, kernel_.observe(&replica)); }
 
-UplinkPlan Uplink::plan(const OvsdbReplica& replica) {
+UplinkPlan Uplink::plan(const ovs::OvsdbReplica& replica) {
     auto o = kernel_.observe(&replica);
     return planMigration(opts_, desire(opts_, o), o);
 }
 
-Uplink::Outcome Uplink::migrate(const OvsdbReplica& replica, const std::function<void()>& idle) {
+Uplink::Outcome Uplink::migrate(const ovs::OvsdbReplica& replica, const std::function<void()>& idle) {
     const std::string what = "uplink " + opts_.device + " -> " + opts_.bridge + " (" + modeName(opts_.mode) + ")";
     UndoStack undo("uplink rollback");
     auto deadline = std::chrono::steady_clock::now() + opts_.ovsTimeout;

@@ -30,18 +30,18 @@ public:
 
     // The port and MAC br-phy must have. Throws kovs::Error when the port
     // type is unknown or this ovs-vswitchd cannot do it, or eth0 is missing.
-    UplinkOvsSide ovsSide(const OvsdbReplica& replica);
+    UplinkOvsSide ovsSide(const ovs::OvsdbReplica& replica);
     // Observes, plans and applies until the node is migrated. `replica` must
     // stay current meanwhile: `idle` is called while waiting for OVS (the
     // agent runs its loop there). On failure every applied step is undone
     // and kovs::Error names the step; the node keeps its address either way.
-    Outcome migrate(const OvsdbReplica& replica, const std::function<void()>& idle);
+    Outcome migrate(const ovs::OvsdbReplica& replica, const std::function<void()>& idle);
     // Restores eth0's addressing (from the record, else from br-phy) and
     // removes the shim; works without OVSDB. Returns whether anything changed;
     // throws when an address could not be put back (the record is kept).
     bool cleanup();
     // The plan migrate() would start with (a dry run, for doctor).
-    UplinkPlan plan(const OvsdbReplica& replica);
+    UplinkPlan plan(const ovs::OvsdbReplica& replica);
 
     const UplinkOptions& options() const { return opts_; }
 

@@ -9,7 +9,7 @@
 
 namespace kovs::uplink {
 
-UplinkOvsView ovsViewOf(const UplinkOptions& opts, const OvsdbReplica& db) {
+UplinkOvsView ovsViewOf(const UplinkOptions& opts, const ovs::OvsdbReplica& db) {
     using ovsdb::Json;
     UplinkOvsView v;
     const auto& roots = db.table("Open_vSwitch");
@@ -43,7 +43,7 @@ UplinkOvsView ovsViewOf(const UplinkOptions& opts, const OvsdbReplica& db) {
 
 UplinkKernel::UplinkKernel(UplinkOptions opts) : opts_(std::move(opts)) {}
 
-UplinkObserved UplinkKernel::observe(const OvsdbReplica* replica) {
+UplinkObserved UplinkKernel::observe(const ovs::OvsdbReplica* replica) {
     UplinkObserved o;
     o.device = rtnl_.link(opts_.device);
     if (o.device) {

@@ -13,7 +13,7 @@ public:
     explicit UplinkKernel(UplinkOptions opts);
 
     // `replica` may be null (--cleanup, which must work without OVSDB).
-    UplinkObserved observe(const OvsdbReplica* replica);
+    UplinkObserved observe(const ovs::OvsdbReplica* replica);
     // Throws kovs::Error naming the step.
     void apply(const UplinkAction& action);
 
@@ -24,6 +24,6 @@ private:
 };
 
 // What the replica says about the uplink's port and br-phy.
-UplinkOvsView ovsViewOf(const UplinkOptions& opts, const OvsdbReplica& replica);
+UplinkOvsView ovsViewOf(const UplinkOptions& opts, const ovs::OvsdbReplica& replica);
 
 }  // namespace kovs::uplink

@@ -240,7 +240,7 @@ int main() {
         runChecked({"ip", "link", "add", "gw0", "type", "veth", "peer", "name", "gw0-p"});
         runChecked({"ip", "link", "set", "gw0-p", "up"});
         int ifindex = static_cast<int>(::if_nametoindex("gw0"));
-        GatewayGuardOptions o;
+        gateway::GatewayGuardOptions o;
         o.addresses = {gatewayAddressFor("10.244.1.0/24")};
         o.routes = {{IpPrefix::parse("10.96.0.0/12"), std::nullopt}};
         auto req = nl::connectRoute();

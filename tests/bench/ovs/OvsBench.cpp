@@ -47,10 +47,10 @@ void ports(int n) {
     test::OvsSandbox ovs(false);
     ovs.vsctl({"--no-wait", "add-br", "br-a", "--", "add-br", "br-b"});
     EventLoop loop;
-    OvsdbClientOptions o;
+    ovs::OvsdbClientOptions o;
     o.remote = ovs.dbRemote();
     o.monitorTables.clear();  // as kovs-cni uses it
-    OvsdbClient client(loop, o);
+    ovs::OvsdbClient client(loop, o);
     auto brA = client.transactSync(ovsdb::Transaction().select("Bridge", ovsdb::whereName("br-a"), {"_uuid"}));
     std::string brUuid = brA.at(0)["rows"].at(0)["_uuid"][1];
 
@@ -84,9 +84,9 @@ void ports(int n) {
 
 void unixctl(int n) {
     test::OvsSandbox ovs;
-    BlockingUnixctlClient client(ovs.dir(), "ovs-vswitchd", std::chrono::seconds(60));
+    ovs::BlockingUnixctlClient client(ovs.dir(), "ovs-vswitchd", std::chrono::seconds(60));
     client.call("version");  // connect outside the measurement, like a long-lived agent
-    std::vector<UnixctlCommand> cmds(static_cast<size_t>(n), UnixctlCommand{"ovs/route/show", {}});
+    std::vector<ovs::UnixctlCommand> cmds(static_cast<size_t>(n), ovs::UnixctlCommand{"ovs/route/show", {}});
     size_t ok = 0;
     double pipelined = timeMs([&] {
         for (const auto& r : client.pipeline(cmds).replies) ok += r.ok;

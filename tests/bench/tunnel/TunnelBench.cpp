@@ -70,8 +70,8 @@ void expectProgrammed(const test::OvsSandbox& ovs, size_t n, const char* what) {
     }
 }
 
-void clear(BlockingUnixctlClient& ctl, const std::vector<FakePeer>& peers) {
-    std::vector<UnixctlCommand> cmds;
+void clear(ovs::BlockingUnixctlClient& ctl, const std::vector<FakePeer>& peers) {
+    std::vector<ovs::UnixctlCommand> cmds;
     for (const auto& p : peers) cmds.push_back({"ovs/route/del", {p.ip + "/32"}});
     cmds.push_back({"tnl/neigh/flush", {}});
     ctl.pipeline(cmds);
@@ -90,10 +90,10 @@ int main() {
     ovs.vsctl({"add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev"});
     runChecked({"ip", "addr", "add", "172.30.0.254/16", "dev", "br-phy"});
     runChecked({"ip", "link", "set", "br-phy", "up"});
-    BlockingUnixctlClient ctl(ovs.dir(), "ovs-vswitchd", std::chrono::seconds(60));
+    ovs::BlockingUnixctlClient ctl(ovs.dir(), "ovs-vswitchd", std::chrono::seconds(60));
 
     // 1. One pipelined batch.
-    std::vector<UnixctlCommand> cmds;
+    std::vector<ovs::UnixctlCommand> cmds;
     for (const auto& p : peers) {
         cmds.push_back({"ovs/route/add", {p.ip + "/32", "br-phy"}});
         cmds.push_back({"tnl/neigh/set", {"br-phy", p.ip, p.mac}});
@@ -120,7 +120,7 @@ int main() {
         macs[p.ip] = p.mac;
     }
     EventLoop loop;
-    UnixctlClient async(loop, ovs.dir(), "ovs-vswitchd", std::chrono::seconds(60));
+    ovs::UnixctlClient async(loop, ovs.dir(), "ovs-vswitchd", std::chrono::seconds(60));
     StaticNeighbours neigh(macs);
     TunnelReconciler reconciler(loop, async, neigh, TunnelReconcilerOptions{});
     t0 = Clock::now();

@@ -33,9 +33,9 @@ std::vector<kovs::IpPrefix> prefixes(const std::string& text) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string text(reinterpret_cast<const char*>(data), size);
     try {
-        int bytes = kovs::geneveOptionBytes(text);
+        int bytes = kovs::gateway::geneveOptionBytes(text);
         if (bytes < 0) std::abort();
-        auto o = kovs::tunnelOverhead({"t", "geneve"}, bytes);
+        auto o = kovs::gateway::tunnelOverhead({"t", "geneve"}, bytes);
         if (!o || *o < 50) std::abort();
     } catch (const kovs::Error&) {
     }
@@ -43,15 +43,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto observed = prefixes(text.substr(0, half));
     auto adopted = prefixes(half == std::string::npos ? "" : text.substr(half + 1));
     for (bool adopt : {true, false}) {
-        auto plan = kovs::planGatewayAddresses({adopt ? std::vector<kovs::IpPrefix>{} : adopted, adopt}, adopted, observed);
+        auto plan = kovs::gateway::planGatewayAddresses({adopt ? std::vector<kovs::IpPrefix>{} : adopted, adopt}, adopted, observed);
         if (adopt && !plan.remove.empty()) std::abort();
         for (const auto& a : plan.remove) {
-            if (kovs::isIpv6LinkLocal(a)) std::abort();  // the kernel's, never removed
+            if (kovs::gateway::isIpv6LinkLocal(a)) std::abort();  // the kernel's, never removed
         }
         if (!adopt) continue;  // configured: exactly what the config says, link-local or not
         for (const auto* set : {&plan.add, &plan.guarded}) {
             for (const auto& a : *set) {
-                if (kovs::isIpv6LinkLocal(a)) std::abort();  // never adopted
+                if (kovs::gateway::isIpv6LinkLocal(a)) std::abort();  // never adopted
             }
         }
     }

@@ -16,8 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // First byte: read size, so splits land everywhere.
     size_t chunk = 1 + data[0] % 64;
     std::string_view in(reinterpret_cast<const char*>(data + 1), size - 1);
-    kovs::JsonStreamParser parser;
-    kovs::OvsdbReplica replica;
+    kovs::ovs::JsonStreamParser parser;
+    kovs::ovs::OvsdbReplica replica;
     kovs::ovsdb::Transaction txn;
     txn.insert("Port", {{"name", "p"}}).mutate("Bridge", kovs::ovsdb::whereName("b"), nlohmann::json::array());
     try {

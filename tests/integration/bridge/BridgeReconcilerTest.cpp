@@ -9,11 +9,11 @@
 #include "tests/support/OvsSandbox.hpp"
 #include "tests/support/Poll.hpp"
 
-using kovs::BridgeOptions;
-using kovs::BridgeReconciler;
+using kovs::bridge::BridgeOptions;
+using kovs::bridge::BridgeReconciler;
 using kovs::EventLoop;
-using kovs::OvsdbClient;
-using kovs::OvsdbClientOptions;
+using kovs::ovs::OvsdbClient;
+using kovs::ovs::OvsdbClientOptions;
 using kovs::test::OvsSandbox;
 using kovs::test::pollUntil;
 using Clock = std::chrono::steady_clock;
@@ -228,7 +228,7 @@ TEST(BridgeReconciler, KeepsTheUplinkPortAndBrPhysMac) {
     OvsSandbox ovs;
     ASSERT_TRUE(kovs::runProcess({"ip", "link", "add", "kovs-up0", "type", "veth", "peer", "name", "kovs-up1"}).ok());
     BridgeOptions o;
-    o.uplink = kovs::BridgeUplinkPort{"kovs-up1", "", "02:42:ac:1f:00:02"};
+    o.uplink = kovs::bridge::BridgeUplinkPort{"kovs-up1", "", "02:42:ac:1f:00:02"};
     Agent a(ovs, o);
     ASSERT_TRUE(a.bridges.reconcileOnce(std::chrono::seconds(10))) << a.bridges.lastError();
     EXPECT_EQ(trim(ovs.vsctl({"list-ports", "br-phy"})), "kovs-up1");

@@ -33,16 +33,16 @@ protected:
                    "options:remote_ip=flow", "options:key=flow", "ofport_request=2",
                    "--", "add-port", "br-int", "pod1", "--", "set", "interface", "pod1", "type=internal", "ofport_request=7",
                    std::string("external_ids:attached-mac=\"") + kPodMac + "\"", "external_ids:ip-address=\"10.244.1.5/24\""});
-        OvsdbClientOptions o;
+        ovs::OvsdbClientOptions o;
         o.remote = ovs.dbRemote();
-        db = std::make_unique<OvsdbClient>(loop, o);
+        db = std::make_unique<ovs::OvsdbClient>(loop, o);
         db->start();
         EXPECT_TRUE(db->waitReady(10s));
-        FlowReconcilerOptions f;
+        flows::FlowReconcilerOptions f;
         f.rundir = ovs.dir();
         f.localCidr = "10.244.1.0/24";
         f.readBack = 1h;  // the tests ask for read-backs themselves
-        flows = std::make_unique<FlowReconciler>(loop, db->replica(), repairs, f);
+        flows = std::make_unique<flows::FlowReconciler>(loop, db->replica(), repairs, f);
         db->addChangeHandler([this] { flows->onDatabaseChange(); });
         flows->setRemotes({{"10.244.2.0/24", "172.18.0.3"}});
         flows->start();
@@ -75,8 +75,8 @@ protected:
     OvsSandbox ovs;
     EventLoop loop;
     RepairLog repairs;
-    std::unique_ptr<OvsdbClient> db;
-    std::unique_ptr<FlowReconciler> flows;
+    std::unique_ptr<ovs::OvsdbClient> db;
+    std::unique_ptr<flows::FlowReconciler> flows;
 };
 
 }  // namespace
@@ -189,13 +189,13 @@ TEST_F(FlowReconcilerTest, TellsWhenANewPodPortsFlowsAreIn) {
 // are given up on at their deadline, and the job recovers once vswitchd does.
 TEST_F(FlowReconcilerTest, AStoppedVswitchdDoesNotStallTheLoop) {
     ASSERT_TRUE(installedWithPod());
-    FlowReconcilerOptions f;
+    flows::FlowReconcilerOptions f;
     f.rundir = ovs.dir();
     f.localCidr = "10.244.1.0/24";
     f.readBack = 1h;
     f.ofctlTimeout = 500ms;
     RepairLog log;
-    FlowReconciler slow(loop, db->replica(), log, f);
+    flows::FlowReconciler slow(loop, db->replica(), log, f);
     slow.setRemotes({{"10.244.9.0/24", "172.18.0.9"}});  // another table than `flows` installed: an install is due
     ::kill(ovs.vswitchdPid(), SIGSTOP);
     slow.start();

@@ -40,12 +40,12 @@ protected:
     static void cniAddresses(const std::string& cidr) { runChecked({"ip", "addr", "add", cidr, "dev", kDev}); }
     nlohmann::json status() {
         nlohmann::json s;
-        guard_->onLoop([&](GatewayGuard& g) { g.status(s); });
+        guard_->onLoop([&](gateway::GatewayGuard& g) { g.status(s); });
         return s["gateway"];
     }
     bool guarding(const std::vector<std::string>& addrs) { return status()["addresses"] == nlohmann::json(addrs); }
 
-    GatewayGuardOptions opt_;
+    gateway::GatewayGuardOptions opt_;
     std::unique_ptr<GuardThread> guard_;
 };
 
@@ -95,7 +95,7 @@ TEST_F(GatewayAdoptTest, TheCniReaddressingItsDeviceIsNotFought) {
     runChecked({"ip", "addr", "del", "10.244.1.2/24", "dev", kDev});
     cniAddresses("10.244.9.3/24");
     ASSERT_TRUE(pollUntil([&] { return guarding({"10.244.9.2/24", "10.244.9.3/24"}); }, 2s)) << status().dump();
-    guard_->onLoop([](GatewayGuard& g) { g.reconcileNow(); });
+    guard_->onLoop([](gateway::GatewayGuard& g) { g.reconcileNow(); });
     EXPECT_EQ(LinkView::read(kDev).addresses, (std::set<std::string>{"10.244.9.2/24", "10.244.9.3/24"}));
     EXPECT_EQ(guard_->stats().addressesRemoved, 0u);
     EXPECT_EQ(guard_->stats().addressesAdded, 0u);

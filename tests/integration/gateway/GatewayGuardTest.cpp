@@ -77,7 +77,7 @@ protected:
     }
 
     const std::string dev_ = "gw0";
-    GatewayGuardOptions opt_;
+    gateway::GatewayGuardOptions opt_;
     std::unique_ptr<GuardThread> guard_;
 };
 
@@ -94,13 +94,13 @@ TEST_F(GatewayGuardTest, ConfiguresAFreshLink) {
 TEST_F(GatewayGuardTest, FlushedAddressesComeBack) {
     startGuard();
     std::atomic<int64_t> handlerNs{0};
-    guard_->onLoop([&](GatewayGuard& g) { g.setRestoreHandler([&](std::chrono::nanoseconds d) { handlerNs = d.count(); }); });
+    guard_->onLoop([&](gateway::GatewayGuard& g) { g.setRestoreHandler([&](std::chrono::nanoseconds d) { handlerNs = d.count(); }); });
     runChecked({"ip", "addr", "flush", "dev", dev_});
     expectConsistentWithin("ip addr flush", 2s);
     EXPECT_GE(guard_->stats().addressesAdded, 4u);
     EXPECT_TRUE(pollUntil([&] { return handlerNs > 0 && handlerNs == guard_->stats().lastRestore.count(); }, 2s))
         << "restore handler not called with the restore's duration: " << handlerNs;
-    guard_->onLoop([](GatewayGuard& g) { g.setRestoreHandler(nullptr); });
+    guard_->onLoop([](gateway::GatewayGuard& g) { g.setRestoreHandler(nullptr); });
 }
 
 TEST_F(GatewayGuardTest, FlushedRoutesComeBackWithKovsProtocol) {
@@ -174,7 +174,7 @@ TEST_F(GatewayGuardTest, ReplacedRoutesAreAppliedAndOldKovsRoutesRemoved) {
     ASSERT_TRUE(pollUntil([&] { return (last = LinkView::read(dev_)).route("10.98.0.0/16") != nullptr; }, 2s, 1ms))
         << last.describe();
     // A peer went away and another came: the guard's loop applies the new set.
-    guard_->onLoop([](GatewayGuard& g) {
+    guard_->onLoop([](gateway::GatewayGuard& g) {
         g.setRoutes({{IpPrefix::parse("10.96.0.0/12"), std::nullopt}, {IpPrefix::parse("fd00:96::/108"), std::nullopt},
                      {IpPrefix::parse("10.99.0.0/16"), std::nullopt}});
     });
@@ -184,7 +184,7 @@ TEST_F(GatewayGuardTest, ReplacedRoutesAreAppliedAndOldKovsRoutesRemoved) {
     }, 2s, 1ms)) << last.describe();
     // A bad set is refused whole and changes nothing.
     std::string error;
-    guard_->onLoop([&](GatewayGuard& g) {
+    guard_->onLoop([&](gateway::GatewayGuard& g) {
         try {
             g.setRoutes({{IpPrefix::parse("10.100.0.0/16"), IpPrefix::parse("fd00::1")}});
         } catch (const Error& e) {
@@ -227,13 +227,13 @@ TEST_F(GatewayGuardTest, KovsRoutesStayUntilTheRouteSetIsComplete) {
     opt_.routesComplete = false;
     startGuard();
     expectConsistentWithin("start-up", 2s);
-    guard_->onLoop([](GatewayGuard& g) { g.reconcileNow(); });
+    guard_->onLoop([](gateway::GatewayGuard& g) { g.reconcileNow(); });
     LinkView v = LinkView::read(dev_);
     ASSERT_NE(v.route("10.244.7.0/24"), nullptr) << "removed before the peers were known: " << v.describe();
     ASSERT_NE(v.route("10.244.8.0/24"), nullptr) << v.describe();
 
     auto peer = IpPrefix::parse("10.244.7.0/24");
-    guard_->onLoop([&](GatewayGuard& g) {
+    guard_->onLoop([&](gateway::GatewayGuard& g) {
         auto routes = opt_.routes;
         routes.push_back({peer, std::nullopt});
         g.setRoutes(routes);

@@ -37,27 +37,27 @@ void addPodPort(const OvsSandbox& ovs, const std::string& name, int mtu) {
 // br-int with kovs's gw0, made by the bridge job as the agent runs it.
 struct KovsBridges {
     EventLoop loop;
-    OvsdbClient client;
-    BridgeReconciler bridges;
+    ovs::OvsdbClient client;
+    bridge::BridgeReconciler bridges;
     KovsBridges(const OvsSandbox& ovs, std::optional<int> gatewayMtu) : client(loop, options(ovs)), bridges(loop, client, bridge(gatewayMtu)) {
         EXPECT_TRUE(bridges.reconcileOnce(10s)) << bridges.lastError();
         EXPECT_TRUE(pollUntil([] { return LinkView::read("gw0").exists; }, 10s));
     }
-    static OvsdbClientOptions options(const OvsSandbox& ovs) {
-        OvsdbClientOptions o;
+    static ovs::OvsdbClientOptions options(const OvsSandbox& ovs) {
+        ovs::OvsdbClientOptions o;
         o.remote = ovs.dbRemote();
         return o;
     }
-    static BridgeOptions bridge(std::optional<int> gatewayMtu) {
-        BridgeOptions o;
+    static bridge::BridgeOptions bridge(std::optional<int> gatewayMtu) {
+        bridge::BridgeOptions o;
         o.physBridge = "";
         o.gatewayMtu = gatewayMtu;
         return o;
     }
 };
 
-GatewayGuardOptions guardOn(const std::string& dev, std::optional<int> mtu) {
-    GatewayGuardOptions o;
+gateway::GatewayGuardOptions guardOn(const std::string& dev, std::optional<int> mtu) {
+    gateway::GatewayGuardOptions o;
     o.name = dev;
     o.mtu = mtu;
     o.adoptAddresses = true;
@@ -133,9 +133,9 @@ TEST(GatewayMtu, AValueThatKeepsChangingUnderTheGuardIsBackedOffAndReported) {
     EXPECT_GE(s.mtuHeld, 1u);
     EXPECT_TRUE(s.mtuContested);
     nlohmann::json status;
-    guard.onLoop([&](GatewayGuard& g) { g.status(status); });
+    guard.onLoop([&](gateway::GatewayGuard& g) { g.status(status); });
     EXPECT_TRUE(status["gateway"]["mtuContested"].get<bool>()) << status.dump();
     MetricsText m;
-    guard.onLoop([&](GatewayGuard& g) { g.metrics(m); });
+    guard.onLoop([&](gateway::GatewayGuard& g) { g.metrics(m); });
     EXPECT_NE(m.str().find("kovs_gateway_contested{kind=\"mtu\"} 1"), std::string::npos) << m.str();
 }

@@ -158,7 +158,7 @@ protected:
         runChecked({"ip", "route", "add", "10.96.0.0/12", "dev", "gw0", "src", "10.244.1.1", "proto", "107"});
     }
 
-    GatewayGuardOptions opt_;
+    gateway::GatewayGuardOptions opt_;
     std::unique_ptr<GuardThread> guard_;
     std::unique_ptr<NetworkdSandbox> networkd_;
 };
@@ -226,7 +226,7 @@ TEST_F(GatewayNetworkdTest, DropinMakesNetworkdLeaveGatewayAlone) {
     configureByHand();
     networkd_ = std::make_unique<NetworkdSandbox>();
     ASSERT_TRUE(pollUntil([&] { return networkd_->setupState("gw0") != "pending" && !networkd_->setupState("gw0").empty(); }, 10s));
-    NetworkdDropins dropins(networkd_->runtimeNetworkDir());
+    gateway::NetworkdDropins dropins(networkd_->runtimeNetworkDir());
     dropins.install({"gw0"});
     networkd_->networkctl({"reload"});
     ASSERT_TRUE(pollUntil([&] { return networkd_->setupState("gw0") == "unmanaged"; }, 10s))

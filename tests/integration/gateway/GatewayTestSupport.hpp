@@ -21,13 +21,13 @@ namespace kovs::test {
 
 class GuardThread {
 public:
-    explicit GuardThread(GatewayGuardOptions options) {
+    explicit GuardThread(gateway::GatewayGuardOptions options) {
         std::promise<void> ready;
         auto started = ready.get_future();
         thread_ = std::thread([this, options, &ready] {
             EventLoop loop;
             try {
-                GatewayGuard guard(loop, options);
+                gateway::GatewayGuard guard(loop, options);
                 loop_ = &loop;
                 guard_ = &guard;
                 ready.set_value();
@@ -51,9 +51,9 @@ public:
     GuardThread(const GuardThread&) = delete;
     GuardThread& operator=(const GuardThread&) = delete;
 
-    GatewayGuardStats stats() const { return guard_->stats(); }
+    gateway::GatewayGuardStats stats() const { return guard_->stats(); }
     // Runs `fn` on the guard's loop thread and waits for it.
-    void onLoop(const std::function<void(GatewayGuard&)>& fn) {
+    void onLoop(const std::function<void(gateway::GatewayGuard&)>& fn) {
         std::promise<void> done;
         auto f = done.get_future();
         loop_->post([&] {
@@ -78,7 +78,7 @@ public:
 private:
     std::thread thread_;
     EventLoop* loop_ = nullptr;
-    GatewayGuard* guard_ = nullptr;
+    gateway::GatewayGuard* guard_ = nullptr;
 };
 
 // What `ip` reports about an interface.

@@ -41,10 +41,10 @@ struct OvnPod {
 
 struct Replica {
     EventLoop loop;
-    OvsdbClient client;
+    ovs::OvsdbClient client;
     explicit Replica(const OvsSandbox& ovs) : client(loop, options(ovs)) { EXPECT_TRUE(client.waitReady(5s)); }
-    static OvsdbClientOptions options(const OvsSandbox& ovs) {
-        OvsdbClientOptions o;
+    static ovs::OvsdbClientOptions options(const OvsSandbox& ovs) {
+        ovs::OvsdbClientOptions o;
         o.remote = ovs.dbRemote();
         return o;
     }

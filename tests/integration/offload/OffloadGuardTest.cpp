@@ -143,9 +143,9 @@ TEST(OffloadGuard, FindsPodsThroughOvsdbAndRepairsThem) {
                "other0", "external_ids:cni-netns=/run/netns/nope", "external_ids:cni-ifname=eth0"});
 
     EventLoop loop;
-    OvsdbClientOptions opts;
+    ovs::OvsdbClientOptions opts;
     opts.remote = ovs.dbRemote();
-    OvsdbClient db(loop, opts);
+    ovs::OvsdbClient db(loop, opts);
     ASSERT_TRUE(db.waitReady(5s));
     auto pods = offload::podInterfacesFromReplica(db.replica(), "br-int");
     ASSERT_EQ(pods, (std::vector<PodInterface>{{pod.path(), "eth0", cni::VethPair::hostNameFor("og1", "eth0"), "container og1", false}}));

@@ -19,18 +19,18 @@
 #include "tests/support/Poll.hpp"
 #include "tests/support/TempDir.hpp"
 
-using kovs::BridgeReconciler;
+using kovs::bridge::BridgeReconciler;
 using kovs::EventLoop;
-using kovs::OvsdbClient;
-using kovs::OvsSupervisor;
+using kovs::ovs::OvsdbClient;
+using kovs::ovs::OvsSupervisor;
 using kovs::test::pollUntil;
-using Daemon = kovs::OvsSupervisor::Daemon;
+using Daemon = kovs::ovs::OvsSupervisor::Daemon;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-kovs::OvsSupervisorOptions optionsIn(const std::string& dir) {
-    kovs::OvsSupervisorOptions o;
+kovs::ovs::OvsSupervisorOptions optionsIn(const std::string& dir) {
+    kovs::ovs::OvsSupervisorOptions o;
     o.rundir = dir + "/run";
     o.dbPath = dir + "/db/conf.db";
     o.backoffMin = std::chrono::milliseconds(50);
@@ -53,10 +53,10 @@ TEST(OvsSupervisor, CreatesDbRestartsKilledDaemonsAndBridgesComeBack) {
     EXPECT_TRUE(std::filesystem::exists(tmp.path() + "/db/conf.db"));
     EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/run/ovs-vswitchd.999999.ctl"));
 
-    kovs::OvsdbClientOptions co;
+    kovs::ovs::OvsdbClientOptions co;
     co.remote = sup.dbRemote();
     OvsdbClient client(loop, co);
-    BridgeReconciler bridges(loop, client, kovs::BridgeOptions{});
+    BridgeReconciler bridges(loop, client, kovs::bridge::BridgeOptions{});
     std::vector<std::pair<Daemon, pid_t>> restarts;
     sup.setRestartHandler([&](Daemon d, pid_t pid) {
         restarts.emplace_back(d, pid);
@@ -65,7 +65,7 @@ TEST(OvsSupervisor, CreatesDbRestartsKilledDaemonsAndBridgesComeBack) {
     // A fresh db has no root row: the reconciler creates it with the bridges.
     ASSERT_TRUE(bridges.reconcileOnce(std::chrono::seconds(15))) << bridges.lastError();
     ASSERT_TRUE(pollUntil([] { return linkExists("br-int") && linkExists("gw0"); }, std::chrono::seconds(10)));
-    kovs::BlockingUnixctlClient unixctl(sup.options().rundir);
+    kovs::ovs::BlockingUnixctlClient unixctl(sup.options().rundir);
     ASSERT_TRUE(pollUntil(
         [&] {
             try {

@@ -12,8 +12,8 @@
 #include "tests/support/OvsSandbox.hpp"
 
 using kovs::EventLoop;
-using kovs::OvsdbClient;
-using kovs::OvsdbClientOptions;
+using kovs::ovs::OvsdbClient;
+using kovs::ovs::OvsdbClientOptions;
 using kovs::test::OvsSandbox;
 namespace ovsdb = kovs::ovsdb;
 using ovsdb::Json;
@@ -173,7 +173,7 @@ TEST(OvsdbClient, ReconnectsAndRemonitorsAfterOvsdbRestart) {
     ASSERT_TRUE(loop.runUntil(
         [&] { return c.state() == OvsdbClient::State::Ready && c.replica().findByName("Bridge", "br-b"); },
         std::chrono::seconds(10)))
-        << "state " << kovs::toString(c.state());
+        << "state " << kovs::ovs::toString(c.state());
     EXPECT_TRUE(c.replica().findByName("Bridge", "br-a"));
     EXPECT_EQ(c.reconnects(), 1u);
     EXPECT_EQ(states.back(), OvsdbClient::State::Ready);

@@ -14,11 +14,11 @@
 #include "tests/support/OvsSandbox.hpp"
 #include "tests/support/Poll.hpp"
 
-using kovs::BlockingUnixctlClient;
+using kovs::ovs::BlockingUnixctlClient;
 using kovs::EventLoop;
-using kovs::UnixctlClient;
-using kovs::UnixctlCommand;
-using kovs::UnixctlReplies;
+using kovs::ovs::UnixctlClient;
+using kovs::ovs::UnixctlCommand;
+using kovs::ovs::UnixctlReplies;
 using kovs::test::OvsSandbox;
 using namespace std::chrono_literals;
 
@@ -150,7 +150,7 @@ TEST(UnixctlClient, AStoppedVswitchdTimesOutWithoutBlockingTheLoop) {
     loop.after(10ms, tick);
     loop.runUntil([&] { return stopped.has_value(); }, 60s);
     ASSERT_TRUE(stopped);
-    EXPECT_EQ(stopped->replies, (std::vector<kovs::UnixctlReply>{{false, "timed out"}, {false, "timed out"}}));
+    EXPECT_EQ(stopped->replies, (std::vector<kovs::ovs::UnixctlReply>{{false, "timed out"}, {false, "timed out"}}));
     EXPECT_GT(ticks, 0) << "the loop did not run while vswitchd was stopped";
 
     ::kill(pid, SIGCONT);

@@ -135,7 +135,7 @@ protected:
 
     OvsSandbox ovs;
     kovs::EventLoop loop;
-    kovs::UnixctlClient unixctl{loop, ovs.dir()};
+    kovs::ovs::UnixctlClient unixctl{loop, ovs.dir()};
     KernelNeighbourTable kernel;
     TunnelReconcilerOptions opts{"br-phy", 1s, std::chrono::minutes(5), 20ms};
 };
@@ -238,9 +238,9 @@ TEST_F(TunnelReconcilerTest, UnresolvablePeerGetsItsRouteAndIsRetried) {
 TEST_F(TunnelReconcilerTest, AStoppedVswitchdDoesNotStallTheLoop) {
     PeerNetns p1(ovs, 1), p2(ovs, 2);
     constexpr auto kUnixctlTimeout = 2s;
-    kovs::UnixctlClient client(loop, ovs.dir(), "ovs-vswitchd", kUnixctlTimeout);
+    kovs::ovs::UnixctlClient client(loop, ovs.dir(), "ovs-vswitchd", kUnixctlTimeout);
     TunnelReconciler r(loop, client, kernel, opts);
-    kovs::HealthServer health(loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
+    kovs::agent::HealthServer health(loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
     r.start();
     r.setPeers({{"a", p1.peer()}, {"b", p2.peer()}});
     ASSERT_TRUE(waitFor([&] { return programmed(p1) && programmed(p2); })) << routes() << neighs();

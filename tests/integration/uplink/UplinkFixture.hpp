@@ -32,9 +32,9 @@ protected:
         originalMac = macOf("eth0");
         opts.recordFile = ovs.dir() + "/uplink/record.json";
         opts.ovsTimeout = std::chrono::seconds(10);
-        OvsdbClientOptions o;
+        ovs::OvsdbClientOptions o;
         o.remote = ovs.dbRemote();
-        client = std::make_unique<OvsdbClient>(loop, o);
+        client = std::make_unique<ovs::OvsdbClient>(loop, o);
         client->start();
         if (!client->waitReady(std::chrono::seconds(10))) throw Error("test OVSDB not ready");
     }
@@ -47,9 +47,9 @@ protected:
     // The bridge job with the uplink's OVS side, as Agent::convergeBridges does.
     void convergeBridges() {
         auto side = uplink::Uplink(opts).ovsSide(client->replica());
-        BridgeOptions b;
-        b.uplink = BridgeUplinkPort{side.port, side.type, side.hwaddr};
-        bridges = std::make_unique<BridgeReconciler>(loop, *client, b);
+        bridge::BridgeOptions b;
+        b.uplink = bridge::BridgeUplinkPort{side.port, side.type, side.hwaddr};
+        bridges = std::make_unique<bridge::BridgeReconciler>(loop, *client, b);
         bridges->start();
         if (!bridges->reconcileOnce(std::chrono::seconds(10))) throw Error("bridges: " + bridges->lastError());
         if (!pollUntil([] { return linkExists("br-phy"); }, std::chrono::seconds(10))) throw Error("no br-phy device");
@@ -66,8 +66,8 @@ protected:
     bool cleanup() {
         bool changed = uplink::Uplink(opts).cleanup();
         bridges.reset();  // or it would rebuild what the cleanup removes
-        if (client && client->state() == OvsdbClient::State::Ready) {
-            BridgeReconciler(loop, *client, BridgeOptions{}).cleanup();
+        if (client && client->state() == ovs::OvsdbClient::State::Ready) {
+            bridge::BridgeReconciler(loop, *client, bridge::BridgeOptions{}).cleanup();
             if (!pollUntil([] { return !linkExists("br-phy"); }, std::chrono::seconds(10))) ADD_FAILURE() << "br-phy stays";
         }
         return changed;
@@ -85,8 +85,8 @@ protected:
 
     OvsSandbox ovs;
     EventLoop loop;
-    std::unique_ptr<OvsdbClient> client;
-    std::unique_ptr<BridgeReconciler> bridges;
+    std::unique_ptr<ovs::OvsdbClient> client;
+    std::unique_ptr<bridge::BridgeReconciler> bridges;
     std::optional<Underlay> underlay;
     uplink::UplinkOptions opts;
     NetState before;

@@ -18,7 +18,7 @@ using kovs::test::LoopThread;
 using kovs::test::tempSocketPath;
 
 TEST(CniStats, CountsReportsByCommandAndCode) {
-    CniStats stats;
+    agent::CniStats stats;
     MetricsText empty;
     stats.metrics(empty);
     EXPECT_NE(empty.str().find("kovs_cni_errors_total{command=\"ADD\"} 0\n"), std::string::npos) << empty.str();
@@ -40,7 +40,7 @@ TEST(CniStats, CountsReportsByCommandAndCode) {
 }
 
 TEST(CniStats, RejectsMalformedReportsWithoutCountingThem) {
-    CniStats stats;
+    agent::CniStats stats;
     for (auto bad : {R"({"command":"cni-report","cni":"VERSION","code":0,"seconds":0.1})",
                      R"({"command":"cni-report","cni":"ADD","code":"0","seconds":0.1})",
                      R"({"command":"cni-report","cni":"ADD","code":-1,"seconds":0.1})",
@@ -56,9 +56,9 @@ TEST(AgentReport, ReachesTheStatusSocketAndNeverWaitsForTheAgent) {
     auto path = tempSocketPath();
     {
         LoopThread lt;
-        CniStats stats;
+        agent::CniStats stats;
         std::atomic<uint64_t> recorded{0};
-        StatusServer server(lt.loop, path, [&](const nlohmann::json& req) {
+        agent::StatusServer server(lt.loop, path, [&](const nlohmann::json& req) {
             stats.record(req);
             recorded = stats.total();
             return nlohmann::json{{"ok", true}};

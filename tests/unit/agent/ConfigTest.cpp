@@ -6,8 +6,8 @@
 #include "agent/Config.hpp"
 #include "base/Error.hpp"
 
-using kovs::Config;
-using kovs::parseConfig;
+using kovs::agent::Config;
+using kovs::agent::parseConfig;
 
 TEST(Config, DefaultsNeedOnlyThePodCidr) {
     auto c = parseConfig("node: {name: n1, podCIDR: 10.244.1.0/24}\n");
@@ -134,21 +134,21 @@ TEST(Config, UplinkMtuFollowsTheInterface) {
     std::ofstream(std::string(dir) + "/eth0/mtu") << "9000\n";
 
     auto c = parseConfig("node: {podCIDR: 10.244.1.0/24}\n");
-    kovs::resolveUplinkMtu(c, dir);
+    kovs::agent::resolveUplinkMtu(c, dir);
     EXPECT_EQ(c.uplink.mtu, 9000);
     EXPECT_EQ(c.gatewayMtu(), 8950);
 
     auto fixed = parseConfig("node: {podCIDR: 10.244.1.0/24}\nuplink: {mtu: 1500}\n");
-    kovs::resolveUplinkMtu(fixed, dir);
+    kovs::agent::resolveUplinkMtu(fixed, dir);
     EXPECT_EQ(fixed.gatewayMtu(), 1450) << "a configured uplink.mtu wins";
 
     auto missing = parseConfig("node: {podCIDR: 10.244.1.0/24}\nuplink: {interface: eth9}\n");
-    kovs::resolveUplinkMtu(missing, dir);
+    kovs::agent::resolveUplinkMtu(missing, dir);
     EXPECT_EQ(missing.uplink.mtu, 1500) << "no such interface: the Ethernet default";
 
     auto tooBig = parseConfig("node: {podCIDR: 10.244.1.0/24}\ngateway: {mtu: 8960}\n");
     try {
-        kovs::resolveUplinkMtu(tooBig, dir);
+        kovs::agent::resolveUplinkMtu(tooBig, dir);
         FAIL() << "gateway.mtu 8960 accepted on a 9000-byte uplink";
     } catch (const kovs::Error& e) {
         EXPECT_NE(std::string(e.what()).find("gateway.mtu: 8960 leaves no room"), std::string::npos) << e.what();
@@ -158,7 +158,7 @@ TEST(Config, UplinkMtuFollowsTheInterface) {
 
 TEST(Config, MissingFileNamesThePath) {
     try {
-        kovs::loadConfig("/nonexistent/kovs.yaml");
+        kovs::agent::loadConfig("/nonexistent/kovs.yaml");
         FAIL();
     } catch (const kovs::Error& e) {
         EXPECT_NE(std::string(e.what()).find("/nonexistent/kovs.yaml"), std::string::npos) << e.what();

@@ -10,21 +10,21 @@
 #include "base/Error.hpp"
 #include "cni/AgentReport.hpp"
 
-using kovs::CniStats;
-using kovs::controlCommands;
+using kovs::agent::CniStats;
+using kovs::agent::controlCommands;
 using kovs::Error;
 using nlohmann::json;
 
 namespace {
 
 // Runs one request through the handler; the reply, if it came before return.
-std::optional<json> ask(const kovs::StatusServer::Handler& h, const json& request) {
+std::optional<json> ask(const kovs::agent::StatusServer::Handler& h, const json& request) {
     std::optional<json> answer;
     h(request, [&](const json& a) { answer = a; });
     return answer;
 }
 
-std::string errorOf(const kovs::StatusServer::Handler& h, const json& request) {
+std::string errorOf(const kovs::agent::StatusServer::Handler& h, const json& request) {
     try {
         ask(h, request);
     } catch (const Error& e) {

@@ -21,7 +21,7 @@ using kovs::test::LoopThread;
 TEST(HealthServer, ServesProbesAndMetricsFromTheLoop) {
     LoopThread lt;
     std::string notReady = "OVSDB not connected";
-    HealthServer server(lt.loop, "127.0.0.1:0",
+    agent::HealthServer server(lt.loop, "127.0.0.1:0",
                         {[&] { return notReady; }, [] { return std::string("kovs_up 1\n"); }});
     lt.start();
     httplib::Client c("127.0.0.1", server.port());
@@ -44,12 +44,12 @@ TEST(HealthServer, ServesProbesAndMetricsFromTheLoop) {
 
 TEST(HealthServer, RejectsABadAddress) {
     EventLoop loop;
-    EXPECT_THROW(HealthServer(loop, "localhost", {}), Error);
-    EXPECT_THROW(HealthServer(loop, "127.0.0.1:99999", {}), Error);
-    EXPECT_THROW(HealthServer(loop, "no-such-host.invalid:9474", {}), Error);
-    HealthServer taken(loop, "127.0.0.1:0", {});
+    EXPECT_THROW(agent::HealthServer(loop, "localhost", {}), Error);
+    EXPECT_THROW(agent::HealthServer(loop, "127.0.0.1:99999", {}), Error);
+    EXPECT_THROW(agent::HealthServer(loop, "no-such-host.invalid:9474", {}), Error);
+    agent::HealthServer taken(loop, "127.0.0.1:0", {});
     try {
-        HealthServer(loop, "127.0.0.1:" + std::to_string(taken.port()), {});
+        agent::HealthServer(loop, "127.0.0.1:" + std::to_string(taken.port()), {});
         FAIL() << "bound a port already in use";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("Address already in use"), std::string::npos) << e.what();
@@ -84,7 +84,7 @@ std::string exchange(int port, const std::string& request) {
 
 TEST(HealthServer, AnswersBadRequestsWithTheRightStatus) {
     LoopThread lt;
-    HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
+    agent::HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
     lt.start();
     EXPECT_EQ(exchange(server.port(), "GET /readyz?verbose HTTP/1.1\r\nHost: x\r\n\r\n"), "HTTP/1.1 200 OK");
     EXPECT_EQ(exchange(server.port(), "GET /nope HTTP/1.1\r\n\r\n"), "HTTP/1.1 404 Not Found");
@@ -120,7 +120,7 @@ int trickle(int fd) {
 // liveness probes behind it, for as long as it likes.
 TEST(HealthServer, ATricklingClientIsCutOffAndProbesGoOn) {
     LoopThread lt;
-    HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
+    agent::HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
     lt.start();
     int fd = connectTo(server.port());
     int sent = trickle(fd);
@@ -157,7 +157,7 @@ std::string probe(int port, const std::string& path) {
 // liveness probe failed (issue 15, item 4).
 TEST(HealthServer, IdleConnectionsDoNotStarveTheProbes) {
     LoopThread lt;
-    HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string("kovs_up 1\n"); }});
+    agent::HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string("kovs_up 1\n"); }});
     lt.start();
     std::vector<int> idle;
     for (int i = 0; i < 8; ++i) idle.push_back(connectTo(server.port()));
@@ -171,7 +171,7 @@ TEST(HealthServer, IdleConnectionsDoNotStarveTheProbes) {
 // make room, and a probe still gets its answer.
 TEST(HealthServer, AFloodOfIdleConnectionsStillLeavesRoomForAProbe) {
     LoopThread lt;
-    HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
+    agent::HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
     lt.start();
     std::vector<int> idle;
     for (int i = 0; i < 300; ++i) idle.push_back(connectTo(server.port()));
@@ -185,7 +185,7 @@ TEST(HealthServer, AFloodOfIdleConnectionsStillLeavesRoomForAProbe) {
 // kubelet's 3 s, where answers one after the other would take 10 s.
 TEST(HealthServer, AWedgedLoopFailsEachProbeOnItsOwnBudget) {
     LoopThread lt;
-    HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
+    agent::HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
     lt.start();
     std::atomic<bool> release{false};
     lt.loop.post([&] {
@@ -208,7 +208,7 @@ TEST(HealthServer, StopsWithoutWaitingForASlowClient) {
     std::atomic<bool> trickleDone{false};
     std::thread client;
     {
-        HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
+        agent::HealthServer server(lt.loop, "127.0.0.1:0", {[] { return std::string(); }, [] { return std::string(); }});
         int fd = connectTo(server.port());
         client = std::thread([fd, &trickleDone] {
             trickle(fd);
@@ -225,7 +225,7 @@ TEST(HealthServer, StopsWithoutWaitingForASlowClient) {
 // A handler that throws costs its answer (500), not the agent (std::terminate).
 TEST(HealthServer, AHandlerThatThrowsGetsA500) {
     LoopThread lt;
-    HealthServer server(lt.loop, "127.0.0.1:0",
+    agent::HealthServer server(lt.loop, "127.0.0.1:0",
                         {[]() -> std::string { throw std::runtime_error("no memory"); }, {}});
     lt.start();
     EXPECT_EQ(exchange(server.port(), "GET /readyz HTTP/1.1\r\n\r\n"), "HTTP/1.1 500 Internal Server Error");

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-using kovs::Config;
-using kovs::parseConfig;
+using kovs::agent::Config;
+using kovs::agent::parseConfig;
 
 namespace {
 Config resolved(const std::string& yaml) {
@@ -18,12 +18,12 @@ Config resolved(const std::string& yaml) {
 
 TEST(JobOptions, StandaloneOwnsItsGatewayWithMtuRequestAndTheFirstPodAddress) {
     auto c = resolved("node: {podCIDR: 10.244.1.0/24}\n");
-    auto b = kovs::bridgeOptions(c);
+    auto b = kovs::agent::bridgeOptions(c);
     EXPECT_EQ(b.gatewayPort, "gw0");
     EXPECT_EQ(b.gatewayMtu, 1450) << "set the OVS way, or vswitchd pulls gw0 down to the pods' MTU";
     EXPECT_EQ(b.tunnelPort, "tun0");
     EXPECT_TRUE(b.createIntegrationBridge);
-    auto g = kovs::gatewayOptions(c);
+    auto g = kovs::agent::gatewayOptions(c);
     EXPECT_EQ(g.mtu, 1450);
     ASSERT_EQ(g.addresses.size(), 1u);
     EXPECT_EQ(g.addresses[0].str(), "10.244.1.1/24");
@@ -34,40 +34,40 @@ TEST(JobOptions, StandaloneOwnsItsGatewayWithMtuRequestAndTheFirstPodAddress) {
 TEST(JobOptions, CompanionMakesNoGatewayTunnelOrBridgeAndGuardsTheCnisGatewayAsItIs) {
     // The node's podCIDR is Antrea's convention, not OVN-K's or Kube-OVN's: not used for the gateway.
     auto c = resolved("node: {podCIDR: 10.244.1.0/24}\nmode: companion\nbridge: {gateway: ovn-k8s-mp0}\n");
-    auto b = kovs::bridgeOptions(c);
+    auto b = kovs::agent::bridgeOptions(c);
     EXPECT_EQ(b.gatewayPort, "") << "the other CNI's gateway is never created";
     EXPECT_EQ(b.tunnelPort, "") << "the other CNI tunnels";
     EXPECT_FALSE(b.createIntegrationBridge);
     EXPECT_EQ(b.gatewayMtu, std::nullopt);
     EXPECT_EQ(b.failMode, std::nullopt);
     EXPECT_EQ(b.physBridge, "br-phy") << "the uplink (shim by default) is still kovs's";
-    auto g = kovs::gatewayOptions(c);
+    auto g = kovs::agent::gatewayOptions(c);
     EXPECT_EQ(g.name, "ovn-k8s-mp0");
     EXPECT_EQ(g.mtu, std::nullopt) << "its MTU is the CNI's";
     EXPECT_TRUE(g.addresses.empty());
     EXPECT_TRUE(g.adoptAddresses) << "its addresses are read from the device";
     EXPECT_FALSE(g.serviceSysctls);
-    EXPECT_TRUE(kovs::tunnelJobWanted(c));
-    EXPECT_EQ(kovs::tunnelOptions(c).bridge, "br-phy");
+    EXPECT_TRUE(kovs::agent::tunnelJobWanted(c));
+    EXPECT_EQ(kovs::agent::tunnelOptions(c).bridge, "br-phy");
 }
 
 TEST(JobOptions, CompanionDoesWhatIsAskedFor) {
     auto c = resolved("mode: companion\nbridge: {tunnel: tun0}\ngateway: {mtu: 1400, addresses: [10.244.1.2/24]}\n");
-    EXPECT_EQ(kovs::bridgeOptions(c).tunnelPort, "tun0");
-    auto g = kovs::gatewayOptions(c);
+    EXPECT_EQ(kovs::agent::bridgeOptions(c).tunnelPort, "tun0");
+    auto g = kovs::agent::gatewayOptions(c);
     EXPECT_EQ(g.mtu, 1400);
     ASSERT_EQ(g.addresses.size(), 1u);
     EXPECT_FALSE(g.adoptAddresses);
-    EXPECT_EQ(kovs::bridgeOptions(c).gatewayMtu, std::nullopt) << "a foreign Interface row is never written";
+    EXPECT_EQ(kovs::agent::bridgeOptions(c).gatewayMtu, std::nullopt) << "a foreign Interface row is never written";
 }
 
 // OVN-Kubernetes' shared gateway: breth0 (theirs) holds the node IP.
 TEST(JobOptions, UplinkNoneWithTheirPhysicalBridgeRunsTheTunnelJobThereAndTouchesItNot) {
     auto none = resolved("mode: companion\nuplink: {mode: none}\n");
-    EXPECT_FALSE(kovs::tunnelJobWanted(none)) << "no bridge holds the node IP for kovs to program";
+    EXPECT_FALSE(kovs::agent::tunnelJobWanted(none)) << "no bridge holds the node IP for kovs to program";
     auto theirs = resolved("mode: companion\nuplink: {mode: none}\nbridge: {physical: breth0}\n");
-    EXPECT_TRUE(kovs::tunnelJobWanted(theirs));
-    EXPECT_EQ(kovs::tunnelOptions(theirs).bridge, "breth0");
-    EXPECT_EQ(kovs::bridgeOptions(theirs).physBridge, "") << "their bridge is not in kovs's desired state";
-    for (const auto& d : kovs::offloadHostDevices(theirs)) EXPECT_NE(d, "breth0");
+    EXPECT_TRUE(kovs::agent::tunnelJobWanted(theirs));
+    EXPECT_EQ(kovs::agent::tunnelOptions(theirs).bridge, "breth0");
+    EXPECT_EQ(kovs::agent::bridgeOptions(theirs).physBridge, "") << "their bridge is not in kovs's desired state";
+    for (const auto& d : kovs::agent::offloadHostDevices(theirs)) EXPECT_NE(d, "breth0");
 }

@@ -22,7 +22,7 @@ TEST(StatusServer, AnswersOneRequestPerConnectionOnARootOnlySocket) {
     auto path = tempSocketPath();
     LoopThread lt;
     int handled = 0;
-    StatusServer server(lt.loop, path, [&](const nlohmann::json& req) {
+    agent::StatusServer server(lt.loop, path, [&](const nlohmann::json& req) {
         ++handled;
         if (req.value("command", "") != "status") throw Error("unknown command '" + req.value("command", "") + "'");
         return nlohmann::json{{"node", "n1"}};
@@ -59,9 +59,9 @@ TEST(StatusServer, ClientNamesTheSocketWhenNoAgentListens) {
 TEST(StatusServer, AnswersLaterAndDropsAnswersForClientsThatLeft) {
     auto path = tempSocketPath();
     LoopThread lt;
-    std::vector<StatusServer::Reply> pending;
+    std::vector<agent::StatusServer::Reply> pending;
     std::mutex m;
-    StatusServer server(lt.loop, path, StatusServer::Handler([&](const nlohmann::json& req, const StatusServer::Reply& reply) {
+    agent::StatusServer server(lt.loop, path, agent::StatusServer::Handler([&](const nlohmann::json& req, const agent::StatusServer::Reply& reply) {
         if (req.value("command", "") == "now") return reply({{"now", true}});
         std::lock_guard lock(m);
         pending.push_back(reply);

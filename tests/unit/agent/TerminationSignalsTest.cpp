@@ -50,7 +50,7 @@ int statusAfterSigterm(Body body, std::chrono::milliseconds timeout) {
 TEST(TerminationSignals, StopTheLoopAndLetMainReturn) {
     int status = statusAfterSigterm([](int ready) {
         EventLoop loop;
-        TerminationSignals signals(loop, 30s);
+        agent::TerminationSignals signals(loop, 30s);
         loop.post([ready] { [[maybe_unused]] auto n = ::write(ready, "x", 1); });
         loop.run();
         ::_exit(signals.received() == SIGTERM ? 7 : 8);
@@ -66,7 +66,7 @@ TEST(TerminationSignals, StopTheLoopAndLetMainReturn) {
 TEST(TerminationSignals, CutShortAStepThatDoesNotReturnToTheLoop) {
     int status = statusAfterSigterm([](int ready) {
         EventLoop loop;
-        TerminationSignals signals(loop, 200ms);
+        agent::TerminationSignals signals(loop, 200ms);
         [[maybe_unused]] auto n = ::write(ready, "x", 1);
         std::this_thread::sleep_for(60s);
     }, 30s);
@@ -79,7 +79,7 @@ TEST(TerminationSignals, CutShortAStepThatDoesNotReturnToTheLoop) {
 TEST(TerminationSignals, WithoutASignalTheDestructorJustEndsTheThread) {
     EventLoop loop;
     {
-        TerminationSignals signals(loop, 100ms);
+        agent::TerminationSignals signals(loop, 100ms);
         EXPECT_EQ(signals.received(), 0);
     }
     EXPECT_FALSE(loop.stopped());

@@ -4,9 +4,9 @@
 
 #include "base/Error.hpp"
 
-using kovs::BridgeOptions;
-using kovs::BridgePlanner;
-using kovs::OvsdbReplica;
+using kovs::bridge::BridgeOptions;
+using kovs::bridge::BridgePlanner;
+using kovs::ovs::OvsdbReplica;
 using nlohmann::json;
 namespace ovsdb = kovs::ovsdb;
 
@@ -47,7 +47,7 @@ OvsdbReplica replicaOf(const json& updates) {
     return r;
 }
 
-std::vector<std::string> opsOf(const kovs::BridgePlan& p) {
+std::vector<std::string> opsOf(const kovs::bridge::BridgePlan& p) {
     std::vector<std::string> v;
     for (size_t i = 0; i < p.txn.size(); ++i) v.push_back(p.txn.describe(i));
     return v;
@@ -165,7 +165,7 @@ namespace {
 
 BridgeOptions withUplink(const std::string& port = "kovs-up1", const std::string& type = "") {
     BridgeOptions o;
-    o.uplink = kovs::BridgeUplinkPort{port, type, "02:42:AC:1F:00:02"};
+    o.uplink = kovs::bridge::BridgeUplinkPort{port, type, "02:42:AC:1F:00:02"};
     return o;
 }
 
@@ -263,7 +263,7 @@ BridgeOptions withGatewayMtu(int mtu) {
     o.gatewayMtu = mtu;
     return o;
 }
-json interfaceInsert(const kovs::BridgePlan& plan, const std::string& name) {
+json interfaceInsert(const kovs::bridge::BridgePlan& plan, const std::string& name) {
     for (const auto& op : plan.txn.params()) {
         if (op.is_object() && op.value("op", "") == "insert" && op.value("table", "") == "Interface" && op["row"]["name"] == name)
             return op["row"];

@@ -4,7 +4,7 @@
 #include "base/Error.hpp"
 #include "flows/FlowDump.hpp"
 
-using kovs::parseFlowDump;
+using kovs::flows::parseFlowDump;
 
 namespace {
 

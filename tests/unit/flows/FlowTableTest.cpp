@@ -5,8 +5,8 @@
 #include "base/Error.hpp"
 #include "flows/FlowTable.hpp"
 
-using kovs::FlowInputs;
-using kovs::FlowTable;
+using kovs::flows::FlowInputs;
+using kovs::flows::FlowTable;
 
 namespace {
 

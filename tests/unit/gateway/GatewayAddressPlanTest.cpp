@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-using kovs::GatewayAddressPolicy;
+using kovs::gateway::GatewayAddressPolicy;
 using kovs::IpPrefix;
-using kovs::planGatewayAddresses;
+using kovs::gateway::planGatewayAddresses;
 
 namespace {
 

@@ -6,13 +6,13 @@
 
 #include <gtest/gtest.h>
 
-using kovs::DesiredGatewayRoute;
-using kovs::desiredGatewayRoutes;
-using kovs::GatewayRoute;
+using kovs::gateway::DesiredGatewayRoute;
+using kovs::gateway::desiredGatewayRoutes;
+using kovs::gateway::GatewayRoute;
 using kovs::IpPrefix;
-using kovs::kKovsRouteProtocol;
-using kovs::ObservedGatewayRoute;
-using kovs::planGatewayRoutes;
+using kovs::gateway::kKovsRouteProtocol;
+using kovs::gateway::ObservedGatewayRoute;
+using kovs::gateway::planGatewayRoutes;
 
 namespace {
 

@@ -11,8 +11,8 @@
 
 #include "tests/support/TempDir.hpp"
 
-using kovs::GatewayRepairs;
-using kovs::GatewaySysctls;
+using kovs::gateway::GatewayRepairs;
+using kovs::gateway::GatewaySysctls;
 
 namespace {
 
@@ -20,8 +20,8 @@ class GatewaySysctlsTest : public ::testing::Test {
 protected:
     void SetUp() override { std::filesystem::create_directory(dir_ / "gw0"); }
     void set(const std::string& key, const std::string& value, const std::string& link = "gw0") {
-        std::filesystem::create_directories(dir_ / link);
-        std::ofstream(dir_ / link / key) << value << "\n";
+        std::filesystem::create_directories(std::filesystem::path(dir_ / link));
+        std::ofstream(std::filesystem::path(dir_ / link) / key) << value << "\n";
     }
     std::string get(const std::string& key) {
         std::string v;

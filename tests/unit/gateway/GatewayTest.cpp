@@ -16,13 +16,13 @@ using namespace kovs;
 TEST(GatewayGuardOptions, InvalidOptionsAreRejectedBeforeAnythingHappens) {
     EventLoop loop;
     auto base = [] {
-        GatewayGuardOptions o;
+        gateway::GatewayGuardOptions o;
         o.addresses = {gatewayAddressFor("10.244.1.0/24")};
         return o;
     };
-    auto expectError = [&](GatewayGuardOptions o, const std::string& needle) {
+    auto expectError = [&](gateway::GatewayGuardOptions o, const std::string& needle) {
         try {
-            GatewayGuard g(loop, o);
+            gateway::GatewayGuard g(loop, o);
             ADD_FAILURE() << "accepted options, expected error with " << needle;
         } catch (const Error& e) {
             EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
@@ -36,7 +36,7 @@ TEST(GatewayGuardOptions, InvalidOptionsAreRejectedBeforeAnythingHappens) {
     o = base(); o.resyncInterval = std::chrono::milliseconds(0); expectError(o, "resync interval");
     // Disabled: valid options construct without touching netlink.
     o = base(); o.enabled = false;
-    GatewayGuard off(loop, o);
+    gateway::GatewayGuard off(loop, o);
     EXPECT_EQ(off.stats().reconciles, 0u);
 }
 
@@ -58,7 +58,7 @@ protected:
 };
 
 TEST_F(DropinsTest, WritesUnmanagedFilesAndRemovesThem) {
-    NetworkdDropins d(dir_ + "/network");
+    gateway::NetworkdDropins d(dir_ + "/network");
     d.install({"gw0", "br-phy", "kovs-shim"});
     auto text = read(dir_ + "/network/10-kovs-gw0.network");
     EXPECT_NE(text.find("[Match]\nName=gw0\n"), std::string::npos) << text;
@@ -74,7 +74,7 @@ TEST_F(DropinsTest, WritesUnmanagedFilesAndRemovesThem) {
 // A failed install (disk full, say) takes back what it created, but not the
 // drop-ins an earlier run wrote: those keep networkd off gw0 right now.
 TEST_F(DropinsTest, AFailedInstallKeepsTheDropinsThatWereThere) {
-    NetworkdDropins d(dir_);
+    gateway::NetworkdDropins d(dir_);
     d.install({"gw0"});
     std::filesystem::create_directory(dir_ + "/10-kovs-kovs-shim.network");  // the rename onto it fails
     EXPECT_THROW(d.install({"gw0", "br-phy", "kovs-shim"}), Error);
@@ -83,7 +83,7 @@ TEST_F(DropinsTest, AFailedInstallKeepsTheDropinsThatWereThere) {
 }
 
 TEST_F(DropinsTest, BadNamesWriteNothing) {
-    NetworkdDropins d(dir_);
+    gateway::NetworkdDropins d(dir_);
     for (const char* bad : {"gw*", "", "../x", "a b", "waytoolonginterfacename", "."}) {
         EXPECT_THROW(d.install({"gw0", bad}), Error) << bad;
         EXPECT_TRUE(std::filesystem::is_empty(dir_)) << bad;

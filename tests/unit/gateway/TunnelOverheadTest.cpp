@@ -9,8 +9,8 @@
 #include "ovs/OvsdbReplica.hpp"
 #include "ovs/OvsdbTransaction.hpp"
 
-using kovs::TunnelInUse;
-using kovs::tunnelOverhead;
+using kovs::gateway::TunnelInUse;
+using kovs::gateway::tunnelOverhead;
 using nlohmann::json;
 namespace ovsdb = kovs::ovsdb;
 
@@ -28,7 +28,7 @@ const char* kOvnTlvMap = R"(NXT_TLV_TABLE_REPLY (xid=0x2):
 TEST(TunnelOverhead, VxlanGeneveAndGreAsTheyLeaveTheUplink) {
     EXPECT_EQ(tunnelOverhead({"tun0", "vxlan"}), 50);
     EXPECT_EQ(tunnelOverhead({"tun0", "vxlan", true}), 70);
-    EXPECT_EQ(tunnelOverhead({"ovn-node2-0", "geneve"}, kovs::geneveOptionBytes(kOvnTlvMap)), 58)
+    EXPECT_EQ(tunnelOverhead({"ovn-node2-0", "geneve"}, kovs::gateway::geneveOptionBytes(kOvnTlvMap)), 58)
         << "measured: a 1028-byte pod packet left eth0 as 1086 bytes";
     EXPECT_EQ(tunnelOverhead({"ovn-node2-0", "geneve", true}, 8), 78);
     EXPECT_EQ(tunnelOverhead({"antrea-tun0", "geneve"}), 50) << "no options mapped, none carried";
@@ -38,14 +38,14 @@ TEST(TunnelOverhead, VxlanGeneveAndGreAsTheyLeaveTheUplink) {
 }
 
 TEST(TunnelOverhead, TheTlvTableGivesTheGeneveOptionSpace) {
-    EXPECT_EQ(kovs::geneveOptionBytes(kOvnTlvMap), 8);
+    EXPECT_EQ(kovs::gateway::geneveOptionBytes(kOvnTlvMap), 8);
     std::string two = std::string(kOvnTlvMap) + "  0x103  0x1       8  tun_metadata1\n";
-    EXPECT_EQ(kovs::geneveOptionBytes(two), 20);
-    EXPECT_EQ(kovs::geneveOptionBytes("NXT_TLV_TABLE_REPLY (xid=0x2):\n max option space=256 max fields=64\n"
+    EXPECT_EQ(kovs::gateway::geneveOptionBytes(two), 20);
+    EXPECT_EQ(kovs::gateway::geneveOptionBytes("NXT_TLV_TABLE_REPLY (xid=0x2):\n max option space=256 max fields=64\n"
                                       " allocated option space=0\n\n mapping table:\n  class  type  length  match field\n"
                                       " ------  ----  ------  --------------\n"),
               0);
-    EXPECT_THROW(kovs::geneveOptionBytes("ovs-ofctl: br-int is not a bridge or a socket"), kovs::Error);
+    EXPECT_THROW(kovs::gateway::geneveOptionBytes("ovs-ofctl: br-int is not a bridge or a socket"), kovs::Error);
 }
 
 TEST(TunnelOverhead, TheTunnelsOnABridgeComeFromItsInterfaces) {
@@ -59,12 +59,12 @@ TEST(TunnelOverhead, TheTunnelsOnABridgeComeFromItsInterfaces) {
                     "i2": {"initial": {"name": "ovnpod1", "type": ""}},
                     "i3": {"initial": {"name": "ovn-node9-0", "type": "geneve",
                                        "options": ["map", [["remote_ip", "fc00:f853:ccd:e793::9"]]]}}}})");
-    kovs::OvsdbReplica replica;
+    kovs::ovs::OvsdbReplica replica;
     replica.apply(db);
-    auto tunnels = kovs::tunnelsOn(replica, "br-int");
+    auto tunnels = kovs::gateway::tunnelsOn(replica, "br-int");
     ASSERT_EQ(tunnels.size(), 2u);
     EXPECT_EQ(tunnels[0].type, "geneve");
     EXPECT_FALSE(tunnels[0].ipv6Underlay);
     EXPECT_TRUE(tunnels[1].ipv6Underlay);
-    EXPECT_TRUE(kovs::tunnelsOn(replica, "br-phy").empty());
+    EXPECT_TRUE(kovs::gateway::tunnelsOn(replica, "br-phy").empty());
 }

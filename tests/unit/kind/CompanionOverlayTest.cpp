@@ -16,12 +16,12 @@ namespace {
 
 TEST_F(CompanionOverlay, AgentConfigIsCompanionOnAntreasGateway) {
     auto data = configMapData(patches_["ConfigMap/kovs-config"]);
-    auto conf = kovs::parseConfig("node: {podCIDR: 10.244.1.0/24}\n" + data.at("agent.yaml"));
+    auto conf = kovs::agent::parseConfig("node: {podCIDR: 10.244.1.0/24}\n" + data.at("agent.yaml"));
     EXPECT_EQ(conf.mode, Config::Mode::Companion);
     EXPECT_EQ(conf.bridge.gateway, "antrea-gw0");
     EXPECT_EQ(conf.uplink.mode, Config::UplinkMode::None);
     EXPECT_FALSE(conf.ovs.manage) << "Antrea runs the OVS daemons";
-    EXPECT_EQ(conf.metricsAddress, kovs::parseConfig("node: {podCIDR: 10.244.0.0/24}\n" + agentTemplate()).metricsAddress)
+    EXPECT_EQ(conf.metricsAddress, kovs::agent::parseConfig("node: {podCIDR: 10.244.0.0/24}\n" + agentTemplate()).metricsAddress)
         << "the base DaemonSet's probes must still point at it";
 }
 
@@ -93,7 +93,7 @@ TEST_F(CompanionOverlay, KustomizeMergesTheOverlayAsIntended) {
         }
     }
     auto data = docs["ConfigMap/kovs-config"]["data"];
-    auto conf = kovs::parseConfig("node: {podCIDR: 10.244.1.0/24}\n" + data["agent.yaml"].as<std::string>());
+    auto conf = kovs::agent::parseConfig("node: {podCIDR: 10.244.1.0/24}\n" + data["agent.yaml"].as<std::string>());
     EXPECT_EQ(conf.mode, Config::Mode::Companion);
     EXPECT_TRUE(data["chained-plugin.json"]);
 }

@@ -18,7 +18,7 @@ namespace {
 TEST_F(KindFiles, AgentConfigNeedsOnlyThePodCidrThatTheInitContainerAdds) {
     // One ConfigMap serves every node, so it cannot carry a podCIDR...
     try {
-        kovs::parseConfig(agentTemplate());
+        kovs::agent::parseConfig(agentTemplate());
         FAIL() << "the agent.yaml template parsed without a podCIDR; then kovs-node-init's rendering is not needed";
     } catch (const kovs::Error& e) {
         EXPECT_NE(std::string(e.what()).find("node.podCIDR"), std::string::npos) << e.what();
@@ -29,7 +29,7 @@ TEST_F(KindFiles, AgentConfigNeedsOnlyThePodCidrThatTheInitContainerAdds) {
     ASSERT_EQ(r.exitCode, 0) << r.err;
     auto rendered = readFile(dir.path() / "etc-kovs/agent.yaml");
     Config c;
-    ASSERT_NO_THROW(c = kovs::parseConfig(rendered)) << rendered;
+    ASSERT_NO_THROW(c = kovs::agent::parseConfig(rendered)) << rendered;
     EXPECT_EQ(c.node.podCIDR, "10.244.2.0/24");
     EXPECT_EQ(c.mode, Config::Mode::Standalone);
     EXPECT_FALSE(c.ovs.manage) << "the pod's ovs container runs the daemons, not the agent";
@@ -61,7 +61,7 @@ TEST_F(KindFiles, ConflistIsOneKovs_cniAcceptsAndAgreesWithTheAgent) {
     }
     EXPECT_TRUE(nc.mainMode());
 
-    auto agentConf = kovs::parseConfig("node: {podCIDR: 10.244.0.0/24}\n" + agentTemplate());
+    auto agentConf = kovs::agent::parseConfig("node: {podCIDR: 10.244.0.0/24}\n" + agentTemplate());
     EXPECT_EQ(nc.bridge, agentConf.bridge.integration);
     EXPECT_EQ(nc.ovsdb, agentConf.ovsdbRemote());
     EXPECT_EQ(nc.agentSocket, agentConf.statusSocket) << "kovs-cni reports its commands where the agent listens";

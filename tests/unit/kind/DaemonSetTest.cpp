@@ -70,7 +70,7 @@ TEST_F(KindFiles, AgentRunsWithTheRenderedConfigAndItsNodeName) {
     }
 
     // Where the agent's OVS sockets are is where kovs-cni looks on the node.
-    auto conf = kovs::parseConfig("node: {podCIDR: 10.244.0.0/24}\n" + agentTemplate());
+    auto conf = kovs::agent::parseConfig("node: {podCIDR: 10.244.0.0/24}\n" + agentTemplate());
     auto ovsRunVolume = mountOf(agent, conf.ovs.rundir);
     ASSERT_FALSE(ovsRunVolume.empty()) << conf.ovs.rundir << " is not a volume";
     std::map<std::string, YAML::Node> volumes;
@@ -94,7 +94,7 @@ std::pair<std::string, int> splitHostPort(const std::string& addr) {
 }
 
 TEST_F(KindFiles, ProbesPointAtMetricsAddress) {
-    auto conf = kovs::parseConfig("node: {podCIDR: 10.244.0.0/24}\n" + agentTemplate());
+    auto conf = kovs::agent::parseConfig("node: {podCIDR: 10.244.0.0/24}\n" + agentTemplate());
     auto [host, port] = splitHostPort(conf.metricsAddress);
     auto agent = containerNamed(podSpec_, "kovs-agent");
     std::map<std::string, std::string> paths = {
@@ -154,7 +154,7 @@ TEST_F(KindFiles, OvsContainerRunsTheDaemonsTheAgentUses) {
         EXPECT_FALSE(ovs[probe]) << probe << ": a failed probe would SIGTERM the ovs container and take the node IP off br-phy";
     EXPECT_TRUE(podSpec_["shareProcessNamespace"] && podSpec_["shareProcessNamespace"].as<bool>())
         << "the agent sizes vswitchd's sockets through its pid";
-    auto conf = kovs::parseConfig("node: {podCIDR: 10.244.0.0/24}\n" + agentTemplate());
+    auto conf = kovs::agent::parseConfig("node: {podCIDR: 10.244.0.0/24}\n" + agentTemplate());
     auto mount = [](const YAML::Node& c, const std::string& path) -> std::string {
         for (const auto& m : c["volumeMounts"]) {
             if (m["mountPath"].as<std::string>() == path) return m["name"].as<std::string>();

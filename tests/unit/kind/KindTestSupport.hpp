@@ -32,7 +32,7 @@ namespace kovs::test::kind {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
-using kovs::Config;
+using kovs::agent::Config;
 
 inline fs::path sourceDir() {
     const char* dir = std::getenv("KOVS_SOURCE_DIR");

@@ -118,7 +118,7 @@ TEST_F(CompanionOverlay, InitScriptChainsKovsIntoAntreasConflistOnce) {
     EXPECT_FALSE(fs::exists(dir.path() / "net.d/10-kovs.conflist")) << "companion must not install a second network";
     EXPECT_TRUE(fs::exists(dir.path() / "opt-cni-bin" / patched["plugins"][2]["type"].get<std::string>()))
         << "the chained entry's type names the installed binary";
-    auto conf = kovs::parseConfig(readFile(dir.path() / "etc-kovs/agent.yaml"));
+    auto conf = kovs::agent::parseConfig(readFile(dir.path() / "etc-kovs/agent.yaml"));
     EXPECT_EQ(conf.node.podCIDR, "10.244.1.0/24");
     EXPECT_EQ(conf.mode, Config::Mode::Companion);
 }
@@ -233,7 +233,7 @@ TEST_F(CompanionOverlay, InitScriptGoesOnWithoutAPodCidrInCompanionModeOnly) {
                                               {"KOVS_CNI_MODE", "chained"}, {"KOVS_WAIT_SECONDS", "0"}};
     auto r = nodeInit(dir, data, env);
     ASSERT_EQ(r.exitCode, 0) << r.err;
-    auto conf = kovs::parseConfig(readFile(dir.path() / "etc-kovs/agent.yaml"));
+    auto conf = kovs::agent::parseConfig(readFile(dir.path() / "etc-kovs/agent.yaml"));
     EXPECT_EQ(conf.node.podCIDR, "");
     EXPECT_EQ(conf.mode, Config::Mode::Companion);
     env["KOVS_CNI_MODE"] = "standalone";

@@ -15,7 +15,7 @@
 #include "base/Error.hpp"
 
 using kovs::EventLoop;
-using kovs::JsonRpcConnection;
+using kovs::ovs::JsonRpcConnection;
 using kovs::UniqueFd;
 using nlohmann::json;
 

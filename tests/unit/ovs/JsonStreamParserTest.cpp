@@ -4,7 +4,7 @@
 
 #include "base/Error.hpp"
 
-using kovs::JsonStreamParser;
+using kovs::ovs::JsonStreamParser;
 using nlohmann::json;
 
 namespace {

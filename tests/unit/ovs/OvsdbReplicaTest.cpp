@@ -5,7 +5,7 @@
 #include "base/Error.hpp"
 #include "ovs/OvsdbTransaction.hpp"
 
-using kovs::OvsdbReplica;
+using kovs::ovs::OvsdbReplica;
 using nlohmann::json;
 namespace ovsdb = kovs::ovsdb;
 

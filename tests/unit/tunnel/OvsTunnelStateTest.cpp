@@ -45,7 +45,7 @@ TEST(OvsTunnelState, AFreshVswitchdHoldsNothing) {
 }
 
 TEST(OvsTunnelState, AFailedReadBackNamesTheCommand) {
-    auto errorOf = [](const kovs::UnixctlReplies& r) {
+    auto errorOf = [](const kovs::ovs::UnixctlReplies& r) {
         try {
             parseOvsTunnelReadBack(r, "br-phy");
             return std::string("parsed");
@@ -53,11 +53,11 @@ TEST(OvsTunnelState, AFailedReadBackNamesTheCommand) {
             return std::string(e.what());
         }
     };
-    kovs::UnixctlReplies stopped{42, "", {{true, "Route Table:\n"}, {false, "timed out"}}};
+    kovs::ovs::UnixctlReplies stopped{42, "", {{true, "Route Table:\n"}, {false, "timed out"}}};
     EXPECT_EQ(errorOf(stopped), "tnl/neigh/show: timed out");
-    kovs::UnixctlReplies gone{-1, "ovs-vswitchd: no pid in /run/ovs-vswitchd.pid (is it running?)", {}};
+    kovs::ovs::UnixctlReplies gone{-1, "ovs-vswitchd: no pid in /run/ovs-vswitchd.pid (is it running?)", {}};
     EXPECT_EQ(errorOf(gone), gone.unreachable);
-    kovs::UnixctlReplies fine{42, "", {{true, "User: 172.30.0.5/32 dev br-phy SRC 172.30.0.1\n"}, {true, ""}}};
+    kovs::ovs::UnixctlReplies fine{42, "", {{true, "User: 172.30.0.5/32 dev br-phy SRC 172.30.0.1\n"}, {true, ""}}};
     EXPECT_EQ(errorOf(fine), "parsed");
     EXPECT_EQ(parseOvsTunnelReadBack(fine, "br-phy").userRoutes.size(), 1u);
 }

@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 
 using namespace kovs::tunnel;
-using kovs::UnixctlCommand;
-using kovs::UnixctlReply;
+using kovs::ovs::UnixctlCommand;
+using kovs::ovs::UnixctlReply;
 using Kind = TunnelStep::Kind;
 
 namespace {
