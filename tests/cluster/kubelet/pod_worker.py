@@ -36,6 +36,10 @@ Test harness, not product. Like kubelet's pod worker for that pod it:
 Its status (kubelet's PodStatus, as JSON) goes to DIR/pods/<uid>/status.json
 after every change, container logs to DIR/logs/<pod>/<container>/<restart>.log
 (kubelet: /var/log/pods/<namespace>_<pod>_<uid>/<container>/<restart>.log).
+
+One file of some 550 lines on purpose: every step above reads and writes the
+one pod's state (its status, its containers' restart counts and back-offs)
+under one lock, in kubelet's order, and reads best top to bottom as one worker.
 """
 
 import http.client
