@@ -26,7 +26,7 @@ public:
     TempDir& operator=(const TempDir&) = delete;
 
     const std::string& path() const { return path_; }
-    std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+    std::filesystem::path operator/(const std::string& name) const { return std::filesystem::path(path_) / name; }
 
 private:
     std::string path_;

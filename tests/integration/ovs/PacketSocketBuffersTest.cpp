@@ -16,6 +16,7 @@
 #include "base/Process.hpp"
 #include "tests/support/OvsSandbox.hpp"
 #include "tests/support/Poll.hpp"
+#include "tests/support/TempDir.hpp"
 
 using namespace kovs;
 
@@ -72,9 +73,8 @@ TEST(PacketSocketBuffers, ResizesVswitchdsSocketsAndTheNewOneOfAReaddedPort) {
 }
 
 TEST(PacketSocketBuffers, APidfileNamingAnotherProcessIsAClearError) {
-    char tmpl[] = "/tmp/kovs-pidfile-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    std::string dir = tmpl;
+    kovs::test::TempDir tmp{"kovs-pidfile"};
+    const std::string& dir = tmp.path();
     auto error = [&] {
         try {
             ovs::vswitchdPid(dir);

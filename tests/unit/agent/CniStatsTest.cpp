@@ -15,7 +15,7 @@
 
 using namespace kovs;
 using kovs::test::LoopThread;
-using kovs::test::tempSocketPath;
+using kovs::test::TempSocket;
 
 TEST(CniStats, CountsReportsByCommandAndCode) {
     agent::CniStats stats;
@@ -53,7 +53,8 @@ TEST(CniStats, RejectsMalformedReportsWithoutCountingThem) {
 }
 
 TEST(AgentReport, ReachesTheStatusSocketAndNeverWaitsForTheAgent) {
-    auto path = tempSocketPath();
+    TempSocket socket;
+    const auto& path = socket.path;
     {
         LoopThread lt;
         agent::CniStats stats;

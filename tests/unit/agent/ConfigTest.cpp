@@ -5,6 +5,7 @@
 
 #include "agent/Config.hpp"
 #include "base/Error.hpp"
+#include "tests/support/TempDir.hpp"
 
 using kovs::agent::Config;
 using kovs::agent::parseConfig;
@@ -128,8 +129,8 @@ INSTANTIATE_TEST_SUITE_P(
 // uplink.mtu unset follows the interface, so gw0 (and the pods, which follow
 // gw0) use a jumbo underlay; a gateway.mtu that does not fit is caught then.
 TEST(Config, UplinkMtuFollowsTheInterface) {
-    char dir[] = "/tmp/kovs-sysnet-XXXXXX";
-    ASSERT_TRUE(::mkdtemp(dir));
+    kovs::test::TempDir tmp{"kovs-sysnet"};
+    const std::string& dir = tmp.path();
     std::filesystem::create_directories(std::string(dir) + "/eth0");
     std::ofstream(std::string(dir) + "/eth0/mtu") << "9000\n";
 

@@ -8,6 +8,7 @@
 
 #include "base/Error.hpp"
 #include "base/EventLoop.hpp"
+#include "tests/support/TempDir.hpp"
 
 namespace kovs::test {
 
@@ -24,10 +25,11 @@ struct LoopThread {
     ~LoopThread() { join(); }
 };
 
-inline std::string tempSocketPath() {
-    char dir[] = "/tmp/kovs-status-XXXXXX";
-    if (!::mkdtemp(dir)) throw Error("mkdtemp");
-    return std::string(dir) + "/sub/agent.sock";
-}
+// A socket path in a directory the server must make ("sub"), removed with
+// the test.
+struct TempSocket {
+    TempDir dir{"kovs-status"};
+    std::string path = dir / "sub/agent.sock";
+};
 
 }  // namespace kovs::test

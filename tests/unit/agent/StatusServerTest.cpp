@@ -16,10 +16,11 @@
 
 using namespace kovs;
 using kovs::test::LoopThread;
-using kovs::test::tempSocketPath;
+using kovs::test::TempSocket;
 
 TEST(StatusServer, AnswersOneRequestPerConnectionOnARootOnlySocket) {
-    auto path = tempSocketPath();
+    TempSocket socket;
+    const auto& path = socket.path;
     LoopThread lt;
     int handled = 0;
     agent::StatusServer server(lt.loop, path, [&](const nlohmann::json& req) {
@@ -57,7 +58,8 @@ TEST(StatusServer, ClientNamesTheSocketWhenNoAgentListens) {
 // meanwhile costs nothing, and its fd number reused by a new client does not
 // get the old answer.
 TEST(StatusServer, AnswersLaterAndDropsAnswersForClientsThatLeft) {
-    auto path = tempSocketPath();
+    TempSocket socket;
+    const auto& path = socket.path;
     LoopThread lt;
     std::vector<agent::StatusServer::Reply> pending;
     std::mutex m;

@@ -14,6 +14,7 @@
 #include "cni/CniRequest.hpp"
 #include "cni/CniPlugin.hpp"
 #include "cni/CniResult.hpp"
+#include "tests/support/TempDir.hpp"
 
 using namespace kovs::cni;
 
@@ -198,8 +199,8 @@ TEST(CniResult, RejectsMalformedIpamResults) {
 // The plugin tells the agent how each command ended, even one whose config
 // was rejected, and says nothing for VERSION.
 TEST(CniPlugin, ReportsEachCommandsOutcomeToTheAgent) {
-    char dir[] = "/tmp/kovs-cni-report-XXXXXX";
-    ASSERT_TRUE(::mkdtemp(dir));
+    kovs::test::TempDir tmp{"kovs-cni-report"};
+    const std::string& dir = tmp.path();
     std::string path = std::string(dir) + "/agent.sock";
     kovs::UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     auto addr = kovs::unixAddress(path, "test socket");

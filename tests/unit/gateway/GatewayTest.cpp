@@ -9,6 +9,7 @@
 #include "gateway/GatewayGuard.hpp"
 #include "gateway/NetworkdDropins.hpp"
 #include "base/Error.hpp"
+#include "tests/support/TempDir.hpp"
 
 using namespace kovs;
 
@@ -42,19 +43,14 @@ TEST(GatewayGuardOptions, InvalidOptionsAreRejectedBeforeAnythingHappens) {
 
 class DropinsTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        char tmpl[] = "/tmp/kovs-dropins-XXXXXX";
-        ASSERT_NE(::mkdtemp(tmpl), nullptr);
-        dir_ = tmpl;
-    }
-    void TearDown() override { std::filesystem::remove_all(dir_); }
     static std::string read(const std::string& path) {
         std::ifstream in(path);
         std::stringstream s;
         s << in.rdbuf();
         return s.str();
     }
-    std::string dir_;
+    kovs::test::TempDir tmp_{"kovs-dropins"};
+    std::string dir_ = tmp_.path();
 };
 
 TEST_F(DropinsTest, WritesUnmanagedFilesAndRemovesThem) {

@@ -27,7 +27,7 @@ TEST_F(KindFiles, AgentConfigNeedsOnlyThePodCidrThatTheInitContainerAdds) {
     TempDir dir;
     auto r = nodeInit(dir, configMapData(configMap_), {{"KOVS_POD_CIDR", "10.244.2.0/24"}});
     ASSERT_EQ(r.exitCode, 0) << r.err;
-    auto rendered = readFile(dir.path() / "etc-kovs/agent.yaml");
+    auto rendered = readFile(dir / "etc-kovs/agent.yaml");
     Config c;
     ASSERT_NO_THROW(c = kovs::agent::parseConfig(rendered)) << rendered;
     EXPECT_EQ(c.node.podCIDR, "10.244.2.0/24");

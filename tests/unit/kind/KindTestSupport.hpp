@@ -9,7 +9,6 @@
 // CompanionOverlay (kind/overlays/companion on top of it).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <stdlib.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
@@ -24,10 +23,10 @@
 #include "agent/Config.hpp"
 #include "base/Error.hpp"
 #include "base/Process.hpp"
+#include "tests/support/TempDir.hpp"
 
-// Its own namespace: this TempDir hands out a std::filesystem::path, unlike
-// kovs::test::TempDir (tests/support/TempDir.hpp), and the fixtures must be
-// one type across the files of one suite (gtest requires it).
+// A named namespace: the fixtures must be one type across the files of one
+// suite (gtest requires it).
 namespace kovs::test::kind {
 
 namespace fs = std::filesystem;
@@ -54,24 +53,7 @@ inline void writeFile(const fs::path& p, const std::string& text) {
     if (!f) throw kovs::Error("write " + p.string() + ": failed");
 }
 
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "kovs-kind-test.XXXXXX").string();
-        if (!::mkdtemp(tmpl.data())) throw kovs::Error("mkdtemp " + tmpl + ": failed");
-        path_ = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
+using kovs::test::TempDir;
 
 // Every document of a multi-document YAML file, keyed "Kind/name".
 inline std::map<std::string, YAML::Node> loadDocuments(const fs::path& p) {
@@ -153,17 +135,17 @@ protected:
     // standing in for the ConfigMap mount, /etc/kovs and the node's CNI dirs.
     kovs::ProcessResult nodeInit(const TempDir& dir, const std::map<std::string, std::string>& data,
                                  std::map<std::string, std::string> env, const std::string& command = "init") const {
-        fs::create_directories(dir.path() / "template");
-        for (const auto& [key, text] : data) writeFile(dir.path() / "template" / key, text);
-        writeFile(dir.path() / "kovs-cni", "#!/bin/sh\nexit 0\n");
-        fs::permissions(dir.path() / "kovs-cni", fs::perms::owner_all);
+        fs::create_directories(dir / "template");
+        for (const auto& [key, text] : data) writeFile(dir / "template" / key, text);
+        writeFile(dir / "kovs-cni", "#!/bin/sh\nexit 0\n");
+        fs::permissions(dir / "kovs-cni", fs::perms::owner_all);
         std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
         env["PATH"] = env.count("PATH") ? env["PATH"] + ":" + path : path;  // a test's own tools first
-        env["KOVS_TEMPLATE_DIR"] = (dir.path() / "template").string();
-        env["KOVS_CONFIG_DIR"] = (dir.path() / "etc-kovs").string();
-        env["KOVS_CNI_BINARY"] = (dir.path() / "kovs-cni").string();
-        env["KOVS_CNI_BIN_DIR"] = (dir.path() / "opt-cni-bin").string();
-        env["KOVS_CNI_NET_DIR"] = (dir.path() / "net.d").string();
+        env["KOVS_TEMPLATE_DIR"] = (dir / "template").string();
+        env["KOVS_CONFIG_DIR"] = (dir / "etc-kovs").string();
+        env["KOVS_CNI_BINARY"] = (dir / "kovs-cni").string();
+        env["KOVS_CNI_BIN_DIR"] = (dir / "opt-cni-bin").string();
+        env["KOVS_CNI_NET_DIR"] = (dir / "net.d").string();
         return runScript({(src_ / "kind/kovs-node-init").string(), command}, env);
     }
 

@@ -24,12 +24,12 @@ protected:
             auto r = kovs::runProcess({"/bin/sh", "-c", std::string("command -v ") + tool});
             ASSERT_TRUE(r.ok()) << tool << " not found";
             auto target = r.out.substr(0, r.out.find('\n'));
-            fs::create_symlink(target, bin_.path() / tool);
+            fs::create_symlink(target, bin_ / tool);
         }
     }
     kovs::ProcessResult run(std::vector<std::string> args) {
         args.insert(args.begin(), (src_ / "kind/kovs-kind").string());
-        return runScript(args, {{"PATH", bin_.path().string()}, {"HOME", bin_.path().string()}});
+        return runScript(args, {{"PATH", bin_.path()}, {"HOME", bin_.path()}});
     }
     // The lines of the output that are commands (indented under a step).
     static std::vector<std::string> commands(const std::string& out) {
@@ -159,19 +159,19 @@ class KovsKindWithFakeTools : public KovsKindDryRun {
 protected:
     void SetUp() override {
         KovsKindDryRun::SetUp();
-        log_ = bin_.path() / "calls.log";
+        log_ = bin_ / "calls.log";
         auto fake = [&](const std::string& name, const std::string& body) {
-            writeFile(bin_.path() / name, "#!/bin/bash\nprintf '%s\\n' \"" + name + " $*\" >> " + log_.string() + "\n" + body);
-            fs::permissions(bin_.path() / name, fs::perms::owner_all);
+            writeFile(bin_ / name, "#!/bin/bash\nprintf '%s\\n' \"" + name + " $*\" >> " + log_.string() + "\n" + body);
+            fs::permissions(bin_ / name, fs::perms::owner_all);
         };
         fake("docker", "exit 0\n");
         fake("kind", "[ \"$1 $2\" = 'get clusters' ] && printf '%s\\n' ${FAKE_CLUSTERS:-}\nexit 0\n");
         // get nodes: two polls with workers NotReady, then all Ready.
         fake("kubectl", "case \" $* \" in\n"
                         "  *' kustomize '*) exec cat \"${@: -1}/kovs.yaml\" ;;\n"
-                        "  *' apply -f - '*) exec cat > " + (bin_.path() / "applied.yaml").string() + " ;;\n"
-                        "  *' get nodes '*) n=$(cat " + (bin_.path() / "polls").string() + " 2>/dev/null || echo 0)\n"
-                        "     echo $((n + 1)) > " + (bin_.path() / "polls").string() + "\n"
+                        "  *' apply -f - '*) exec cat > " + (bin_ / "applied.yaml").string() + " ;;\n"
+                        "  *' get nodes '*) n=$(cat " + (bin_ / "polls").string() + " 2>/dev/null || echo 0)\n"
+                        "     echo $((n + 1)) > " + (bin_ / "polls").string() + "\n"
                         "     if [ $n -lt 2 ]; then printf 'kovs-control-plane True\\nkovs-worker False\\nkovs-worker2 <none>\\n'\n"
                         "     else printf 'kovs-control-plane True\\nkovs-worker True\\nkovs-worker2 True\\n'; fi ;;\n"
                         "esac\nexit 0\n");
@@ -224,7 +224,7 @@ TEST_F(KovsKindWithFakeTools, UpRunsWhatTheDryRunPrintsAndReportsProgress) {
     }
     EXPECT_NE(std::find(ran.begin(), ran.end(), "docker info"), ran.end()) << "the daemon is not checked";
 
-    auto applied = readFile(bin_.path() / "applied.yaml");
+    auto applied = readFile(bin_ / "applied.yaml");
     EXPECT_EQ(applied.find("image: kovs:dev"), std::string::npos) << "--image did not reach every container";
     size_t n = 0;
     for (auto pos = applied.find("image: reg.io/kovs:1"); pos != std::string::npos; pos = applied.find("image: reg.io/kovs:1", pos + 1)) ++n;
@@ -236,7 +236,7 @@ TEST_F(KovsKindWithFakeTools, UpRunsWhatTheDryRunPrintsAndReportsProgress) {
 
 TEST_F(KovsKindWithFakeTools, UpReusesAnExistingCluster) {
     auto r = runScript({(src_ / "kind/kovs-kind").string(), "up"},
-                       {{"PATH", bin_.path().string()}, {"HOME", bin_.path().string()}, {"FAKE_CLUSTERS", "other kovs"}});
+                       {{"PATH", bin_.path()}, {"HOME", bin_.path()}, {"FAKE_CLUSTERS", "other kovs"}});
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_NE(r.out.find("cluster kovs exists; reusing it"), std::string::npos) << r.out;
     for (const auto& c : calls()) EXPECT_EQ(c.find("kind create cluster"), std::string::npos) << c;

@@ -20,15 +20,15 @@ TEST_F(KindFiles, InitScriptFillsInThePodCidrAndInstallsPluginThenConflist) {
     TempDir dir;
     auto r = nodeInit(dir, configMapData(configMap_), {{"KOVS_POD_CIDR", "10.244.3.0/24"}});
     ASSERT_EQ(r.exitCode, 0) << r.err;
-    auto rendered = Json::parse(readFile(dir.path() / "net.d/10-kovs.conflist"));
+    auto rendered = Json::parse(readFile(dir / "net.d/10-kovs.conflist"));
     EXPECT_EQ(rendered["plugins"][0]["ipam"]["ranges"][0][0]["subnet"], "10.244.3.0/24");
     EXPECT_EQ(rendered.dump().find("usePodCidr"), std::string::npos);
     // containerd execs the binary named after the plugin's type.
-    auto plugin = dir.path() / "opt-cni-bin" / rendered["plugins"][0]["type"].get<std::string>();
+    auto plugin = dir / "opt-cni-bin" / rendered["plugins"][0]["type"].get<std::string>();
     ASSERT_TRUE(fs::exists(plugin)) << plugin;
     EXPECT_NE(fs::status(plugin).permissions() & fs::perms::others_exec, fs::perms::none);
     // No temp files left next to what kubelet reads.
-    for (const auto& e : fs::directory_iterator(dir.path() / "net.d")) {
+    for (const auto& e : fs::directory_iterator(dir / "net.d")) {
         EXPECT_EQ(e.path().filename(), "10-kovs.conflist") << "left behind: " << e.path();
     }
 }
@@ -40,11 +40,11 @@ TEST_F(KindFiles, InitScriptFillsInThePodCidrAndInstallsPluginThenConflist) {
 TEST_F(KindFiles, InitScriptKeepsTheTokenOffCurlsCommandLine) {
     TempDir dir;
     const std::string token = "eyJhbGciOiJSUzI1NiJ9.secret-token-value";
-    fs::create_directories(dir.path() / "sa");
-    writeFile(dir.path() / "sa/token", token + "\n");
-    writeFile(dir.path() / "sa/ca.crt", "not a real CA\n");
-    fs::create_directories(dir.path() / "bin");
-    writeFile(dir.path() / "bin/curl", R"(#!/bin/bash
+    fs::create_directories(dir / "sa");
+    writeFile(dir / "sa/token", token + "\n");
+    writeFile(dir / "sa/ca.crt", "not a real CA\n");
+    fs::create_directories(dir / "bin");
+    writeFile(dir / "bin/curl", R"(#!/bin/bash
 log=$(dirname "$0")/..
 printf '%s\n' "$@" > "$log/curl.argv"
 : > "$log/curl.headers"
@@ -57,19 +57,19 @@ for a in "$@"; do
 done
 printf '{"kind": "Node", "metadata": {"name": "kind-worker"}, "spec": {"podCIDR": "10.244.7.0/24"}}\n'
 )");
-    fs::permissions(dir.path() / "bin/curl", fs::perms::owner_all);
-    std::string path = (dir.path() / "bin").string() + ":" + (std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
+    fs::permissions(dir / "bin/curl", fs::perms::owner_all);
+    std::string path = (dir / "bin").string() + ":" + (std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
     auto r = nodeInit(dir, configMapData(configMap_),
                       {{"NODE_NAME", "kind-worker"}, {"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
-                       {"KUBERNETES_SERVICE_PORT", "443"}, {"KOVS_SERVICE_ACCOUNT_DIR", (dir.path() / "sa").string()},
+                       {"KUBERNETES_SERVICE_PORT", "443"}, {"KOVS_SERVICE_ACCOUNT_DIR", (dir / "sa").string()},
                        {"PATH", path}});
     ASSERT_EQ(r.exitCode, 0) << r.err;
-    auto argv = readFile(dir.path() / "curl.argv");
+    auto argv = readFile(dir / "curl.argv");
     EXPECT_NE(argv.find("https://10.96.0.1:443/api/v1/nodes/kind-worker"), std::string::npos) << argv;
     EXPECT_EQ(argv.find(token), std::string::npos) << "the token is on curl's command line:\n" << argv;
-    EXPECT_NE(readFile(dir.path() / "curl.headers").find("Authorization: Bearer " + token), std::string::npos)
+    EXPECT_NE(readFile(dir / "curl.headers").find("Authorization: Bearer " + token), std::string::npos)
         << "curl was not given the token as a header";
-    EXPECT_NE(readFile(dir.path() / "etc-kovs/agent.yaml").find("podCIDR: 10.244.7.0/24"), std::string::npos);
+    EXPECT_NE(readFile(dir / "etc-kovs/agent.yaml").find("podCIDR: 10.244.7.0/24"), std::string::npos);
 }
 
 TEST_F(KindFiles, InitScriptRejectsBadInputAndInstallsNothing) {
@@ -89,9 +89,9 @@ TEST_F(KindFiles, InitScriptRejectsBadInputAndInstallsNothing) {
         auto r = nodeInit(dir, configMapData(configMap_), c.env);
         EXPECT_NE(r.exitCode, 0);
         EXPECT_NE(r.err.find(c.message), std::string::npos) << "stderr: " << r.err;
-        EXPECT_FALSE(fs::exists(dir.path() / "net.d/10-kovs.conflist"));
-        EXPECT_FALSE(fs::exists(dir.path() / "opt-cni-bin/kovs"));
-        EXPECT_FALSE(fs::exists(dir.path() / "etc-kovs/agent.yaml"));
+        EXPECT_FALSE(fs::exists(dir / "net.d/10-kovs.conflist"));
+        EXPECT_FALSE(fs::exists(dir / "opt-cni-bin/kovs"));
+        EXPECT_FALSE(fs::exists(dir / "etc-kovs/agent.yaml"));
     }
 }
 
@@ -99,26 +99,26 @@ TEST_F(CompanionOverlay, InitScriptChainsKovsIntoAntreasConflistOnce) {
     auto data = configMapData(configMap_);
     for (const auto& [k, v] : configMapData(patches_["ConfigMap/kovs-config"])) data[k] = v;  // as kustomize merges
     TempDir dir;
-    fs::create_directories(dir.path() / "net.d");
+    fs::create_directories(dir / "net.d");
     Json antrea = {{"cniVersion", "0.3.0"},
                    {"name", "antrea"},
                    {"plugins", {{{"type", "antrea"}, {"ipam", {{"type", "host-local"}}}}, {{"type", "portmap"}}}}};
-    writeFile(dir.path() / "net.d/10-antrea.conflist", antrea.dump(2));
+    writeFile(dir / "net.d/10-antrea.conflist", antrea.dump(2));
     std::map<std::string, std::string> env = {
         {"KOVS_POD_CIDR", "10.244.1.0/24"}, {"KOVS_CNI_MODE", "chained"}, {"KOVS_CHAIN_CONFLIST", "10-antrea.conflist"}};
     for (int run = 0; run < 2; ++run) {
         auto r = nodeInit(dir, data, env);
         ASSERT_EQ(r.exitCode, 0) << "run " << run << ": " << r.err;
     }
-    auto patched = Json::parse(readFile(dir.path() / "net.d/10-antrea.conflist"));
+    auto patched = Json::parse(readFile(dir / "net.d/10-antrea.conflist"));
     ASSERT_EQ(patched["plugins"].size(), 3u) << patched.dump();
     EXPECT_EQ(patched["plugins"][0], antrea["plugins"][0]);
     EXPECT_EQ(patched["plugins"][1], antrea["plugins"][1]);
     EXPECT_EQ(patched["plugins"][2], Json::parse(data.at("chained-plugin.json")));
-    EXPECT_FALSE(fs::exists(dir.path() / "net.d/10-kovs.conflist")) << "companion must not install a second network";
-    EXPECT_TRUE(fs::exists(dir.path() / "opt-cni-bin" / patched["plugins"][2]["type"].get<std::string>()))
+    EXPECT_FALSE(fs::exists(dir / "net.d/10-kovs.conflist")) << "companion must not install a second network";
+    EXPECT_TRUE(fs::exists(dir / "opt-cni-bin" / patched["plugins"][2]["type"].get<std::string>()))
         << "the chained entry's type names the installed binary";
-    auto conf = kovs::agent::parseConfig(readFile(dir.path() / "etc-kovs/agent.yaml"));
+    auto conf = kovs::agent::parseConfig(readFile(dir / "etc-kovs/agent.yaml"));
     EXPECT_EQ(conf.node.podCIDR, "10.244.1.0/24");
     EXPECT_EQ(conf.mode, Config::Mode::Companion);
 }
@@ -140,23 +140,23 @@ TEST_F(CompanionOverlay, InitScriptChainsAfterASinglePluginConfAsLibcniConvertsI
     auto data = configMapData(configMap_);
     for (const auto& [k, v] : configMapData(patches_["ConfigMap/kovs-config"])) data[k] = v;
     TempDir dir;
-    fs::create_directories(dir.path() / "net.d");
+    fs::create_directories(dir / "net.d");
     // What ovnkube-node writes (WriteCNIConfig), key order and all.
     const std::string ovnk = R"({"cniVersion":"0.4.0","name":"ovn-kubernetes","type":"ovn-k8s-cni-overlay","ipam":{},)"
                              R"("dns":{},"logFile":"/var/log/ovn-kubernetes/ovn-k8s-cni-overlay.log","logLevel":"4",)"
                              R"("logfile-maxsize":100,"logfile-maxbackups":5,"logfile-maxage":5})";
-    writeFile(dir.path() / "net.d/10-ovn-kubernetes.conf", ovnk);
+    writeFile(dir / "net.d/10-ovn-kubernetes.conf", ovnk);
     std::map<std::string, std::string> env = {
         {"KOVS_POD_CIDR", "10.244.1.0/24"}, {"KOVS_CNI_MODE", "chained"}, {"KOVS_CHAIN_CONFLIST", "10-ovn-kubernetes.conf"}};
     for (int run = 0; run < 2; ++run) {
         auto r = nodeInit(dir, data, env);
         ASSERT_EQ(r.exitCode, 0) << "run " << run << ": " << r.err;
     }
-    EXPECT_EQ(readFile(dir.path() / "net.d/10-ovn-kubernetes.conf"), ovnk) << "the other CNI's file is never changed";
-    auto derived = dir.path() / "net.d/00-kovs-10-ovn-kubernetes.conflist";
+    EXPECT_EQ(readFile(dir / "net.d/10-ovn-kubernetes.conf"), ovnk) << "the other CNI's file is never changed";
+    auto derived = dir / "net.d/00-kovs-10-ovn-kubernetes.conflist";
     ASSERT_TRUE(fs::exists(derived));
     std::vector<std::string> files;
-    for (const auto& e : fs::directory_iterator(dir.path() / "net.d")) files.push_back(e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(dir / "net.d")) files.push_back(e.path().filename().string());
     std::sort(files.begin(), files.end());
     EXPECT_EQ(files.front(), "00-kovs-10-ovn-kubernetes.conflist") << "containerd takes the first file in name order";
     auto list = Json::parse(readFile(derived));
@@ -174,11 +174,11 @@ TEST_F(CompanionOverlay, InitScriptChainsAfterASinglePluginConfAsLibcniConvertsI
     // ovnkube-node rewrites its file on a restart: the chain follows it.
     auto changed = original;
     changed["logLevel"] = "5";
-    writeFile(dir.path() / "net.d/10-ovn-kubernetes.conf", changed.dump());
+    writeFile(dir / "net.d/10-ovn-kubernetes.conf", changed.dump());
     ASSERT_EQ(nodeInit(dir, data, env).exitCode, 0);
     EXPECT_EQ(Json::parse(readFile(derived))["plugins"][0], changed);
     // And when it is gone, so is the chain (a node must not keep a network that left).
-    fs::remove(dir.path() / "net.d/10-ovn-kubernetes.conf");
+    fs::remove(dir / "net.d/10-ovn-kubernetes.conf");
     env["KOVS_WAIT_SECONDS"] = "0";
     auto r = nodeInit(dir, data, env);
     EXPECT_NE(r.exitCode, 0);
@@ -199,13 +199,13 @@ TEST_F(CompanionOverlay, InitScriptRefusesAConfItCannotChainAfter) {
              {"10-x.conf", "not json", "cannot chain kovs after it"},
              {"10-x.yaml", "{}", "expected a .conflist, .conf or .json file"}}) {
         TempDir dir;
-        fs::create_directories(dir.path() / "net.d");
-        writeFile(dir.path() / "net.d" / bad.file, bad.text);
+        fs::create_directories(dir / "net.d");
+        writeFile(dir / "net.d" / bad.file, bad.text);
         auto r = nodeInit(dir, data, {{"KOVS_POD_CIDR", "10.244.1.0/24"}, {"KOVS_CNI_MODE", "chained"}, {"KOVS_CHAIN_CONFLIST", bad.file}});
         EXPECT_NE(r.exitCode, 0) << bad.text;
         EXPECT_NE(r.err.find(bad.error), std::string::npos) << bad.text << ": " << r.err;
         size_t left = 0;
-        for (const auto& e : fs::directory_iterator(dir.path() / "net.d")) left += e.path().filename() != bad.file;
+        for (const auto& e : fs::directory_iterator(dir / "net.d")) left += e.path().filename() != bad.file;
         EXPECT_EQ(left, 0u) << bad.text << ": a rejected config leaves nothing behind";
     }
 }
@@ -216,24 +216,24 @@ TEST_F(CompanionOverlay, InitScriptGoesOnWithoutAPodCidrInCompanionModeOnly) {
     auto data = configMapData(configMap_);
     for (const auto& [k, v] : configMapData(patches_["ConfigMap/kovs-config"])) data[k] = v;
     TempDir dir;
-    fs::create_directories(dir.path() / "bin");
-    fs::create_directories(dir.path() / "sa");
-    writeFile(dir.path() / "sa/token", "t");
-    writeFile(dir.path() / "sa/ca.crt", "c");
+    fs::create_directories(dir / "bin");
+    fs::create_directories(dir / "sa");
+    writeFile(dir / "sa/token", "t");
+    writeFile(dir / "sa/ca.crt", "c");
     // The API server's answer for a Node without spec.podCIDR. Like curl
     // with -H @-, the stand-in reads its stdin: a reader that left early
     // would fail the script's printf | curl pipeline (pipefail) at random.
-    writeFile(dir.path() / "bin/curl", "#!/bin/sh\nwhile read -r _; do :; done\necho '{\"metadata\":{\"name\":\"n1\"},\"spec\":{}}'\n");
-    fs::permissions(dir.path() / "bin/curl", fs::perms::owner_all);
-    fs::create_directories(dir.path() / "net.d");
-    writeFile(dir.path() / "net.d/10-antrea.conflist", R"({"cniVersion":"0.3.0","name":"antrea","plugins":[{"type":"antrea"}]})");
-    std::map<std::string, std::string> env = {{"PATH", (dir.path() / "bin").string()}, {"NODE_NAME", "n1"},
+    writeFile(dir / "bin/curl", "#!/bin/sh\nwhile read -r _; do :; done\necho '{\"metadata\":{\"name\":\"n1\"},\"spec\":{}}'\n");
+    fs::permissions(dir / "bin/curl", fs::perms::owner_all);
+    fs::create_directories(dir / "net.d");
+    writeFile(dir / "net.d/10-antrea.conflist", R"({"cniVersion":"0.3.0","name":"antrea","plugins":[{"type":"antrea"}]})");
+    std::map<std::string, std::string> env = {{"PATH", (dir / "bin").string()}, {"NODE_NAME", "n1"},
                                               {"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
-                                              {"KOVS_SERVICE_ACCOUNT_DIR", (dir.path() / "sa").string()},
+                                              {"KOVS_SERVICE_ACCOUNT_DIR", (dir / "sa").string()},
                                               {"KOVS_CNI_MODE", "chained"}, {"KOVS_WAIT_SECONDS", "0"}};
     auto r = nodeInit(dir, data, env);
     ASSERT_EQ(r.exitCode, 0) << r.err;
-    auto conf = kovs::agent::parseConfig(readFile(dir.path() / "etc-kovs/agent.yaml"));
+    auto conf = kovs::agent::parseConfig(readFile(dir / "etc-kovs/agent.yaml"));
     EXPECT_EQ(conf.node.podCIDR, "");
     EXPECT_EQ(conf.mode, Config::Mode::Companion);
     env["KOVS_CNI_MODE"] = "standalone";

@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "base/Error.hpp"
+#include "tests/support/TempDir.hpp"
 
 using kovs::EventLoop;
 using kovs::ovs::JsonRpcConnection;
@@ -24,9 +25,7 @@ namespace {
 class Peer {
 public:
     Peer() {
-        char tmpl[] = "/tmp/kovs-rpc-XXXXXX";
-        dir_ = ::mkdtemp(tmpl);
-        path_ = dir_ + "/s.sock";
+        path_ = dir_ / "s.sock";
         listen_ = UniqueFd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
         sockaddr_un sa{};
         sa.sun_family = AF_UNIX;
@@ -34,7 +33,6 @@ public:
         EXPECT_EQ(::bind(listen_.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
         EXPECT_EQ(::listen(listen_.get(), 4), 0);
     }
-    ~Peer() { std::filesystem::remove_all(dir_); }
     void accept() { conn_ = UniqueFd(::accept(listen_.get(), nullptr, nullptr)); }
     void write(const std::string& s) { ASSERT_EQ(::write(conn_.get(), s.data(), s.size()), ssize_t(s.size())); }
     std::string readSome() {
@@ -46,7 +44,8 @@ public:
     const std::string& path() const { return path_; }
 
 private:
-    std::string dir_, path_;
+    kovs::test::TempDir dir_{"kovs-rpc"};
+    std::string path_;
     UniqueFd listen_, conn_;
 };
 

@@ -6,6 +6,7 @@
 #include "base/Error.hpp"
 #include "peers/kube/KubeConfig.hpp"
 #include "peers/kube/KubeNode.hpp"
+#include "tests/support/TempDir.hpp"
 
 using kovs::Error;
 using namespace kovs::peers;
@@ -219,9 +220,8 @@ TEST(KubeConfig, InClusterNeedsEnvAndFiles) {
 }
 
 TEST(KubeConfig, InClusterReadsServiceAccount) {
-    char tmpl[] = "/tmp/kovs-sa-XXXXXX";
-    ASSERT_TRUE(::mkdtemp(tmpl));
-    std::string dir = tmpl;
+    kovs::test::TempDir tmp{"kovs-sa"};
+    const std::string& dir = tmp.path();
     {
         std::ofstream(dir + "/token") << "tok-1\n";
         std::ofstream(dir + "/ca.crt") << "PEM";

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "base/Error.hpp"
+#include "tests/support/TempDir.hpp"
 
 using namespace kovs;
 using namespace kovs::uplink;
@@ -44,23 +45,13 @@ UplinkRecord sample() {
     return r;
 }
 
-struct TempDir {
-    TempDir() {
-        char tmpl[] = "/tmp/kovs-uplink-record-XXXXXX";
-        if (!::mkdtemp(tmpl)) throw Error("mkdtemp");
-        path = tmpl;
-    }
-    ~TempDir() { std::filesystem::remove_all(path); }
-    std::string path;
-};
-
 }  // namespace
 
 TEST(UplinkRecord, RoundTripsThroughJsonAndTheFile) {
     auto r = sample();
     EXPECT_EQ(recordFromJson(toJson(r)), r);
-    TempDir dir;
-    auto path = dir.path + "/sub/uplink.json";
+    kovs::test::TempDir dir{"kovs-uplink-record"};
+    auto path = dir.path() + "/sub/uplink.json";
     saveRecord(path, r);
     EXPECT_EQ(loadRecord(path), r);
     removeRecord(path);
@@ -69,8 +60,8 @@ TEST(UplinkRecord, RoundTripsThroughJsonAndTheFile) {
 }
 
 TEST(UplinkRecord, WhatAnOlderKovsWroteIsIgnoredNotTrusted) {
-    TempDir dir;
-    auto path = dir.path + "/uplink.json";
+    kovs::test::TempDir dir{"kovs-uplink-record"};
+    auto path = dir.path() + "/uplink.json";
     // kovs 0.1: `ip -j` output.
     std::ofstream(path) << R"({"mode":"shim","device":"eth0","mac":"02:42:ac:12:00:02","mtu":1500,
         "addresses":[{"family":"inet","local":"172.18.0.2","prefixlen":16}],"routes4":[],"routes6":[]})";
