@@ -6,10 +6,14 @@
 //   another node comes back in through gw0 (tunnel, table 40) while the
 //   request left through the uplink, so strict reverse-path filtering (1)
 //   would drop it; loose (2) keeps the protection against addresses with no
-//   route at all. The kernel applies max(all, gw0), so gw0 gets 2.
+//   route at all. The kernel applies max(all, gw0), so a gw0 at 0 is kept
+//   only while all is not 1; otherwise gw0 gets 2.
 // - send_redirects 0: the kernel forwards pod -> Service -> pod on the same
 //   node in and out of gw0 and would send the client an ICMP redirect to the
-//   backend, around the kernel that DNATs for it.
+//   backend, around the kernel that DNATs for it. The kernel sends one when
+//   all OR gw0 say so, so gw0's 0 holds only where all is 0 too; all is the
+//   node's and kovs leaves it alone (the Services e2e rows pass with all at
+//   the kernel's default, 1).
 #include <set>
 #include <string>
 
