@@ -56,6 +56,8 @@ TEST(HealthServer, RejectsABadAddress) {
     }
 }
 
+namespace {
+
 int connectTo(int port) {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
@@ -81,6 +83,8 @@ std::string exchange(int port, const std::string& request) {
     ::close(fd);
     return out.substr(0, out.find("\r\n"));
 }
+
+}  // namespace
 
 TEST(HealthServer, AnswersBadRequestsWithTheRightStatus) {
     LoopThread lt;

@@ -17,6 +17,14 @@ using namespace kovs::test::kind;
 
 namespace {
 
+// The name of the volume a container mounts at `path`; "" for none.
+std::string mountOf(const YAML::Node& container, const std::string& path) {
+    for (const auto& m : container["volumeMounts"]) {
+        if (m["mountPath"].as<std::string>() == path) return m["name"].as<std::string>();
+    }
+    return "";
+}
+
 TEST_F(KindFiles, DaemonSetSelectorMatchesItsPodLabels) {
     auto selector = ds_["spec"]["selector"]["matchLabels"];
     auto labels = ds_["spec"]["template"]["metadata"]["labels"];
@@ -49,12 +57,6 @@ TEST_F(KindFiles, AgentRunsWithTheRenderedConfigAndItsNodeName) {
     EXPECT_EQ(envValue(init, "KOVS_CNI_MODE"), "standalone");
 
     // The init container writes /etc/kovs/agent.yaml into the volume the agent reads it from.
-    auto mountOf = [](const YAML::Node& c, const std::string& path) -> std::string {
-        for (const auto& m : c["volumeMounts"]) {
-            if (m["mountPath"].as<std::string>() == path) return m["name"].as<std::string>();
-        }
-        return "";
-    };
     EXPECT_FALSE(mountOf(agent, "/etc/kovs").empty());
     EXPECT_EQ(mountOf(agent, "/etc/kovs"), mountOf(init, "/etc/kovs"));
     EXPECT_FALSE(mountOf(init, "/etc/kovs-template").empty());
@@ -155,19 +157,13 @@ TEST_F(KindFiles, OvsContainerRunsTheDaemonsTheAgentUses) {
     EXPECT_TRUE(podSpec_["shareProcessNamespace"] && podSpec_["shareProcessNamespace"].as<bool>())
         << "the agent sizes vswitchd's sockets through its pid";
     auto conf = kovs::agent::parseConfig("node: {podCIDR: 10.244.0.0/24}\n" + agentTemplate());
-    auto mount = [](const YAML::Node& c, const std::string& path) -> std::string {
-        for (const auto& m : c["volumeMounts"]) {
-            if (m["mountPath"].as<std::string>() == path) return m["name"].as<std::string>();
-        }
-        return "";
-    };
-    EXPECT_EQ(mount(ovs, "/etc/kovs"), mount(agent, "/etc/kovs")) << "both read the rendered agent.yaml";
-    EXPECT_FALSE(mount(ovs, conf.ovs.rundir).empty());
-    EXPECT_EQ(mount(ovs, conf.ovs.rundir), mount(agent, conf.ovs.rundir)) << "one OVS run directory";
+    EXPECT_EQ(mountOf(ovs, "/etc/kovs"), mountOf(agent, "/etc/kovs")) << "both read the rendered agent.yaml";
+    EXPECT_FALSE(mountOf(ovs, conf.ovs.rundir).empty());
+    EXPECT_EQ(mountOf(ovs, conf.ovs.rundir), mountOf(agent, conf.ovs.rundir)) << "one OVS run directory";
     auto dbDir = fs::path(conf.ovs.database).parent_path().string();
-    EXPECT_FALSE(mount(ovs, dbDir).empty()) << conf.ovs.database << " must be on a volume: bridges outlive the pod";
+    EXPECT_FALSE(mountOf(ovs, dbDir).empty()) << conf.ovs.database << " must be on a volume: bridges outlive the pod";
     for (const auto& v : podSpec_["volumes"]) {
-        if (v["name"].as<std::string>() == mount(ovs, dbDir)) {
+        if (v["name"].as<std::string>() == mountOf(ovs, dbDir)) {
             EXPECT_TRUE(v["hostPath"]) << "the OVS database must be on the node, not in the pod";
         }
     }
