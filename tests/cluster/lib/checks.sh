@@ -111,5 +111,5 @@ throughput_summary() {
     done_step
     printf 'Throughput n1/p1 -> n2/p1 across the tunnel: %.2f Gbit/s (underlay MTU %s, gw0 %s, pods %s)\n' \
         "$(echo "$bps / 1000000000" | bc -l)" "$UNDERLAY_MTU" "$(in_node 1 cat /sys/class/net/gw0/mtu)" \
-        "$(in_pod 1 1 cat /sys/class/net/eth0/mtu)"
+        "$(in_pod 1 1 ip -j link show eth0 | jq '.[0].mtu')"   # netlink: a pod's /sys may be its node's (kind-node)
 }
