@@ -68,20 +68,26 @@ int connectTo(int port) {
     return fd;
 }
 
-// The raw answer to one raw request, over a fresh connection.
-std::string exchange(int port, const std::string& request) {
-    int fd = connectTo(port);
-    ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-    ::shutdown(fd, SHUT_WR);
+// The status line of the answer on `fd` ("" when none came: closed, or the
+// receive timed out); closes `fd`.
+std::string statusLine(int fd) {
     std::string out;
     char buf[4096];
-    while (true) {
+    while (out.find("\r\n") == std::string::npos) {
         ssize_t n = ::recv(fd, buf, sizeof buf, 0);
         if (n <= 0) break;
         out.append(buf, static_cast<size_t>(n));
     }
     ::close(fd);
     return out.substr(0, out.find("\r\n"));
+}
+
+// The status line of the answer to one raw request, over a fresh connection.
+std::string exchange(int port, const std::string& request) {
+    int fd = connectTo(port);
+    ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+    ::shutdown(fd, SHUT_WR);
+    return statusLine(fd);
 }
 
 }  // namespace
@@ -143,15 +149,7 @@ std::string probe(int port, const std::string& path) {
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: kube-probe/1.27\r\n\r\n";
     ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-    std::string out;
-    char buf[4096];
-    while (out.find("\r\n") == std::string::npos) {
-        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n <= 0) break;
-        out.append(buf, static_cast<size_t>(n));
-    }
-    ::close(fd);
-    return out.substr(0, out.find("\r\n"));
+    return statusLine(fd);
 }
 }  // namespace
 
