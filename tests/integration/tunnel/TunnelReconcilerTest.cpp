@@ -257,7 +257,7 @@ TEST_F(TunnelReconcilerTest, AStoppedVswitchdDoesNotStallTheLoop) {
         if (ticking) loop.after(10ms, tick);
     };
     // /healthz from another thread, the way the kubelet probes it.
-    std::atomic<bool> probing{true};
+    std::atomic<bool> probing{true}, proberDone{false};
     std::atomic<int> healthy{0}, unhealthy{0};
     std::mutex seenMutex;
     std::string seen;
@@ -273,6 +273,7 @@ TEST_F(TunnelReconcilerTest, AStoppedVswitchdDoesNotStallTheLoop) {
             }
             std::this_thread::sleep_for(20ms);  // pacing, not waiting for state
         }
+        proberDone = true;
     });
 
     uint64_t passes;
@@ -287,7 +288,11 @@ TEST_F(TunnelReconcilerTest, AStoppedVswitchdDoesNotStallTheLoop) {
             [&] { return r.stats().passes >= passes + 2 && contains(r.stats().lastError.str(), "timed out"); }, 120s))
             << "passes " << r.stats().passes - passes << ", last error: " << r.stats().lastError.str();
         ticking = false;
+        // The loop keeps running until the last probe is answered: a probe
+        // still in flight while this thread waited in join() would meet a
+        // loop nobody runs and get the 503 of a wedged one.
         probing = false;
+        EXPECT_TRUE(loop.runUntil([&] { return proberDone.load(); }, 10s));
         prober.join();
     }
     auto worstMs = std::chrono::duration_cast<std::chrono::milliseconds>(worst).count();
