@@ -133,7 +133,12 @@ void Agent::startPeers() {
         });
     }
     peerSource_ = makePeerSource(loop_, config_);
-    if (peerSource_) peerSource_->start([this](const peers::PeerSet& peers) { peers_->onPeers(peers); });
+    if (peerSource_) {
+        peers_->setSource(peerSource_.get());
+        peerSource_->start([this](const peers::PeerSet& peers, const std::vector<peers::RejectedPeer>& unreadable) {
+            peers_->onPeers(peers, unreadable);
+        });
+    }
 }
 
 void Agent::startServers() {
@@ -164,8 +169,9 @@ void Agent::start() {
     socketBuffers_->run();
     startServers();
     loop_.after(config_.resync, [this] { resync(); });
-    spdlog::info("kovs-agent running on node {} ({} mode, pod CIDR {}, gateway {})", config_.node.name,
-                 standalone(config_) ? "standalone" : "companion", config_.node.podCIDR, config_.bridge.gateway);
+    spdlog::info("kovs-agent running on node {} ({} mode, pod CIDRs {}, gateway {})", config_.node.name,
+                 standalone(config_) ? "standalone" : "companion", joinPrefixes(config_.node.podCIDRs),
+                 config_.bridge.gateway);
 }
 
 bool Agent::runOnce() {

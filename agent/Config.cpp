@@ -14,10 +14,22 @@
 #include "base/Error.hpp"
 #include "base/InterfaceName.hpp"
 #include "base/IpPrefix.hpp"
+#include "gateway/TunnelOverhead.hpp"
 #include "uplink/UplinkOptions.hpp"
 
 namespace kovs::agent {
 namespace {
+
+void checkCidr(const std::string& where, const std::string& s) {
+    try {
+        if (s.find('/') != std::string::npos) {
+            IpPrefix::parse(s);
+            return;
+        }
+    } catch (const Error&) {
+    }
+    throw Error(where + ": expected an address with prefix length like 10.244.1.0/24 or fd00::/64, got '" + s + "'");
+}
 
 // Walks one YAML mapping, hands each known key to its handler and rejects the rest.
 class Section {
@@ -111,6 +123,30 @@ public:
             out.push_back(v[i].Scalar());
         }
     }
+    // A list of prefixes ("10.244.1.0/24"); `network` clears host bits, as a
+    // route destination or a CIDR means.
+    void prefixes(const std::string& k, std::vector<IpPrefix>& out, bool network) const {
+        std::vector<std::string> texts;
+        list(k, texts, checkCidr);
+        if (!has(k)) return;
+        out.clear();
+        for (const auto& t : texts) {
+            auto p = IpPrefix::parse(t);
+            out.push_back(network ? p.network() : p);
+        }
+    }
+    // A key that became a list: the old single value still works, with a warning.
+    void prefixesOrOld(const std::string& k, const std::string& old, std::vector<IpPrefix>& out, bool network) const {
+        if (has(old)) {
+            if (has(k)) fail(old, "is the old name of " + key(k) + "; give only " + key(k));
+            spdlog::warn("{}: renamed to {} (a list); the old name still works", key(old), key(k));
+            auto text = scalar(old);
+            checkCidr(key(old), text);
+            auto p = IpPrefix::parse(text);
+            out = {network ? p.network() : p};
+        }
+        prefixes(k, out, network);
+    }
     Section sub(const std::string& k) const { return Section(has(k) ? node_[k] : YAML::Node(), key(k)); }
 
     bool has(const std::string& k) const {
@@ -133,17 +169,6 @@ private:
     mutable std::set<std::string> seen_;
 };
 
-void checkCidr(const std::string& where, const std::string& s) {
-    try {
-        if (s.find('/') != std::string::npos) {
-            IpPrefix::parse(s);
-            return;
-        }
-    } catch (const Error&) {
-    }
-    throw Error(where + ": expected an address with prefix length like 10.244.1.0/24 or fd00::/64, got '" + s + "'");
-}
-
 void checkIfname(const Section& s, const std::string& k, const std::string& v) {
     auto problem = interfaceNameProblem(v);
     if (!problem.empty())
@@ -154,14 +179,27 @@ void checkIfname(const Section& s, const std::string& k, const std::string& v) {
 // uplink. In companion mode the other CNI's tunnel may add more (Geneve with
 // OVN's option: 58), which only the node can tell: kovsctl doctor checks it.
 void checkMtus(const Config& c) {
+    int overhead = c.tunnelOverhead();
     if (c.mode == Config::Mode::Standalone && c.gatewayMtu() < 576)
-        throw Error("gateway.mtu: uplink.mtu - 50 = " + std::to_string(c.gatewayMtu()) + " is below 576; set gateway.mtu");
-    if (c.gateway.mtu > c.uplink.mtu - 50)
-        throw Error("gateway.mtu: " + std::to_string(c.gateway.mtu) + " leaves no room for the 50-byte VXLAN header on a " +
-                    std::to_string(c.uplink.mtu) + "-byte uplink (at most " + std::to_string(c.uplink.mtu - 50) + ")");
+        throw Error("gateway.mtu: uplink.mtu - " + std::to_string(overhead) + " = " + std::to_string(c.gatewayMtu()) +
+                    " is below 576; set gateway.mtu");
+    if (c.gateway.mtu > c.uplink.mtu - overhead)
+        throw Error("gateway.mtu: " + std::to_string(c.gateway.mtu) + " leaves no room for the " +
+                    std::to_string(overhead) + "-byte VXLAN header on a " + std::to_string(c.uplink.mtu) +
+                    "-byte uplink (at most " + std::to_string(c.uplink.mtu - overhead) + ")");
 }
 
 }  // namespace
+
+int Config::underlayFamily() const {
+    bool v4 = false, v6 = false;
+    for (const auto& c : node.podCIDRs) (c.family == AF_INET ? v4 : v6) = true;
+    return v6 && !v4 ? AF_INET6 : AF_INET;
+}
+
+int Config::tunnelOverhead() const {
+    return gateway::vxlanOverhead(underlayFamily() == AF_INET6);
+}
 
 void resolveUplinkMtu(Config& c, const std::string& sysClassNet) {
     if (c.uplink.mtu == 0) {
@@ -184,11 +222,21 @@ Config parseConfig(const std::string& text) {
 
     auto node = top.sub("node");
     node.str("name", c.node.name);
-    if (node.has("podCIDR")) {
-        c.node.podCIDR = node.scalar("podCIDR");
-        checkCidr(node.key("podCIDR"), c.node.podCIDR);
+    node.prefixesOrOld("podCIDRs", "podCIDR", c.node.podCIDRs, true);
+    for (size_t i = 0; i < c.node.podCIDRs.size(); ++i) {
+        const auto& p = c.node.podCIDRs[i];
+        for (size_t j = 0; j < i; ++j) {
+            if (c.node.podCIDRs[j].family == p.family)
+                node.fail("podCIDRs", "two pod CIDRs of one family (" + c.node.podCIDRs[j].str() + ", " + p.str() + ")");
+        }
+        if (p.prefixLen > p.maxPrefixLen() - 2)
+            node.fail("podCIDRs", p.str() + " leaves no room for a gateway and pods");
     }
     node.rejectUnknown();
+
+    auto cluster = top.sub("cluster");
+    cluster.prefixes("serviceCIDRs", c.cluster.serviceCIDRs, true);
+    cluster.rejectUnknown();
 
     auto ovs = top.sub("ovs");
     ovs.flag("manage", c.ovs.manage);
@@ -222,8 +270,8 @@ Config parseConfig(const std::string& text) {
     auto gw = top.sub("gateway");
     gw.flag("guard", c.gateway.guard);
     if (gw.has("mtu")) c.gateway.mtu = static_cast<int>(gw.integer("mtu", 576, 65535));
-    gw.list("addresses", c.gateway.addresses, checkCidr);
-    gw.list("extraRoutes", c.gateway.extraRoutes, checkCidr);
+    gw.prefixes("addresses", c.gateway.addresses, false);
+    gw.prefixes("extraRoutes", c.gateway.extraRoutes, true);
     gw.duration("resync", c.gateway.resync);
     gw.str("networkdDropinDir", c.gateway.networkdDropinDir);
     gw.rejectUnknown();
@@ -246,11 +294,8 @@ Config parseConfig(const std::string& text) {
 
     auto egress = top.sub("egress");
     egress.flag("masquerade", c.egress.masquerade);
-    if (egress.has("clusterCIDR")) {
-        c.egress.clusterCIDR = egress.scalar("clusterCIDR");
-        checkCidr(egress.key("clusterCIDR"), c.egress.clusterCIDR);
-    }
-    egress.list("nonMasqueradeCIDRs", c.egress.nonMasqueradeCIDRs, checkCidr);
+    egress.prefixesOrOld("clusterCIDRs", "clusterCIDR", c.egress.clusterCIDRs, true);
+    egress.prefixes("nonMasqueradeCIDRs", c.egress.nonMasqueradeCIDRs, true);
     egress.rejectUnknown();
 
     auto peers = top.sub("peers");
@@ -272,8 +317,8 @@ Config parseConfig(const std::string& text) {
         c.node.name = host;
     }
     if (c.uplink.mtu) checkMtus(c);  // else once the uplink's MTU is known (resolveUplinkMtu)
-    if (c.mode == Config::Mode::Standalone && c.node.podCIDR.empty() && c.gateway.addresses.empty())
-        top.fail("node.podCIDR", "required in standalone mode (or give gateway.addresses)");
+    if (c.mode == Config::Mode::Standalone && c.node.podCIDRs.empty() && c.gateway.addresses.empty())
+        top.fail("node.podCIDRs", "required in standalone mode (or give gateway.addresses)");
     return c;
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/IpPrefix.hpp"
+
 namespace kovs::agent {
 
 struct Config {
@@ -16,8 +18,19 @@ struct Config {
 
     struct Node {
         std::string name;        // default: the host name
-        std::string podCIDR;     // e.g. 10.244.1.0/24; required in standalone mode
+        // The Node's spec.podCIDRs in their order (kind: 10.244.1.0/24, then
+        // fd00:10:244:1::/64); required in standalone mode. `node.podCIDR`
+        // (one value) still works, with a warning.
+        std::vector<IpPrefix> podCIDRs;
     } node;
+
+    struct Cluster {
+        // The Service CIDRs of the cluster (kube-apiserver's
+        // --service-cluster-ip-range); kind's defaults. A peer pod CIDR that
+        // overlaps one is refused: it would send ClusterIP traffic into the
+        // tunnel before kube-proxy sees it.
+        std::vector<IpPrefix> serviceCIDRs{IpPrefix::parse("10.96.0.0/16"), IpPrefix::parse("fd00:10:96::/112")};
+    } cluster;
 
     struct Ovs {
         bool manage = false;     // start and supervise ovsdb-server + ovs-vswitchd
@@ -46,9 +59,9 @@ struct Config {
 
     struct Gateway {
         bool guard = true;
-        int mtu = 0;                          // 0: standalone uplink MTU - 50 (VXLAN); companion: left alone
-        std::vector<std::string> addresses;   // default: standalone first address of node.podCIDR; companion: the device's
-        std::vector<std::string> extraRoutes; // destination CIDRs routed via the gateway
+        int mtu = 0;                          // 0: standalone uplink MTU - tunnelOverhead(); companion: left alone
+        std::vector<IpPrefix> addresses;      // default: standalone first address of each node.podCIDRs; companion: the device's
+        std::vector<IpPrefix> extraRoutes;    // destination CIDRs (network prefixes) routed via the gateway
         std::chrono::milliseconds resync{10000};
         std::string networkdDropinDir = "/run/systemd/network";
     } gateway;
@@ -69,8 +82,8 @@ struct Config {
 
     struct Egress {
         bool masquerade = true;               // standalone mode: pod -> outside the cluster gets the node's address
-        std::string clusterCIDR;              // pods' sources; empty: every known pod CIDR
-        std::vector<std::string> nonMasqueradeCIDRs;  // more destinations reached with the pod's own address
+        std::vector<IpPrefix> clusterCIDRs;   // pods' sources; empty: every known pod CIDR (old key: clusterCIDR)
+        std::vector<IpPrefix> nonMasqueradeCIDRs;  // more destinations reached with the pod's own address
     } egress;
 
     struct Peers {
@@ -91,16 +104,19 @@ struct Config {
     // Needs uplink.mtu resolved (resolveUplinkMtu) when it was not configured.
     int gatewayMtu() const {
         if (gateway.mtu || mode == Mode::Companion) return gateway.mtu;
-        return uplink.mtu - kVxlanOverhead;
+        return uplink.mtu - tunnelOverhead();
     }
+    // The underlay the tunnel runs over: IPv6 only in a single-stack IPv6
+    // cluster (every pod CIDR IPv6, as kind's ipFamily: ipv6 makes them); a
+    // dual-stack cluster tunnels both families over IPv4, as kind's nodes'
+    // first InternalIP is the IPv4 one.
+    int underlayFamily() const;
+    // What kovs's VXLAN adds to a pod packet on that underlay (50 over IPv4,
+    // 70 over IPv6; gateway/TunnelOverhead.hpp counts every tunnel type).
+    int tunnelOverhead() const;
     // The tunnel port kovs makes on the integration bridge; "": none. In
     // companion mode the other CNI tunnels, so only when asked for.
     std::string tunnelPort() const { return mode == Mode::Standalone || bridge.tunnelConfigured ? bridge.tunnel : ""; }
-
-    // What kovs's VXLAN adds to a pod packet on an IPv4 underlay: outer IPv4
-    // 20 + UDP 8 + VXLAN 8 + the pod's Ethernet header 14 (gateway/TunnelOverhead.hpp
-    // has the other tunnels).
-    static constexpr int kVxlanOverhead = 50;
 };
 
 // Parses YAML text; throws kovs::Error naming the offending key.

@@ -8,11 +8,10 @@ namespace {
 // subnet, Kube-OVN's ovn0 on a join subnet: the pod CIDR's first address is
 // only Antrea's convention).
 std::vector<IpPrefix> gatewayAddresses(const Config& c) {
+    if (!c.gateway.addresses.empty()) return c.gateway.addresses;
     std::vector<IpPrefix> out;
-    if (c.gateway.addresses.empty()) {
-        if (standalone(c) && !c.node.podCIDR.empty()) out.push_back(gatewayAddressFor(c.node.podCIDR));
-    } else {
-        for (const auto& a : c.gateway.addresses) out.push_back(IpPrefix::parse(a));
+    if (standalone(c)) {
+        for (const auto& p : c.node.podCIDRs) out.push_back(gatewayAddressFor(p));
     }
     return out;
 }
@@ -88,7 +87,7 @@ gateway::GatewayGuardOptions gatewayOptions(const Config& c) {
 
 std::vector<gateway::GatewayRoute> extraGatewayRoutes(const Config& c) {
     std::vector<gateway::GatewayRoute> routes;
-    for (const auto& r : c.gateway.extraRoutes) routes.push_back({IpPrefix::parse(r).network(), std::nullopt});
+    for (const auto& r : c.gateway.extraRoutes) routes.push_back({r, std::nullopt});
     return routes;
 }
 
@@ -121,15 +120,16 @@ flows::FlowReconcilerOptions flowOptions(const Config& c) {
 peers::PeerFilterOptions peerFilterOptions(const Config& c) {
     peers::PeerFilterOptions o;
     o.self = c.node.name;
-    if (!c.node.podCIDR.empty()) o.localPodCidrs.push_back(IpPrefix::parse(c.node.podCIDR).network());
-    for (const auto& a : gatewayAddresses(c)) o.localPodCidrs.push_back(a.network());
+    for (const auto& p : c.node.podCIDRs) appendUnique(o.localPodCidrs, p);
+    for (const auto& a : gatewayAddresses(c)) appendUnique(o.localPodCidrs, a.network());
+    o.serviceCidrs = c.cluster.serviceCIDRs;
     return o;
 }
 
 egress::EgressOptions egressOptions(const Config& c) {
     egress::EgressOptions o;
-    if (!c.egress.clusterCIDR.empty()) o.clusterCidrs.push_back(IpPrefix::parse(c.egress.clusterCIDR).network());
-    for (const auto& n : c.egress.nonMasqueradeCIDRs) o.nonMasquerade.push_back(IpPrefix::parse(n).network());
+    o.clusterCidrs = c.egress.clusterCIDRs;
+    o.nonMasquerade = c.egress.nonMasqueradeCIDRs;
     o.localPodCidrs = peerFilterOptions(c).localPodCidrs;
     if (c.uplink.mode != Config::UplinkMode::None) o.nodeAddressDevices.push_back(c.bridge.physical);
     o.nodeAddressDevices.push_back(c.uplink.interface);

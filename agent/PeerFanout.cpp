@@ -2,17 +2,24 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "peers/FilePeerSource.hpp"
 #include "peers/KubernetesPeerSource.hpp"
-#include "peers/kube/KubeConfig.hpp"
+#include "kube/KubeConfig.hpp"
 
 namespace kovs::agent {
 
 PeerFanout::PeerFanout(peers::PeerFilterOptions filter, bool sourceConfigured, const tunnel::TunnelReconciler* tunnel)
     : filter_(std::move(filter)), sourceConfigured_(sourceConfigured), tunnel_(tunnel) {}
 
-void PeerFanout::onPeers(const peers::PeerSet& all) {
+void PeerFanout::onPeers(const peers::PeerSet& all, const std::vector<peers::RejectedPeer>& unreadable) {
     auto f = peers::filterPeers(all, filter_);
+    for (const auto& u : unreadable) {
+        if (u.name != filter_.self) f.rejected.push_back(u);
+    }
+    std::sort(f.rejected.begin(), f.rejected.end(),
+              [](const peers::RejectedPeer& a, const peers::RejectedPeer& b) { return a.name < b.name; });
     if (f.rejected != rejected_) {
         for (const auto& r : f.rejected) spdlog::error("peers: {} refused: {}", r.name, r.reason);
         if (f.rejected.empty() && !rejected_.empty()) spdlog::info("peers: no peer refused any more");
@@ -28,9 +35,13 @@ void PeerFanout::onPeers(const peers::PeerSet& all) {
 void PeerFanout::status(nlohmann::json& out) const {
     auto peers = nlohmann::json::array();
     for (const auto& [name, p] : accepted_) {
-        peers.push_back({{"name", name}, {"nodeIP", p.nodeIP}, {"podCIDRs", p.podCIDRs},
-                         {"route", tunnel_ && tunnel_->hasRoute(p.nodeIP)},
-                         {"neighbour", tunnel_ && tunnel_->hasNeighbour(p.nodeIP)}});
+        auto nodeIPs = nlohmann::json::array();
+        for (const auto& ip : p.nodeIPs) nodeIPs.push_back(ip.addressString());
+        auto podCIDRs = nlohmann::json::array();
+        for (const auto& c : p.podCIDRs) podCIDRs.push_back(c.str());
+        peers.push_back({{"name", name}, {"nodeIP", p.tunnelAddress()}, {"nodeIPs", nodeIPs}, {"podCIDRs", podCIDRs},
+                         {"route", tunnel_ && tunnel_->hasRoute(p.tunnelAddress())},
+                         {"neighbour", tunnel_ && tunnel_->hasNeighbour(p.tunnelAddress())}});
     }
     out["peers"] = peers;
     auto rejected = nlohmann::json::array();
@@ -40,24 +51,22 @@ void PeerFanout::status(nlohmann::json& out) const {
 
 void PeerFanout::metrics(MetricsText& m) const {
     m.gauge("kovs_peers", "Peer nodes programmed.", static_cast<double>(accepted_.size()));
-    m.gauge("kovs_peers_rejected", "Peer nodes refused (their pod CIDR overlaps, is too wide or holds a node address).",
+    m.gauge("kovs_peers_rejected",
+            "Peer nodes refused (unreadable, or a pod CIDR or node address that would take another's traffic).",
             static_cast<double>(rejected_.size()));
+    if (source_) source_->metrics(m);
 }
 
 std::string PeerFanout::notReady() const {
     return sourceConfigured_ && !known_ ? "peer list not received yet" : "";
 }
 
-namespace {
-bool ipv4(const std::string& addr) { return addr.find(':') == std::string::npos; }
-}  // namespace
-
 std::vector<flows::FlowRemoteSubnet> flowRemotes(const peers::PeerSet& peers) {
     std::vector<flows::FlowRemoteSubnet> out;
     for (const auto& [_, p] : peers) {
-        if (!ipv4(p.nodeIP)) continue;
+        if (p.tunnelIP().family != AF_INET) continue;
         for (const auto& cidr : p.podCIDRs) {
-            if (ipv4(cidr)) out.push_back({cidr, p.nodeIP});
+            if (cidr.family == AF_INET) out.push_back({cidr.str(), p.tunnelAddress()});
         }
     }
     return out;
@@ -72,8 +81,8 @@ std::vector<gateway::GatewayRoute> peerGatewayRoutes(const peers::PeerSet& peers
 PeerNetworks peerNetworks(const peers::PeerSet& peers) {
     PeerNetworks out;
     for (const auto& [_, p] : peers) {
-        out.nodes.push_back(IpPrefix::parse(p.nodeIP));
-        for (const auto& c : p.podCIDRs) out.podCidrs.push_back(IpPrefix::parse(c));
+        out.nodes.insert(out.nodes.end(), p.nodeIPs.begin(), p.nodeIPs.end());
+        out.podCidrs.insert(out.podCidrs.end(), p.podCIDRs.begin(), p.podCIDRs.end());
     }
     return out;
 }
@@ -85,11 +94,10 @@ std::unique_ptr<peers::PeerSource> makePeerSource(EventLoop& loop, const Config&
         case Config::PeerSourceKind::File:
             return std::make_unique<peers::FilePeerSource>(loop, config.peers.file);
         case Config::PeerSourceKind::Kubernetes: {
-            auto creds = config.peers.kubeconfig.empty() ? peers::inClusterCredentials()
-                                                         : peers::kubeconfigCredentials(config.peers.kubeconfig);
-            peers::KubernetesPeerSourceOptions o;
-            o.nodeName = config.node.name;
-            return std::make_unique<peers::KubernetesPeerSource>(loop, std::move(creds), o);
+            auto creds = config.peers.kubeconfig.empty() ? kube::inClusterCredentials()
+                                                         : kube::kubeconfigCredentials(config.peers.kubeconfig);
+            return std::make_unique<peers::KubernetesPeerSource>(loop, std::move(creds),
+                                                                 peers::KubernetesPeerSourceOptions{});
         }
     }
     return nullptr;

@@ -31,7 +31,9 @@ public:
 
     void subscribe(Subscriber s) { subscribers_.push_back(std::move(s)); }
     // The PeerSource callback.
-    void onPeers(const peers::PeerSet& all);
+    void onPeers(const peers::PeerSet& all, const std::vector<peers::RejectedPeer>& unreadable);
+    // Its samples join /metrics (the Kubernetes source's list/watch counters).
+    void setSource(const peers::PeerSource* source) { source_ = source; }
 
     bool known() const { return known_; }
     const peers::PeerSet& accepted() const { return accepted_; }
@@ -45,6 +47,7 @@ private:
     peers::PeerFilterOptions filter_;
     bool sourceConfigured_;
     const tunnel::TunnelReconciler* tunnel_;
+    const peers::PeerSource* source_ = nullptr;
     std::vector<Subscriber> subscribers_;
     peers::PeerSet accepted_;
     std::vector<peers::RejectedPeer> rejected_;

@@ -1,5 +1,7 @@
 #include "base/IpPrefix.hpp"
 
+#include <algorithm>
+
 #include <arpa/inet.h>
 
 #include <charconv>
@@ -57,13 +59,24 @@ std::string IpPrefix::addressString() const {
     return buf;
 }
 
-IpPrefix gatewayAddressFor(std::string_view podCidr) {
-    IpPrefix p = IpPrefix::parse(podCidr);
+IpPrefix gatewayAddressFor(std::string_view podCidr) { return gatewayAddressFor(IpPrefix::parse(podCidr)); }
+
+IpPrefix gatewayAddressFor(const IpPrefix& p) {
     if (p.prefixLen > p.maxPrefixLen() - 2)
-        throw Error("gateway address for pod CIDR '" + std::string(podCidr) + "': prefix too long, no room for a gateway and pods");
+        throw Error("gateway address for pod CIDR '" + p.str() + "': prefix too long, no room for a gateway and pods");
     IpPrefix gw = p.network();
     gw.bytes[gw.size() - 1] |= 1;
     return gw;
+}
+
+void appendUnique(std::vector<IpPrefix>& list, const IpPrefix& p) {
+    if (std::find(list.begin(), list.end(), p) == list.end()) list.push_back(p);
+}
+
+std::string joinPrefixes(const std::vector<IpPrefix>& list) {
+    std::string out;
+    for (const auto& p : list) out += (out.empty() ? "" : ", ") + p.str();
+    return out.empty() ? "none" : out;
 }
 
 }  // namespace kovs

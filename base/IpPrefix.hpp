@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kovs {
 
@@ -24,6 +25,12 @@ struct IpPrefix {
     int maxPrefixLen() const { return family == AF_INET ? 32 : 128; }
     // The same prefix with every host bit cleared: the route destination.
     IpPrefix network() const;
+    // The address alone, as a /32 or /128.
+    IpPrefix host() const {
+        IpPrefix h = *this;
+        h.prefixLen = maxPrefixLen();
+        return h;
+    }
     std::string addressString() const;
     std::string str() const { return addressString() + "/" + std::to_string(prefixLen); }
     // Whether `other` (an address or a prefix) lies inside this prefix.
@@ -39,5 +46,11 @@ struct IpPrefix {
 // are ignored; a CIDR with no room for a gateway and a pod (/31, /32, /127,
 // /128) is rejected.
 IpPrefix gatewayAddressFor(std::string_view podCidr);
+IpPrefix gatewayAddressFor(const IpPrefix& podCidr);
+
+// Appends `p` unless it is there already (keeps the order given).
+void appendUnique(std::vector<IpPrefix>& list, const IpPrefix& p);
+// "10.244.1.0/24, fd00:10:244:1::/64" ("none" for an empty list).
+std::string joinPrefixes(const std::vector<IpPrefix>& list);
 
 }  // namespace kovs

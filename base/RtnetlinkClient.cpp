@@ -159,8 +159,7 @@ std::vector<AddressInfo> RtnetlinkClient::addresses(const std::string& linkName)
         i.scope = static_cast<uint8_t>(rtnl_addr_get_scope(a));
         i.flags = rtnl_addr_get_flags(a);
         if (nl_addr* b = rtnl_addr_get_broadcast(a); b && nl_addr_get_len(b) > 0) {
-            i.broadcast = fromNlAddr(b, family);
-            i.broadcast->prefixLen = i.broadcast->maxPrefixLen();
+            i.broadcast = fromNlAddr(b, family).host();
         }
         if (const char* label = rtnl_addr_get_label(a); label && family == AF_INET) i.label = label;
         out.push_back(std::move(i));
@@ -183,8 +182,7 @@ std::vector<RouteInfo> RtnetlinkClient::routes(const std::string& linkName) {
         RouteInfo r;
         r.dst = fromNlAddr(rtnl_route_get_dst(rt), family);
         if (nl_addr* gw = rtnl_route_nh_get_gateway(nh); gw && nl_addr_get_len(gw) > 0) {
-            r.gateway = fromNlAddr(gw, family);
-            r.gateway->prefixLen = r.gateway->maxPrefixLen();
+            r.gateway = fromNlAddr(gw, family).host();
         }
         r.priority = rtnl_route_get_priority(rt);
         r.protocol = rtnl_route_get_protocol(rt);
@@ -192,8 +190,7 @@ std::vector<RouteInfo> RtnetlinkClient::routes(const std::string& linkName) {
         r.type = rtnl_route_get_type(rt);
         r.table = rtnl_route_get_table(rt);
         if (nl_addr* src = rtnl_route_get_pref_src(rt); src && nl_addr_get_len(src) > 0) {
-            r.prefsrc = fromNlAddr(src, family);
-            r.prefsrc->prefixLen = r.prefsrc->maxPrefixLen();
+            r.prefsrc = fromNlAddr(src, family).host();
         }
         r.onlink = (rtnl_route_nh_get_flags(nh) & RTNH_F_ONLINK) != 0;
         out.push_back(std::move(r));

@@ -52,7 +52,7 @@ std::pair<int, std::string> tunnelOverheadInUse(const agent::Config& config, con
             what = fmt::format("{} ({}{})", t.port, t.type, t.type == "geneve" ? optionsFrom : "");
         }
     }
-    if (worst == 0) return {agent::Config::kVxlanOverhead, "VXLAN (no tunnel port on " + config.bridge.integration + " yet)"};
+    if (worst == 0) return {config.tunnelOverhead(), "VXLAN (no tunnel port on " + config.bridge.integration + " yet)"};
     return {worst, what};
 }
 

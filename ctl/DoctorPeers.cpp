@@ -24,7 +24,7 @@ std::optional<std::vector<std::pair<std::string, std::string>>> Doctor::knownPee
     if (config_.peers.source != agent::Config::PeerSourceKind::File) return std::nullopt;
     origin = config_.peers.file + " (the agent did not answer)";
     for (const auto& [name, peer] : peers::readPeerFile(config_.peers.file)) {
-        if (name != config_.node.name) peers.emplace_back(name, peer.nodeIP);
+        if (name != config_.node.name) peers.emplace_back(name, peer.tunnelAddress());
     }
     return peers;
 }

@@ -43,10 +43,7 @@ EgressRules planEgress(const EgressInputs& in) {
     if (r.masquerade.empty()) return {};
     auto keep = in.podCidrs;
     keep.insert(keep.end(), in.clusterCidrs.begin(), in.clusterCidrs.end());
-    for (auto a : in.nodeAddresses) {
-        a.prefixLen = a.maxPrefixLen();
-        keep.push_back(a);
-    }
+    for (const auto& a : in.nodeAddresses) keep.push_back(a.host());
     keep.insert(keep.end(), in.nonMasquerade.begin(), in.nonMasquerade.end());
     r.keep = minimal(std::move(keep));
     return r;

@@ -8,10 +8,7 @@ namespace kovs::gateway {
 namespace {
 
 // A route request's address: next hops and sources are host addresses.
-nl::Addr hostNlAddr(IpPrefix p) {
-    p.prefixLen = p.maxPrefixLen();
-    return toNlAddr(p);
-}
+nl::Addr hostNlAddr(const IpPrefix& p) { return toNlAddr(p.host()); }
 
 }  // namespace
 

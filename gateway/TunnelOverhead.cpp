@@ -10,16 +10,14 @@
 namespace kovs::gateway {
 
 namespace {
-constexpr int kInnerEthernet = 14;
-constexpr int kUdp = 8;
 // OVS's tunnel interface types (vswitch.xml); those tunnelOverhead() does not
 // size still count as a tunnel in use.
 const std::set<std::string> kTunnelTypes{"vxlan", "geneve", "gre", "ip6gre", "stt", "erspan", "ip6erspan", "gtpu", "bareudp", "srv6"};
 }  // namespace
 
 std::optional<int> tunnelOverhead(const TunnelInUse& t, int geneveOptionBytes) {
-    int outerIp = t.ipv6Underlay ? 40 : 20;
-    if (t.type == "vxlan") return outerIp + kUdp + 8 + kInnerEthernet;
+    int outerIp = t.ipv6Underlay ? kOuterIPv6 : kOuterIPv4;
+    if (t.type == "vxlan") return vxlanOverhead(t.ipv6Underlay);
     if (t.type == "geneve") return outerIp + kUdp + 8 + geneveOptionBytes + kInnerEthernet;
     if (t.type == "gre") return outerIp + 4 + (t.greKey ? 4 : 0) + (t.greChecksum ? 4 : 0) + kInnerEthernet;
     return std::nullopt;

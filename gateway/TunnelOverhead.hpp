@@ -27,6 +27,12 @@ class OvsdbReplica;
 
 namespace kovs::gateway {
 
+constexpr int kOuterIPv4 = 20, kOuterIPv6 = 40, kUdp = 8, kInnerEthernet = 14;
+// kovs's own tunnel (and the one the config's MTUs count): 50, or 70 over IPv6.
+constexpr int vxlanOverhead(bool ipv6Underlay) {
+    return (ipv6Underlay ? kOuterIPv6 : kOuterIPv4) + kUdp + 8 + kInnerEthernet;
+}
+
 struct TunnelInUse {
     std::string port;             // e.g. "ovn-node2-0"
     std::string type;             // vxlan, geneve, gre

@@ -42,7 +42,7 @@ void FilePeerSource::reload() {
     if (last_ && *last_ == peers) return;
     last_ = peers;
     spdlog::info("peer file {}: {} peers", path_, peers.size());
-    if (onPeers_) onPeers_(*last_);
+    if (onPeers_) onPeers_(*last_, {});
 }
 
 }  // namespace kovs::peers

@@ -1,19 +1,25 @@
 #include "peers/Peer.hpp"
 
 #include "base/Error.hpp"
-#include "base/IpPrefix.hpp"
 
 namespace kovs::peers {
 
-std::string canonicalIP(const std::string& text, const std::string& what) {
+const IpPrefix* Peer::nodeIP(int family) const {
+    for (const auto& ip : nodeIPs) {
+        if (ip.family == family) return &ip;
+    }
+    return nullptr;
+}
+
+IpPrefix parseNodeIP(const std::string& text, const std::string& what) {
     try {
-        if (text.find('/') == std::string::npos) return IpPrefix::parse(text).addressString();
+        if (text.find('/') == std::string::npos) return IpPrefix::parse(text);
     } catch (const Error&) {
     }
     throw Error(what + ": '" + text + "' is not an IPv4 or IPv6 address");
 }
 
-std::string canonicalCIDR(const std::string& text, const std::string& what) {
+IpPrefix parsePodCIDR(const std::string& text, const std::string& what) {
     if (text.find('/') == std::string::npos) throw Error(what + ": '" + text + "' is not a CIDR (missing /prefix)");
     IpPrefix p;
     try {
@@ -22,7 +28,7 @@ std::string canonicalCIDR(const std::string& text, const std::string& what) {
         throw Error(what + ": '" + text + "' is not a CIDR (" + e.what() + ")");
     }
     if (!(p.network() == p)) throw Error(what + ": '" + text + "' has host bits set");
-    return p.str();
+    return p;
 }
 
 }  // namespace kovs::peers

@@ -1,16 +1,35 @@
 #pragma once
 // A peer node of the tunnel: where its VXLAN endpoint is (the underlay node
-// IP) and which pod networks live behind it.
+// address of each family) and which pod networks live behind it.
 #include <map>
 #include <string>
 #include <vector>
 
+#include "base/IpPrefix.hpp"
+
 namespace kovs::peers {
 
 struct Peer {
-    std::string name;                   // Kubernetes Node name, or the file's `name`
-    std::string nodeIP;                 // underlay IPv4 or IPv6 address, canonical text form
-    std::vector<std::string> podCIDRs;  // canonical "addr/plen", sorted
+    std::string name;  // Kubernetes Node name, or the file's `name`
+    // Host prefixes (/32, /128), at most one per family, in the order the
+    // Node's status.addresses lists its InternalIPs (kind: IPv4 first in a
+    // dual-stack cluster). Never empty in a PeerSet.
+    std::vector<IpPrefix> nodeIPs;
+    // Network prefixes in spec.podCIDRs' order (kind: the /24, then the /64),
+    // duplicates dropped.
+    std::vector<IpPrefix> podCIDRs;
+    // metadata.creationTimestamp as the API server wrote it (RFC 3339, UTC,
+    // so the text orders by time); "" from the peer file. What decides which
+    // of two nodes claiming one address was there first, the same way on
+    // every agent and after every restart.
+    std::string creationTimestamp;
+
+    // The underlay address the tunnel uses: the first one listed, as
+    // kube-proxy and most CNIs take a node's primary address.
+    const IpPrefix& tunnelIP() const { return nodeIPs.front(); }
+    std::string tunnelAddress() const { return nodeIPs.front().addressString(); }
+    // The node address of one family; null when it has none.
+    const IpPrefix* nodeIP(int family) const;
 
     bool operator==(const Peer&) const = default;
 };
@@ -19,10 +38,19 @@ struct Peer {
 // never deltas, so a consumer can simply reconcile against it.
 using PeerSet = std::map<std::string, Peer>;
 
-// Canonicalises and validates an IP address ("fd00::01" -> "fd00::1");
-// throws kovs::Error naming `what` when it is not an IPv4/IPv6 address.
-std::string canonicalIP(const std::string& text, const std::string& what);
-// Same for a CIDR; host bits must be zero ("10.244.1.0/24").
-std::string canonicalCIDR(const std::string& text, const std::string& what);
+// A node that is not a peer, and why: it did not decode (a podCIDR with host
+// bits set), or the peer filter refused it (an overlap, a stolen address).
+struct RejectedPeer {
+    std::string name;
+    std::string reason;  // "pod CIDR 10.244.1.0/24 overlaps this node's 10.244.1.0/24"
+    bool operator==(const RejectedPeer&) const = default;
+};
+
+// An IPv4 or IPv6 address as a host prefix ("fd00::01" -> fd00::1/128);
+// throws kovs::Error naming `what` when it is anything else (a prefix too).
+IpPrefix parseNodeIP(const std::string& text, const std::string& what);
+// A CIDR whose host bits are zero ("10.244.1.0/24"); throws kovs::Error
+// naming `what` otherwise.
+IpPrefix parsePodCIDR(const std::string& text, const std::string& what);
 
 }  // namespace kovs::peers

@@ -2,7 +2,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <fstream>
 #include <set>
@@ -30,14 +29,13 @@ Peer parseEntry(const YAML::Node& e, const std::string& where) {
     p.name = scalar(e["name"], where + ".name");
     if (p.name.empty()) throw Error(where + ".name: must not be empty");
     std::string here = where + " (" + p.name + ")";
-    p.nodeIP = canonicalIP(scalar(e["nodeIP"], here + ".nodeIP"), here + ".nodeIP");
+    p.nodeIPs.push_back(parseNodeIP(scalar(e["nodeIP"], here + ".nodeIP"), here + ".nodeIP"));
     if (auto cidrs = e["podCIDRs"]) {
         if (!cidrs.IsSequence()) throw Error(here + ".podCIDRs: expected a list");
         for (size_t i = 0; i < cidrs.size(); ++i) {
             std::string w = here + ".podCIDRs[" + std::to_string(i) + "]";
-            p.podCIDRs.push_back(canonicalCIDR(scalar(cidrs[i], w), w));
+            appendUnique(p.podCIDRs, parsePodCIDR(scalar(cidrs[i], w), w));
         }
-        std::sort(p.podCIDRs.begin(), p.podCIDRs.end());
     }
     return p;
 }
@@ -74,7 +72,7 @@ PeerSet parsePeerFile(const std::string& text, const std::string& origin) {
         std::string where = "peer file " + origin + ": peers[" + std::to_string(i) + "]";
         Peer p = parseEntry(list[i], where);
         if (out.count(p.name)) throw Error(where + ": duplicate name '" + p.name + "'");
-        if (!ips.insert(p.nodeIP).second) throw Error(where + ": duplicate nodeIP " + p.nodeIP);
+        if (!ips.insert(p.tunnelAddress()).second) throw Error(where + ": duplicate nodeIP " + p.tunnelAddress());
         out.emplace(p.name, std::move(p));
     }
     return out;

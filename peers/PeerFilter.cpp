@@ -1,8 +1,7 @@
 #include "peers/PeerFilter.hpp"
 
-#include <map>
-
-#include "base/Error.hpp"
+#include <algorithm>
+#include <optional>
 
 namespace kovs::peers {
 namespace {
@@ -11,68 +10,81 @@ int minPrefixLen(const IpPrefix& p, const PeerFilterOptions& o) {
     return p.family == AF_INET ? o.minIPv4PrefixLen : o.minIPv4PrefixLen + 24;
 }
 
+// What is wrong with a peer on its own, or against this node.
+std::optional<std::string> ownProblem(const Peer& p, const std::vector<IpPrefix>& localNodeIPs,
+                                      const std::vector<IpPrefix>& everyNodeIP, const PeerFilterOptions& o) {
+    if (p.nodeIPs.empty()) return "no node address";
+    for (const auto& ip : p.nodeIPs) {
+        if (std::find(localNodeIPs.begin(), localNodeIPs.end(), ip) != localNodeIPs.end())
+            return "node address " + ip.addressString() + " is this node's";
+    }
+    for (const auto& c : p.podCIDRs) {
+        if (c.prefixLen < minPrefixLen(c, o))
+            return "pod CIDR " + c.str() + " is wider than /" + std::to_string(minPrefixLen(c, o));
+        for (const auto& local : o.localPodCidrs) {
+            if (c.overlaps(local)) return "pod CIDR " + c.str() + " overlaps this node's " + local.str();
+        }
+        for (const auto& svc : o.serviceCidrs) {
+            if (c.overlaps(svc)) return "pod CIDR " + c.str() + " overlaps the Service CIDR " + svc.str();
+        }
+        for (const auto& ip : everyNodeIP) {
+            if (c.contains(ip)) return "pod CIDR " + c.str() + " holds the node address " + ip.addressString();
+        }
+    }
+    return std::nullopt;
+}
+
+// What `p` would take from `owner`, a peer already accepted.
+std::optional<std::string> conflict(const Peer& p, const Peer& owner) {
+    for (const auto& ip : p.nodeIPs) {
+        if (std::find(owner.nodeIPs.begin(), owner.nodeIPs.end(), ip) != owner.nodeIPs.end())
+            return "node address " + ip.addressString() + " is already " + owner.name + "'s";
+    }
+    for (const auto& c : p.podCIDRs) {
+        for (const auto& o : owner.podCIDRs) {
+            if (c.overlaps(o)) return "pod CIDR " + c.str() + " overlaps " + o.str() + " of " + owner.name;
+        }
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 FilteredPeers filterPeers(const PeerSet& all, const PeerFilterOptions& opts) {
-    std::map<std::string, std::string> why;  // peer -> first reason found
-    auto reject = [&](const std::string& name, const std::string& reason) { why.emplace(name, reason); };
+    std::vector<IpPrefix> localNodeIPs = opts.localNodeIPs;
+    if (auto self = all.find(opts.self); self != all.end()) {
+        for (const auto& ip : self->second.nodeIPs) appendUnique(localNodeIPs, ip);
+    }
+    std::vector<IpPrefix> everyNodeIP = localNodeIPs;
+    std::vector<const Peer*> byAge;
+    for (const auto& [name, p] : all) {
+        if (name == opts.self) continue;
+        for (const auto& ip : p.nodeIPs) appendUnique(everyNodeIP, ip);
+        byAge.push_back(&p);
+    }
+    // Oldest first; a Node without a timestamp (the peer file) sorts by name.
+    std::stable_sort(byAge.begin(), byAge.end(), [](const Peer* a, const Peer* b) {
+        return std::tie(a->creationTimestamp, a->name) < std::tie(b->creationTimestamp, b->name);
+    });
 
-    std::map<std::string, std::vector<IpPrefix>> cidrs;
-    std::vector<std::pair<std::string, IpPrefix>> nodeIPs;  // every node's underlay address
-    for (const auto& a : opts.localNodeIPs) nodeIPs.emplace_back(opts.self, a);
-    for (const auto& [name, p] : all) {
-        if (name == opts.self) continue;
-        try {  // the sources hand over canonical addresses; anything else is refused here too
-            nodeIPs.emplace_back(name, IpPrefix::parse(p.nodeIP));
-            for (const auto& c : p.podCIDRs) cidrs[name].push_back(IpPrefix::parse(c));
-        } catch (const Error& e) {
-            reject(name, e.what());
-        }
-    }
-    // First what each peer's own CIDRs say, then overlaps among the peers
-    // still standing: one absurd peer (0.0.0.0/0) must not take the others down.
-    for (const auto& [name, list] : cidrs) {
-        for (const auto& c : list) {
-            if (c.prefixLen < minPrefixLen(c, opts))
-                reject(name, "pod CIDR " + c.str() + " is wider than /" + std::to_string(minPrefixLen(c, opts)));
-            for (const auto& local : opts.localPodCidrs) {
-                if (c.overlaps(local)) reject(name, "pod CIDR " + c.str() + " overlaps this node's " + local.str());
-            }
-            for (const auto& [owner, ip] : nodeIPs) {
-                if (c.contains(ip))
-                    reject(name, "pod CIDR " + c.str() + " holds the node address " + ip.addressString() + " of " + owner);
-            }
-        }
-    }
-    auto standing = why;
-    for (const auto& [name, list] : cidrs) {
-        if (standing.count(name)) continue;
-        for (const auto& c : list) {
-            for (const auto& [other, otherList] : cidrs) {
-                if (other == name || standing.count(other)) continue;
-                for (const auto& o : otherList) {
-                    if (c.overlaps(o)) reject(name, "pod CIDR " + c.str() + " overlaps " + o.str() + " of " + other);
-                }
-            }
-        }
-    }
-    for (size_t i = 0; i < nodeIPs.size(); ++i) {
-        for (size_t j = 0; j < nodeIPs.size(); ++j) {
-            const auto& [a, ipA] = nodeIPs[i];
-            const auto& [b, ipB] = nodeIPs[j];
-            if (i != j && ipA == ipB && a != opts.self)
-                reject(a, "node address " + ipA.addressString() + " is also " + (b == opts.self ? "this node's" : b + "'s"));
-        }
-    }
+    // A conflict is judged against every older peer that stands on its own,
+    // accepted or not: a node refused for overlapping an older one still owns
+    // its address, so a third node cannot take it over.
     FilteredPeers out;
-    for (const auto& [name, p] : all) {
-        if (name == opts.self) continue;
-        if (auto it = why.find(name); it != why.end()) {
-            out.rejected.push_back({name, it->second});
+    std::vector<const Peer*> older;
+    for (const Peer* p : byAge) {
+        auto why = ownProblem(*p, localNodeIPs, everyNodeIP, opts);
+        bool standsAlone = !why;
+        for (size_t i = 0; !why && i < older.size(); ++i) why = conflict(*p, *older[i]);
+        if (standsAlone) older.push_back(p);
+        if (why) {
+            out.rejected.push_back({p->name, *why});
         } else {
-            out.accepted.emplace(name, p);
+            out.accepted.emplace(p->name, *p);
         }
     }
+    std::sort(out.rejected.begin(), out.rejected.end(),
+              [](const RejectedPeer& a, const RejectedPeer& b) { return a.name < b.name; });
     return out;
 }
 

@@ -47,7 +47,7 @@ void TunnelReconciler::stop() {
 
 void TunnelReconciler::setPeers(const peers::PeerSet& peers) {
     std::set<std::string> ips;
-    for (const auto& [_, p] : peers) ips.insert(p.nodeIP);
+    for (const auto& [_, p] : peers) ips.insert(p.tunnelAddress());
     // Peers that left: their neighbour must go even if OVS, not kovs, set it.
     for (const auto& ip : desired_.peerIPs) {
         if (!ips.count(ip)) memory_.formerPeers.insert(ip);

@@ -116,7 +116,7 @@ int main() {
     PeerSet set;
     std::map<std::string, std::string> macs;
     for (const auto& p : peers) {
-        set[p.ip] = Peer{p.ip, p.ip, {}};
+        set[p.ip] = Peer{p.ip, {kovs::IpPrefix::parse(p.ip)}, {}};
         macs[p.ip] = p.mac;
     }
     EventLoop loop;

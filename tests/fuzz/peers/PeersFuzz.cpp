@@ -9,11 +9,13 @@
 
 #include "base/Error.hpp"
 #include "peers/PeerFile.hpp"
-#include "peers/kube/HttpResponseParser.hpp"
-#include "peers/kube/KubeConfig.hpp"
-#include "peers/kube/KubeNode.hpp"
+#include "kube/ApiPayload.hpp"
+#include "kube/HttpResponseParser.hpp"
+#include "kube/KubeConfig.hpp"
+#include "peers/KubeNode.hpp"
 #include "tunnel/OvsTunnelState.hpp"
 
+using namespace kovs::kube;
 using namespace kovs::peers;
 using kovs::tunnel::parseOvsTunnelState;
 
@@ -23,8 +25,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
         switch (data[0] % 6) {
             case 0: parsePeerFile(text, "fuzz"); break;
-            case 1: parseNodeList(text, "self"); break;
-            case 2: parseWatchEvent(text); break;
+            case 1:  // a list, and every Node in it through the decoder
+                for (const auto& item : parseListPayload(text, nodeFields()).items) {
+                    try {
+                        peerFromNode(item);
+                    } catch (const kovs::Error&) {
+                    }
+                }
+                break;
+            case 2: {
+                auto ev = parseWatchLine(text, nodeFields());
+                objectKey(ev.object);
+                peerFromNode(ev.object);
+                break;
+            }
             case 3: parseKubeconfig(text, "/tmp", "", "fuzz"); break;
             case 4: parseOvsTunnelState(text, text, "br-phy"); break;
             case 5: {

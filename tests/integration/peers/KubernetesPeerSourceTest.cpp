@@ -1,18 +1,21 @@
 // KubernetesPeerSource against a local HTTPS server speaking the real Node
 // list/watch shapes: list, watch from the list's resourceVersion with
 // bookmarks, BOOKMARK, abrupt close, ERROR 410 Gone, garbage and truncated
-// lines, wrong credentials.
+// lines, wrong credentials, and Nodes that do not decode among good ones.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "base/EventLoop.hpp"
 #include "base/Process.hpp"
-#include "tests/integration/peers/KubeApiTestServer.hpp"
+#include "tests/integration/kube/KubeApiTestServer.hpp"
 #include "peers/KubernetesPeerSource.hpp"
 
 using namespace kovs::peers;
+using kovs::kube::KubeCredentials;
+using kovs::kube::kubeconfigCredentials;
 using kovs::test::KubeApiTestServer;
 using kovs::test::SelfSignedCert;
 using nlohmann::json;
@@ -31,20 +34,32 @@ json node(const std::string& name, const std::string& ip, const std::string& rv,
 
 KubernetesPeerSourceOptions fastOptions() {
     KubernetesPeerSourceOptions o;
-    o.nodeName = "self";
     o.backoffInitial = 20ms;
     o.backoffMax = 200ms;
     return o;
 }
 
-// Collects reported sets on the loop thread.
+// Collects reported sets on the loop thread. The source reports this node's
+// own Node too (the peer filter reads its addresses); "self" is kept apart so
+// the peers can be counted.
 struct Reports {
     std::vector<PeerSet> sets;
+    std::vector<std::vector<RejectedPeer>> unreadable;
+    std::optional<Peer> self;
+    void add(PeerSet s, const std::vector<RejectedPeer>& u) {
+        if (auto it = s.find("self"); it != s.end()) {
+            self = it->second;
+            s.erase(it);
+        }
+        sets.push_back(std::move(s));
+        unreadable.push_back(u);
+    }
     const PeerSet& last() const { return sets.back(); }
     std::string names() const {
         std::string s;
         if (sets.empty()) return "<no report>";
-        for (const auto& [n, p] : sets.back()) s += n + "=" + p.nodeIP + " ";
+        for (const auto& [n, p] : sets.back()) s += n + "=" + p.tunnelAddress() + " ";
+        for (const auto& u : unreadable.back()) s += "(" + u.name + ": " + u.reason + ") ";
         return s;
     }
 };
@@ -88,12 +103,14 @@ TEST_F(KubernetesPeerSourceTest, ListWatchBookmarkAbruptCloseGoneGarbage) {
                   node("c", "172.18.0.4", "92", {"10.244.2.0/24", "fd00:10:244:2::/64"})},
                  "100");
     KubernetesPeerSource source(loop, creds(), fastOptions());
-    source.start([&](const PeerSet& s) { reports.sets.push_back(s); });
+    source.start([&](const PeerSet& s, const std::vector<RejectedPeer>& u) { reports.add(s, u); });
 
     // The list: every node but our own.
     ASSERT_TRUE(waitFor([&] { return !reports.sets.empty(); })) << "no peer set after the list";
     EXPECT_EQ(reports.last().size(), 2u) << reports.names();
-    EXPECT_EQ(reports.last().at("b").podCIDRs, std::vector<std::string>{"10.244.1.0/24"});
+    EXPECT_EQ(kovs::joinPrefixes(reports.last().at("b").podCIDRs), "10.244.1.0/24");
+    ASSERT_TRUE(reports.self) << "this node's own Node is reported too";
+    EXPECT_EQ(reports.self->tunnelAddress(), "172.18.0.2");
     EXPECT_EQ(reports.last().at("c").podCIDRs.size(), 2u);
 
     // The watch starts from the list's resourceVersion and asks for bookmarks.
@@ -105,16 +122,16 @@ TEST_F(KubernetesPeerSourceTest, ListWatchBookmarkAbruptCloseGoneGarbage) {
 
     api.sendEvent("ADDED", node("d", "fd00::4", "101"));
     ASSERT_TRUE(waitFor([&] { return reports.last().count("d"); })) << reports.names();
-    EXPECT_EQ(reports.last().at("d").nodeIP, "fd00::4");
+    EXPECT_EQ(reports.last().at("d").tunnelAddress(), "fd00::4");
 
     api.sendEvent("MODIFIED", node("b", "172.18.0.33", "102", {"10.244.1.0/24"}));
-    ASSERT_TRUE(waitFor([&] { return reports.last().at("b").nodeIP == "172.18.0.33"; })) << reports.names();
+    ASSERT_TRUE(waitFor([&] { return reports.last().at("b").tunnelAddress() == "172.18.0.33"; })) << reports.names();
 
-    // Two events in one chunk, one of them for our own node (ignored).
+    // Two events in one chunk, one of them for our own node.
     api.sendWatch(json{{"type", "DELETED"}, {"object", node("c", "172.18.0.4", "103")}}.dump() + "\n" +
                   json{{"type", "MODIFIED"}, {"object", node("self", "172.18.0.99", "104")}}.dump() + "\n");
     ASSERT_TRUE(waitFor([&] { return !reports.last().count("c"); })) << reports.names();
-    EXPECT_FALSE(reports.last().count("self"));
+    EXPECT_EQ(reports.self->tunnelAddress(), "172.18.0.99");
 
     // A bookmark moves the resourceVersion on; after an abrupt close the
     // source re-watches from there, without relisting.
@@ -186,7 +203,7 @@ TEST_F(KubernetesPeerSourceTest, KubeconfigWithRotatingTokenFileRecoversFromUnau
                               << "contexts:\n- name: test\n  context: {cluster: test, user: agent}\n"
                               << "users:\n- name: agent\n  user:\n    tokenFile: token\n";
     KubernetesPeerSource source(loop, kubeconfigCredentials(kubeconfig), fastOptions());
-    source.start([&](const PeerSet& s) { reports.sets.push_back(s); });
+    source.start([&](const PeerSet& s, const std::vector<RejectedPeer>& u) { reports.add(s, u); });
 
     // Refused twice (so it retried with backoff), nothing reported.
     ASSERT_TRUE(waitFor([&] { return api.unauthorized() >= 2; }));
@@ -196,7 +213,7 @@ TEST_F(KubernetesPeerSourceTest, KubeconfigWithRotatingTokenFileRecoversFromUnau
     // The token rotates: the next attempt re-reads the file and succeeds.
     std::ofstream(tokenFile) << "s3cret\n";
     ASSERT_TRUE(waitFor([&] { return !reports.sets.empty(); })) << "no recovery after the token was fixed";
-    EXPECT_EQ(reports.last().at("b").nodeIP, "172.18.0.3");
+    EXPECT_EQ(reports.last().at("b").tunnelAddress(), "172.18.0.3");
     source.stop();
 }
 
@@ -206,7 +223,7 @@ TEST_F(KubernetesPeerSourceTest, UntrustedServerCertificateIsRefused) {
     auto c = creds();
     c.caFile = otherCa.certFile();
     KubernetesPeerSource source(loop, c, fastOptions());
-    source.start([&](const PeerSet& s) { reports.sets.push_back(s); });
+    source.start([&](const PeerSet& s, const std::vector<RejectedPeer>& u) { reports.add(s, u); });
     ASSERT_TRUE(waitFor([&] { return source.failures() >= 2; }));
     drain(loop);
     source.stop();
@@ -225,7 +242,7 @@ TEST_F(KubernetesPeerSourceTest, OversizedListAndEventAreRefused) {
     o.maxListBytes = 4096;
     o.maxEventBytes = 2048;
     KubernetesPeerSource source(loop, creds(), o);
-    source.start([&](const PeerSet& s) { reports.sets.push_back(s); });
+    source.start([&](const PeerSet& s, const std::vector<RejectedPeer>& u) { reports.add(s, u); });
     ASSERT_TRUE(waitFor([&] { return api.lists() >= 3; })) << "the refused list is not retried";
     drain(loop);
     EXPECT_TRUE(reports.sets.empty()) << "a NodeList over the limit was used: " << reports.names();
@@ -243,4 +260,69 @@ TEST_F(KubernetesPeerSourceTest, OversizedListAndEventAreRefused) {
     api.sendEvent("ADDED", node("c", "172.18.0.4", "101"));
     ASSERT_TRUE(waitFor([&] { return reports.last().count("c"); })) << reports.names();
     source.stop();
+}
+
+// One Node that does not decode (a podCIDR with host bits set, an InternalIP
+// that is no address) is skipped and named, never the list: the others are
+// peers. On the tree before the informer, parseNodeList threw for the whole
+// list and no peer was reported at all.
+TEST_F(KubernetesPeerSourceTest, BadNodesAmongGoodOnesAreSkippedAndNamed) {
+    api.setNodes({node("self", "172.18.0.2", "90", {"10.244.0.0/24"}), node("b", "172.18.0.3", "91", {"10.244.1.0/24"}),
+                  node("bad-cidr", "172.18.0.4", "92", {"10.244.3.1/24"}), node("bad-ip", "172.18.0.300", "93"),
+                  node("c", "172.18.0.5", "94", {"10.244.2.0/24"})},
+                 "100");
+    KubernetesPeerSource source(loop, creds(), fastOptions());
+    source.start([&](const PeerSet& s, const std::vector<RejectedPeer>& u) { reports.add(s, u); });
+    ASSERT_TRUE(waitFor([&] { return !reports.sets.empty(); })) << "no peer set after a list with bad Nodes in it";
+    EXPECT_EQ(reports.last().size(), 2u) << reports.names();
+    EXPECT_TRUE(reports.last().count("b") && reports.last().count("c")) << reports.names();
+    ASSERT_EQ(reports.unreadable.back().size(), 2u) << reports.names();
+    EXPECT_EQ(reports.unreadable.back()[0].name, "bad-cidr");
+    EXPECT_EQ(reports.unreadable.back()[0].reason, "Node bad-cidr.spec.podCIDRs: '10.244.3.1/24' has host bits set");
+    EXPECT_EQ(reports.unreadable.back()[1].name, "bad-ip");
+    EXPECT_EQ(api.lists(), 1) << "a list with bad Nodes in it is a good list";
+
+    // A watch event that turns a good Node bad: that Node leaves the set (as
+    // a fresh list would give it), is named, and the watch goes on.
+    ASSERT_TRUE(waitFor([&] { return api.watches() == 1; }));
+    api.sendEvent("MODIFIED", node("c", "not-an-ip", "101", {"10.244.2.0/24"}));
+    ASSERT_TRUE(waitFor([&] { return !reports.last().count("c"); })) << reports.names();
+    EXPECT_EQ(reports.unreadable.back().size(), 3u) << reports.names();
+    api.sendEvent("ADDED", node("d", "172.18.0.6", "102", {"10.244.4.0/24"}));
+    ASSERT_TRUE(waitFor([&] { return reports.last().count("d"); })) << "the watch stopped after a bad event";
+    api.sendEvent("MODIFIED", node("c", "172.18.0.5", "103", {"10.244.2.0/24"}));
+    ASSERT_TRUE(waitFor([&] { return reports.last().count("c"); })) << reports.names();
+    EXPECT_EQ(reports.unreadable.back().size(), 2u) << "c is good again: " << reports.names();
+    api.sendEvent("DELETED", node("bad-ip", "172.18.0.300", "104"));
+    ASSERT_TRUE(waitFor([&] { return reports.unreadable.back().size() == 1; })) << reports.names();
+    EXPECT_EQ(api.lists(), 1) << "no relist for a bad object";
+    EXPECT_EQ(api.watches(), 1) << "no new watch for a bad object";
+    EXPECT_EQ(source.failures(), 0u);
+    kovs::MetricsText m;
+    source.metrics(m);
+    EXPECT_NE(m.str().find(R"(kovs_kube_objects_rejected_total{resource="nodes"} 3)"), std::string::npos) << m.str();
+    source.stop();
+}
+
+// A server that expires every watch at once (410) is listed again at most
+// once per backoff step: each gap between two lists is at least the backoff
+// of its step (20, 40, 80, 160, then 200 ms, the cap). On the tree before the
+// informer, a successful list reset the backoff and Gone relisted at once: a
+// tight loop of lists.
+TEST_F(KubernetesPeerSourceTest, GoneOnEveryWatchRelistsOncePerBackoffStep) {
+    api.setNodes(json::array({node("b", "172.18.0.3", "91")}), "100");
+    api.expireEveryWatch(true);
+    KubernetesPeerSource source(loop, creds(), fastOptions());
+    source.start([&](const PeerSet& s, const std::vector<RejectedPeer>& u) { reports.add(s, u); });
+    ASSERT_TRUE(waitFor([&] { return api.lists() >= 7; })) << "lists: " << api.lists();
+    source.stop();
+    auto times = api.listTimes();
+    auto expected = 20ms;
+    for (size_t i = 1; i < times.size(); ++i) {
+        auto gap = std::chrono::duration_cast<std::chrono::milliseconds>(times[i] - times[i - 1]);
+        EXPECT_GE(gap, expected) << "list " << i << " came " << gap.count() << " ms after the one before";
+        expected = std::min(expected * 2, std::chrono::milliseconds(200));
+    }
+    ASSERT_FALSE(reports.sets.empty());
+    EXPECT_TRUE(reports.last().count("b")) << "the list itself was good and used: " << reports.names();
 }

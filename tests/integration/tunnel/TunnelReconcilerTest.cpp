@@ -55,7 +55,7 @@ public:
     }
     ~PeerNetns() { runProcess({"ip", "netns", "del", ns_}); }  // the veth pair dies with it
 
-    Peer peer() const { return Peer{ns_, ip_, {}}; }
+    Peer peer() const { return Peer{ns_, {kovs::IpPrefix::parse(ip_)}, {}}; }
     const std::string& ip() const { return ip_; }
     const std::string& mac() const { return mac_; }
 
@@ -215,7 +215,7 @@ TEST_F(TunnelReconcilerTest, UnresolvablePeerGetsItsRouteAndIsRetried) {
     PeerNetns p1(ovs, 1);
     TunnelReconciler r(loop, unixctl, kernel, opts);
     r.start();
-    Peer ghost{"ghost", "172.30.0.99", {}};
+    Peer ghost{"ghost", {kovs::IpPrefix::parse("172.30.0.99")}, {}};
     r.setPeers({{"a", p1.peer()}, {"ghost", ghost}});
     ASSERT_TRUE(waitFor([&] { return programmed(p1) && contains(routes(), "User: 172.30.0.99/32 dev br-phy"); }))
         << routes() << neighs();

@@ -7,6 +7,7 @@
 #include "base/Error.hpp"
 #include "tests/support/TempDir.hpp"
 
+using kovs::joinPrefixes;
 using kovs::agent::Config;
 using kovs::agent::parseConfig;
 
@@ -23,7 +24,10 @@ TEST(Config, DefaultsNeedOnlyThePodCidr) {
     EXPECT_EQ(c.ovs.socketBufferKiB, 4096);
     EXPECT_TRUE(c.flows.conntrack) << "kube-proxy's Services need the reply path";
     EXPECT_TRUE(c.egress.masquerade);
-    EXPECT_EQ(c.egress.clusterCIDR, "") << "every known pod CIDR";
+    EXPECT_TRUE(c.egress.clusterCIDRs.empty()) << "every known pod CIDR";
+    EXPECT_EQ(joinPrefixes(c.node.podCIDRs), "10.244.1.0/24") << "node.podCIDR, the old key, still works";
+    EXPECT_EQ(joinPrefixes(c.cluster.serviceCIDRs), "10.96.0.0/16, fd00:10:96::/112") << "kind's defaults";
+    EXPECT_EQ(c.tunnelOverhead(), 50);
     EXPECT_EQ(parseConfig("node: {podCIDR: 10.0.0.0/24}\novs: {socketBufferKiB: 0}\n").ovs.socketBufferKiB, 0)
         << "0 leaves OVS's default";
 }
@@ -58,14 +62,15 @@ resync: 2m
 )");
     EXPECT_FALSE(c.flows.conntrack);
     EXPECT_EQ(c.flows.ofctlTimeout, std::chrono::seconds(3));
-    EXPECT_EQ(c.egress.clusterCIDR, "10.244.0.0/16");
-    EXPECT_EQ(c.egress.nonMasqueradeCIDRs, std::vector<std::string>{"192.168.0.0/16"});
+    EXPECT_EQ(joinPrefixes(c.egress.clusterCIDRs), "10.244.0.0/16");
+    EXPECT_EQ(joinPrefixes(c.egress.nonMasqueradeCIDRs), "192.168.0.0/16");
     EXPECT_TRUE(c.ovs.manage);
     EXPECT_EQ(c.ovsdbRemote(), "unix:/tmp/ovs/db.sock");
     EXPECT_EQ(c.bridge.gateway, "antrea-gw0");
     EXPECT_EQ(c.bridge.tunnelDstPort, 8472);
     EXPECT_EQ(c.mode, Config::Mode::Companion);
-    EXPECT_EQ(c.gateway.addresses.size(), 2u);
+    EXPECT_EQ(joinPrefixes(c.gateway.addresses), "10.244.2.1/24, fd00:10:244:2::1/64") << "host bits kept";
+    EXPECT_EQ(joinPrefixes(c.gateway.extraRoutes), "10.96.0.0/12");
     EXPECT_EQ(c.gateway.resync, std::chrono::milliseconds(500));
     EXPECT_EQ(c.uplink.mode, Config::UplinkMode::Direct);
     EXPECT_EQ(c.uplink.portType, "afxdp");
@@ -98,7 +103,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"node: {podCIDR: 10.244.1.0}\n", "node.podCIDR: expected an address with prefix length"},
         BadConfig{"node: {podCIDR: 10.244.1.0/33}\n", "node.podCIDR"},
         BadConfig{"node: {podCIDR: banana/24}\n", "node.podCIDR"},
-        BadConfig{"node: {name: n}\n", "node.podCIDR: required in standalone mode"},
+        BadConfig{"node: {name: n}\n", "node.podCIDRs: required in standalone mode"},
+        BadConfig{"node: {podCIDRs: 10.244.1.0/24}\n", "node.podCIDRs: expected a list"},
+        BadConfig{"node: {podCIDRs: [10.244.1.0/24, 10.244.2.0/24]}\n", "node.podCIDRs: two pod CIDRs of one family"},
+        BadConfig{"node: {podCIDRs: [10.244.1.0/31]}\n", "node.podCIDRs: 10.244.1.0/31 leaves no room for a gateway"},
+        BadConfig{"node: {podCIDR: 10.244.1.0/24, podCIDRs: [10.244.1.0/24]}\n", "node.podCIDR: is the old name of node.podCIDRs"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\ncluster: {serviceCIDRs: [10.96.0.0]}\n", "cluster.serviceCIDRs[0]: expected an address"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\ncluster: {serviceCidrs: []}\n", "cluster.serviceCidrs: unknown key"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\nbridge: {tunnelDstPort: 70000}\n", "bridge.tunnelDstPort: expected an integer 1-65535, got '70000'"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\nbridge: {tunnelDstPort: x}\n", "bridge.tunnelDstPort"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\nbridge: {gateway: a-very-long-gateway0}\n", "bridge.gateway: not a valid interface name"},
@@ -119,12 +130,34 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\nuplink: {mode: bridge}\n", "uplink.mode"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\npeers: {source: etcd}\n", "peers.source"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\negress: {clusterCIDR: 10.244.0.0}\n", "egress.clusterCIDR: expected an address with prefix length"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\negress: {clusterCIDRs: [10.244.0.0]}\n", "egress.clusterCIDRs[0]: expected an address"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\negress: {nonMasqueradeCIDRs: [x]}\n", "egress.nonMasqueradeCIDRs[0]"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\negress: {masq: true}\n", "egress.masq: unknown key"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\nflows: {conntrack: sometimes}\n", "flows.conntrack: expected true or false"},
         BadConfig{"node: [1, 2]\n", "node: expected a mapping"},
         BadConfig{"node: {podCIDR: [1]}\n", "node.podCIDR: expected a value, got a list"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24\n", "config: invalid YAML at line"}));
+
+// The keys that hold prefixes are typed once, at load: a dual-stack node,
+// its Service CIDRs and the tunnel's overhead on the underlay of its family.
+TEST(Config, DualStackAndIPv6NodesAndTheirTunnelOverhead) {
+    auto dual = parseConfig(
+        "node: {podCIDRs: [10.244.1.0/24, 'fd00:10:244:1::/64']}\n"
+        "cluster: {serviceCIDRs: [10.96.0.0/12, 'fd00:10:96::/108']}\negress: {clusterCIDRs: [10.244.0.0/16, 'fd00:10:244::/56']}\n");
+    EXPECT_EQ(joinPrefixes(dual.node.podCIDRs), "10.244.1.0/24, fd00:10:244:1::/64") << "the Node's order";
+    EXPECT_EQ(joinPrefixes(dual.cluster.serviceCIDRs), "10.96.0.0/12, fd00:10:96::/108");
+    EXPECT_EQ(joinPrefixes(dual.egress.clusterCIDRs), "10.244.0.0/16, fd00:10:244::/56");
+    EXPECT_EQ(dual.underlayFamily(), AF_INET) << "kind's dual-stack nodes tunnel over IPv4";
+    EXPECT_EQ(dual.tunnelOverhead(), 50);
+
+    auto v6 = parseConfig("node: {podCIDRs: ['fd00:10:244:1::/64']}\nuplink: {mtu: 1500}\n");
+    EXPECT_EQ(v6.underlayFamily(), AF_INET6);
+    EXPECT_EQ(v6.tunnelOverhead(), 70) << "outer IPv6 40 + UDP 8 + VXLAN 8 + inner Ethernet 14";
+    EXPECT_EQ(v6.gatewayMtu(), 1430);
+
+    // Host bits of a pod CIDR are cleared: the CIDR is a network.
+    EXPECT_EQ(joinPrefixes(parseConfig("node: {podCIDRs: [10.244.1.7/24]}\n").node.podCIDRs), "10.244.1.0/24");
+}
 
 // uplink.mtu unset follows the interface, so gw0 (and the pods, which follow
 // gw0) use a jumbo underlay; a gateway.mtu that does not fit is caught then.

@@ -30,7 +30,7 @@ TEST_F(KindFiles, AgentConfigNeedsOnlyThePodCidrThatTheInitContainerAdds) {
     auto rendered = readFile(dir / "etc-kovs/agent.yaml");
     Config c;
     ASSERT_NO_THROW(c = kovs::agent::parseConfig(rendered)) << rendered;
-    EXPECT_EQ(c.node.podCIDR, "10.244.2.0/24");
+    EXPECT_EQ(kovs::joinPrefixes(c.node.podCIDRs), "10.244.2.0/24");
     EXPECT_EQ(c.mode, Config::Mode::Standalone);
     EXPECT_FALSE(c.ovs.manage) << "the pod's ovs container runs the daemons, not the agent";
     EXPECT_EQ(c.uplink.mode, Config::UplinkMode::Shim);

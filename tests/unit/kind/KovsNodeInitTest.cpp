@@ -33,6 +33,37 @@ TEST_F(KindFiles, InitScriptFillsInThePodCidrAndInstallsPluginThenConflist) {
     }
 }
 
+// kind's ipFamily: dual gives each Node a /24 and a /64, in that order: the
+// agent gets both, and host-local one range set per family, so every pod gets
+// an address of each (the CNI spec's ranges: one address per range set).
+TEST_F(KindFiles, InitScriptGivesADualStackNodeBothFamiliesInTheNodesOrder) {
+    TempDir dir;
+    fs::create_directories(dir / "sa");
+    writeFile(dir / "sa/token", "t\n");
+    writeFile(dir / "sa/ca.crt", "not a real CA\n");
+    fs::create_directories(dir / "bin");
+    writeFile(dir / "bin/curl", "#!/bin/sh\nwhile read -r _; do :; done\n"
+                                "echo '{\"metadata\":{\"name\":\"kind-worker\"},\"spec\":{\"podCIDR\":\"10.244.1.0/24\","
+                                "\"podCIDRs\":[\"10.244.1.0/24\",\"fd00:10:244:1::/64\"]}}'\n");
+    fs::permissions(dir / "bin/curl", fs::perms::owner_all);
+    auto r = nodeInit(dir, configMapData(configMap_),
+                      {{"NODE_NAME", "kind-worker"}, {"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
+                       {"KOVS_SERVICE_ACCOUNT_DIR", (dir / "sa").string()},
+                       {"PATH", (dir / "bin").string() + ":/usr/bin:/bin"}});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    auto conf = kovs::agent::parseConfig(readFile(dir / "etc-kovs/agent.yaml"));
+    EXPECT_EQ(kovs::joinPrefixes(conf.node.podCIDRs), "10.244.1.0/24, fd00:10:244:1::/64");
+    auto rendered = Json::parse(readFile(dir / "net.d/10-kovs.conflist"));
+    const auto& ranges = rendered["plugins"][0]["ipam"]["ranges"];
+    ASSERT_EQ(ranges.size(), 2u) << ranges.dump();
+    EXPECT_EQ(ranges[0], Json::parse(R"([{"subnet": "10.244.1.0/24"}])"));
+    EXPECT_EQ(ranges[1], Json::parse(R"([{"subnet": "fd00:10:244:1::/64"}])"));
+    // The same from KOVS_POD_CIDR, for tests and non-Kubernetes use.
+    TempDir dir2;
+    ASSERT_EQ(nodeInit(dir2, configMapData(configMap_), {{"KOVS_POD_CIDR", "10.244.2.0/24,fd00:10:244:2::/64"}}).exitCode, 0);
+    EXPECT_EQ(Json::parse(readFile(dir2 / "net.d/10-kovs.conflist"))["plugins"][0]["ipam"]["ranges"].size(), 2u);
+}
+
 // The service-account token goes to the API server, never onto a command
 // line: /proc/PID/cmdline is readable by every user on the node (issue 15,
 // item 5). A stand-in curl records its argv and the headers it was handed
@@ -69,7 +100,8 @@ printf '{"kind": "Node", "metadata": {"name": "kind-worker"}, "spec": {"podCIDR"
     EXPECT_EQ(argv.find(token), std::string::npos) << "the token is on curl's command line:\n" << argv;
     EXPECT_NE(readFile(dir / "curl.headers").find("Authorization: Bearer " + token), std::string::npos)
         << "curl was not given the token as a header";
-    EXPECT_NE(readFile(dir / "etc-kovs/agent.yaml").find("podCIDR: 10.244.7.0/24"), std::string::npos);
+    EXPECT_NE(readFile(dir / "etc-kovs/agent.yaml").find("podCIDRs: ['10.244.7.0/24']"), std::string::npos)
+        << "an old cluster's spec.podCIDR alone is read too";
 }
 
 TEST_F(KindFiles, InitScriptRejectsBadInputAndInstallsNothing) {
@@ -78,8 +110,10 @@ TEST_F(KindFiles, InitScriptRejectsBadInputAndInstallsNothing) {
         std::string message;
     };
     std::vector<Case> cases = {
-        {{{"KOVS_POD_CIDR", "10.244.3.0"}}, "KOVS_POD_CIDR: expected a CIDR"},
-        {{{"KOVS_POD_CIDR", "10.244.3.0/24; rm -rf /"}}, "KOVS_POD_CIDR: expected a CIDR"},
+        {{{"KOVS_POD_CIDR", "10.244.3.0"}}, "KOVS_POD_CIDR: expected CIDRs"},
+        {{{"KOVS_POD_CIDR", "10.244.3.0/24; rm -rf /"}}, "KOVS_POD_CIDR: expected CIDRs"},
+        {{{"KOVS_POD_CIDR", "10.244.3.0/24,"}}, "KOVS_POD_CIDR: expected CIDRs"},
+        {{{"KOVS_POD_CIDR", "10.244.3.0/24,fd00::/64']"}}, "KOVS_POD_CIDR: expected CIDRs"},
         {{}, "NODE_NAME is not set"},
         {{{"NODE_NAME", "kind-worker"}}, "KUBERNETES_SERVICE_HOST is not set"},
         {{{"KOVS_POD_CIDR", "10.244.3.0/24"}, {"KOVS_CNI_MODE", "main"}}, "KOVS_CNI_MODE: expected standalone or chained"},
@@ -119,7 +153,7 @@ TEST_F(CompanionOverlay, InitScriptChainsKovsIntoAntreasConflistOnce) {
     EXPECT_TRUE(fs::exists(dir / "opt-cni-bin" / patched["plugins"][2]["type"].get<std::string>()))
         << "the chained entry's type names the installed binary";
     auto conf = kovs::agent::parseConfig(readFile(dir / "etc-kovs/agent.yaml"));
-    EXPECT_EQ(conf.node.podCIDR, "10.244.1.0/24");
+    EXPECT_EQ(kovs::joinPrefixes(conf.node.podCIDRs), "10.244.1.0/24");
     EXPECT_EQ(conf.mode, Config::Mode::Companion);
 }
 
@@ -234,12 +268,12 @@ TEST_F(CompanionOverlay, InitScriptGoesOnWithoutAPodCidrInCompanionModeOnly) {
     auto r = nodeInit(dir, data, env);
     ASSERT_EQ(r.exitCode, 0) << r.err;
     auto conf = kovs::agent::parseConfig(readFile(dir / "etc-kovs/agent.yaml"));
-    EXPECT_EQ(conf.node.podCIDR, "");
+    EXPECT_TRUE(conf.node.podCIDRs.empty());
     EXPECT_EQ(conf.mode, Config::Mode::Companion);
     env["KOVS_CNI_MODE"] = "standalone";
     auto standalone = nodeInit(dir, configMapData(configMap_), env);
     EXPECT_NE(standalone.exitCode, 0) << "standalone mode needs the podCIDR for its IPAM";
-    EXPECT_NE(standalone.err.find("has no spec.podCIDR yet"), std::string::npos) << standalone.err;
+    EXPECT_NE(standalone.err.find("has no spec.podCIDRs yet"), std::string::npos) << standalone.err;
 }
 
 }  // namespace

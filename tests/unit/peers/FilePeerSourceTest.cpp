@@ -36,9 +36,9 @@ TEST(FilePeerSource, ReloadsOnChangeAndKeepsLastGoodSet) {
     kovs::EventLoop loop;
     FilePeerSource source(loop, file);
     std::vector<PeerSet> seen;
-    source.start([&](const PeerSet& s) { seen.push_back(s); });
+    source.start([&](const PeerSet& s, const std::vector<RejectedPeer>&) { seen.push_back(s); });
     ASSERT_EQ(seen.size(), 1u) << "the initial set is reported by start()";
-    EXPECT_EQ(seen[0].at("a").nodeIP, "10.0.0.1");
+    EXPECT_EQ(seen[0].at("a").tunnelAddress(), "10.0.0.1");
 
     // Atomic replace (rename over the file), as editors and ConfigMaps do.
     writeAtomically(file, peerYaml("b", "10.0.0.2"));
@@ -59,7 +59,7 @@ TEST(FilePeerSource, ReloadsOnChangeAndKeepsLastGoodSet) {
     }
     ASSERT_TRUE(loop.runUntil([&] { return seen.size() >= 3; }, 5s)) << "no reload after in-place write";
     EXPECT_EQ(seen.size(), 3u) << "invalid/missing file must not produce a report";
-    EXPECT_EQ(seen[2].at("c").nodeIP, "fd00::3");
+    EXPECT_EQ(seen[2].at("c").tunnelAddress(), "fd00::3");
 
     // Touching the file without changing the set reports nothing; a later
     // change does, and only once.
@@ -78,5 +78,5 @@ TEST(FilePeerSource, ReloadsOnChangeAndKeepsLastGoodSet) {
 TEST(FilePeerSource, MissingDirectoryIsAnError) {
     kovs::EventLoop loop;
     FilePeerSource source(loop, "/nonexistent-kovs-dir/peers.yaml");
-    EXPECT_THROW(source.start([](const PeerSet&) {}), kovs::Error);
+    EXPECT_THROW(source.start([](const PeerSet&, const std::vector<RejectedPeer>&) {}), kovs::Error);
 }

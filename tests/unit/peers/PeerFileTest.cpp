@@ -4,23 +4,25 @@
 #include "peers/PeerFile.hpp"
 
 using kovs::Error;
-using kovs::peers::canonicalCIDR;
-using kovs::peers::canonicalIP;
+using kovs::joinPrefixes;
+using kovs::peers::parseNodeIP;
+using kovs::peers::parsePodCIDR;
 using kovs::peers::parsePeerFile;
 
-TEST(PeerAddress, CanonicalisesAndRejects) {
-    EXPECT_EQ(canonicalIP("172.18.0.3", "x"), "172.18.0.3");
-    EXPECT_EQ(canonicalIP("fd00:0::01", "x"), "fd00::1");
-    EXPECT_THROW(canonicalIP("172.18.0.300", "x"), Error);
-    EXPECT_THROW(canonicalIP("", "x"), Error);
-    EXPECT_EQ(canonicalCIDR("10.244.1.0/24", "x"), "10.244.1.0/24");
-    EXPECT_EQ(canonicalCIDR("fd00:10:244:1::/64", "x"), "fd00:10:244:1::/64");
-    EXPECT_THROW(canonicalCIDR("10.244.1.1/24", "x"), Error);  // host bits
-    EXPECT_THROW(canonicalCIDR("10.244.1.0/33", "x"), Error);
-    EXPECT_THROW(canonicalCIDR("10.244.1.0/", "x"), Error);
-    EXPECT_THROW(canonicalCIDR("10.244.1.0/-1", "x"), Error);
-    EXPECT_THROW(canonicalCIDR("10.244.1.0", "x"), Error);
-    EXPECT_THROW(canonicalCIDR("fd00::/129", "x"), Error);
+TEST(PeerAddress, ParsesAndRejects) {
+    EXPECT_EQ(parseNodeIP("172.18.0.3", "x").str(), "172.18.0.3/32");
+    EXPECT_EQ(parseNodeIP("fd00:0::01", "x").addressString(), "fd00::1");
+    EXPECT_THROW(parseNodeIP("172.18.0.300", "x"), Error);
+    EXPECT_THROW(parseNodeIP("172.18.0.3/32", "x"), Error);
+    EXPECT_THROW(parseNodeIP("", "x"), Error);
+    EXPECT_EQ(parsePodCIDR("10.244.1.0/24", "x").str(), "10.244.1.0/24");
+    EXPECT_EQ(parsePodCIDR("fd00:10:244:1::/64", "x").str(), "fd00:10:244:1::/64");
+    EXPECT_THROW(parsePodCIDR("10.244.1.1/24", "x"), Error);  // host bits
+    EXPECT_THROW(parsePodCIDR("10.244.1.0/33", "x"), Error);
+    EXPECT_THROW(parsePodCIDR("10.244.1.0/", "x"), Error);
+    EXPECT_THROW(parsePodCIDR("10.244.1.0/-1", "x"), Error);
+    EXPECT_THROW(parsePodCIDR("10.244.1.0", "x"), Error);
+    EXPECT_THROW(parsePodCIDR("fd00::/129", "x"), Error);
 }
 
 TEST(PeerFile, ParsesYamlMapping) {
@@ -33,16 +35,16 @@ peers:
     nodeIP: "fd00::3"
 )", "peers.yaml");
     ASSERT_EQ(peers.size(), 2u);
-    EXPECT_EQ(peers.at("node2").nodeIP, "172.18.0.3");
-    EXPECT_EQ(peers.at("node2").podCIDRs, (std::vector<std::string>{"10.244.1.0/24", "10.244.2.0/24"}));
-    EXPECT_EQ(peers.at("node3").nodeIP, "fd00::3");
+    EXPECT_EQ(peers.at("node2").tunnelAddress(), "172.18.0.3");
+    EXPECT_EQ(joinPrefixes(peers.at("node2").podCIDRs), "10.244.2.0/24, 10.244.1.0/24") << "the file's order";
+    EXPECT_EQ(peers.at("node3").tunnelAddress(), "fd00::3");
     EXPECT_TRUE(peers.at("node3").podCIDRs.empty());
 }
 
 TEST(PeerFile, ParsesJsonList) {
     auto peers = parsePeerFile(R"([{"name": "a", "nodeIP": "10.0.0.2", "podCIDRs": ["10.1.0.0/16"]}])", "p.json");
     ASSERT_EQ(peers.size(), 1u);
-    EXPECT_EQ(peers.at("a").podCIDRs.at(0), "10.1.0.0/16");
+    EXPECT_EQ(peers.at("a").podCIDRs.at(0).str(), "10.1.0.0/16");
 }
 
 TEST(PeerFile, EmptyFileIsNoPeers) {

@@ -1,4 +1,5 @@
-// Peers that would capture traffic that is not theirs are refused.
+// Peers that would capture traffic that is not theirs are refused; between
+// two that conflict, the newcomer.
 #include <gtest/gtest.h>
 
 #include "peers/PeerFilter.hpp"
@@ -8,13 +9,24 @@ using namespace kovs::peers;
 
 namespace {
 
-Peer peer(const std::string& name, const std::string& ip, std::vector<std::string> cidrs) { return {name, ip, std::move(cidrs)}; }
+Peer peer(const std::string& name, const std::string& ips, std::vector<std::string> cidrs, std::string created = "") {
+    Peer p{name, {}, {}, std::move(created)};
+    size_t start = 0;
+    while (start <= ips.size()) {
+        size_t comma = ips.find(',', start);
+        p.nodeIPs.push_back(IpPrefix::parse(ips.substr(start, comma - start)));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    for (const auto& c : cidrs) p.podCIDRs.push_back(IpPrefix::parse(c));
+    return p;
+}
 
 PeerFilterOptions node1() {
     PeerFilterOptions o;
     o.self = "node1";
-    o.localPodCidrs = {IpPrefix::parse("10.244.1.0/24")};
-    o.localNodeIPs = {IpPrefix::parse("172.18.0.2")};
+    o.localPodCidrs = {IpPrefix::parse("10.244.1.0/24"), IpPrefix::parse("fd00:10:244:1::/64")};
+    o.serviceCidrs = {IpPrefix::parse("10.96.0.0/16"), IpPrefix::parse("fd00:10:96::/112")};
     return o;
 }
 
@@ -27,38 +39,74 @@ std::string reasonFor(const FilteredPeers& f, const std::string& name) {
 
 }  // namespace
 
-TEST(PeerFilter, AcceptsAKindClusterAndDropsItself) {
-    PeerSet all{{"node1", peer("node1", "172.18.0.2", {"10.244.1.0/24"})},
-                {"node2", peer("node2", "172.18.0.3", {"10.244.2.0/24"})},
-                {"node3", peer("node3", "172.18.0.4", {"10.244.3.0/24"})}};
+TEST(PeerFilter, AcceptsADualStackKindClusterAndDropsItself) {
+    PeerSet all{{"node1", peer("node1", "172.18.0.2,fc00:f853:ccd:e793::2", {"10.244.1.0/24", "fd00:10:244:1::/64"})},
+                {"node2", peer("node2", "172.18.0.3,fc00:f853:ccd:e793::3", {"10.244.2.0/24", "fd00:10:244:2::/64"})},
+                {"node3", peer("node3", "172.18.0.4,fc00:f853:ccd:e793::4", {"10.244.3.0/24", "fd00:10:244:3::/64"})}};
     auto f = filterPeers(all, node1());
-    EXPECT_TRUE(f.rejected.empty());
+    EXPECT_TRUE(f.rejected.empty()) << f.rejected[0].name << ": " << f.rejected[0].reason;
     EXPECT_EQ(f.accepted.size(), 2u);
     EXPECT_FALSE(f.accepted.count("node1"));
 }
 
-TEST(PeerFilter, RejectsOverlapsWideCidrsAndNodeAddresses) {
-    PeerSet all{{"good", peer("good", "172.18.0.3", {"10.244.2.0/24"})},
+TEST(PeerFilter, RejectsWideCidrsOverlapsWithThisNodeAndTheServiceCidrs) {
+    PeerSet all{{"node1", peer("node1", "172.18.0.2", {"10.244.1.0/24"})},
+                {"good", peer("good", "172.18.0.3", {"10.244.2.0/24"})},
                 {"mine", peer("mine", "172.18.0.4", {"10.244.1.128/25"})},
+                {"mine6", peer("mine6", "fc00::4", {"fd00:10:244:1:8000::/65"})},
                 {"world", peer("world", "172.18.0.5", {"0.0.0.0/0"})},
+                {"slash8", peer("slash8", "172.18.0.5", {"10.0.0.0/8"})},
+                {"world6", peer("world6", "fc00::5", {"fd00::/8"})},
                 {"nodes", peer("nodes", "172.18.0.6", {"172.18.0.0/24"})},
-                {"a", peer("a", "172.18.0.7", {"10.245.0.0/16"})},
-                {"b", peer("b", "172.18.0.8", {"10.245.3.0/24"})},
-                {"twin", peer("twin", "172.18.0.2", {"10.244.9.0/24"})}};
+                {"svc", peer("svc", "172.18.0.7", {"10.96.0.0/12"})},
+                {"svc6", peer("svc6", "fc00::7", {"fd00:10:96::/64"})}};
     auto f = filterPeers(all, node1());
     EXPECT_EQ(f.accepted.size(), 1u);
     EXPECT_TRUE(f.accepted.count("good"));
     EXPECT_EQ(reasonFor(f, "mine"), "pod CIDR 10.244.1.128/25 overlaps this node's 10.244.1.0/24");
+    EXPECT_EQ(reasonFor(f, "mine6"), "pod CIDR fd00:10:244:1:8000::/65 overlaps this node's fd00:10:244:1::/64");
     EXPECT_EQ(reasonFor(f, "world"), "pod CIDR 0.0.0.0/0 is wider than /8");
-    EXPECT_EQ(reasonFor(f, "nodes"), "pod CIDR 172.18.0.0/24 holds the node address 172.18.0.2 of node1");
-    EXPECT_EQ(reasonFor(f, "a"), "pod CIDR 10.245.0.0/16 overlaps 10.245.3.0/24 of b");
-    EXPECT_EQ(reasonFor(f, "b"), "pod CIDR 10.245.3.0/24 overlaps 10.245.0.0/16 of a");
-    EXPECT_EQ(reasonFor(f, "twin"), "node address 172.18.0.2 is also this node's");
+    EXPECT_EQ(reasonFor(f, "slash8"), "pod CIDR 10.0.0.0/8 overlaps this node's 10.244.1.0/24");
+    EXPECT_EQ(reasonFor(f, "world6"), "pod CIDR fd00::/8 is wider than /32");
+    EXPECT_EQ(reasonFor(f, "nodes"), "pod CIDR 172.18.0.0/24 holds the node address 172.18.0.2");
+    EXPECT_EQ(reasonFor(f, "svc"), "pod CIDR 10.96.0.0/12 overlaps the Service CIDR 10.96.0.0/16");
+    EXPECT_EQ(reasonFor(f, "svc6"), "pod CIDR fd00:10:96::/64 overlaps the Service CIDR fd00:10:96::/112");
 }
 
-TEST(PeerFilter, AnUnreadableAddressIsARejectionNotACrash) {
-    PeerSet all{{"bad", peer("bad", "not-an-ip", {"10.244.2.0/24"})}};
+// This node's own Node object says which addresses are this node's, so a
+// peer claiming one is refused even when the config names none.
+TEST(PeerFilter, APeerClaimingThisNodesAddressIsRefused) {
+    PeerSet all{{"node1", peer("node1", "172.18.0.2,fc00::2", {"10.244.1.0/24"})},
+                {"thief", peer("thief", "172.18.0.2", {"10.244.9.0/24"})},
+                {"thief6", peer("thief6", "fc00::9,fc00::2", {"10.244.8.0/24"})}};
     auto f = filterPeers(all, node1());
-    ASSERT_EQ(f.rejected.size(), 1u);
-    EXPECT_NE(f.rejected[0].reason.find("not-an-ip"), std::string::npos) << f.rejected[0].reason;
+    EXPECT_TRUE(f.accepted.empty());
+    EXPECT_EQ(reasonFor(f, "thief"), "node address 172.18.0.2 is this node's");
+    EXPECT_EQ(reasonFor(f, "thief6"), "node address fc00::2 is this node's");
+}
+
+// The victim was there first: the newcomer is refused, never both, on every
+// agent alike (creationTimestamp decides, the name breaks a tie).
+TEST(PeerFilter, BetweenTwoConflictingPeersTheNewcomerIsRefused) {
+    PeerSet all{{"victim", peer("victim", "172.18.0.3", {"10.244.2.0/24"}, "2026-12-01T10:00:00Z")},
+                {"a-thief", peer("a-thief", "172.18.0.3", {"10.244.9.0/24"}, "2026-12-01T11:00:00Z")},
+                {"b-overlap", peer("b-overlap", "172.18.0.8", {"10.244.2.128/25"}, "2026-12-01T09:59:59Z")},
+                {"c", peer("c", "172.18.0.9", {"10.245.0.0/16"}, "2026-12-01T12:00:00Z")},
+                {"d", peer("d", "172.18.0.10", {"10.245.3.0/24"}, "2026-12-01T12:00:00Z")}};
+    auto f = filterPeers(all, node1());
+    // b-overlap is the oldest: it keeps 10.244.2.128/25 and victim, created
+    // after it, is the one that overlaps.
+    EXPECT_TRUE(f.accepted.count("b-overlap"));
+    EXPECT_EQ(reasonFor(f, "victim"), "pod CIDR 10.244.2.0/24 overlaps 10.244.2.128/25 of b-overlap");
+    EXPECT_EQ(reasonFor(f, "a-thief"), "node address 172.18.0.3 is already victim's")
+        << "a refused node still owns its address";
+    EXPECT_TRUE(f.accepted.count("c"));
+    EXPECT_EQ(reasonFor(f, "d"), "pod CIDR 10.245.3.0/24 overlaps 10.245.0.0/16 of c") << "same age: the name decides";
+
+    // Without b-overlap the victim stands and the thief is refused.
+    all.erase("b-overlap");
+    f = filterPeers(all, node1());
+    EXPECT_TRUE(f.accepted.count("victim"));
+    EXPECT_EQ(reasonFor(f, "a-thief"), "node address 172.18.0.3 is already victim's");
+    EXPECT_EQ(f.rejected.size(), 2u);
 }

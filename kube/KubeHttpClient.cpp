@@ -1,4 +1,4 @@
-#include "peers/kube/KubeHttpClient.hpp"
+#include "kube/KubeHttpClient.hpp"
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -13,10 +13,10 @@
 
 #include "base/Error.hpp"
 #include "base/WaitReady.hpp"
-#include "peers/kube/HttpResponseParser.hpp"
-#include "peers/kube/TlsSession.hpp"
+#include "kube/HttpResponseParser.hpp"
+#include "kube/TlsSession.hpp"
 
-namespace kovs::peers {
+namespace kovs::kube {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -247,4 +247,4 @@ KubeHttpClient::Result KubeHttpClient::get(const std::string& path, const OnData
     return r;
 }
 
-}  // namespace kovs::peers
+}  // namespace kovs::kube

@@ -1,4 +1,4 @@
-#include "tests/integration/peers/KubeApiTestServer.hpp"
+#include "tests/integration/kube/KubeApiTestServer.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -59,15 +59,17 @@ TestCert::~TestCert() {
 std::string TestCert::certPem() const { return readAll(certFile()); }
 std::string TestCert::keyPem() const { return readAll(keyFile()); }
 
-KubeApiTestServer::KubeApiTestServer(const TestCert& cert, std::string token, const TestCert* clientCa)
+KubeApiTestServer::KubeApiTestServer(const TestCert& cert, std::string token, const TestCert* clientCa,
+                                     const std::string& resourcePath)
     : token_(std::move(token)),
       server_(cert.certFile().c_str(), cert.keyFile().c_str(), clientCa ? clientCa->certFile().c_str() : nullptr) {
     if (!server_.is_valid()) throw Error("test API server: cannot load certificate " + cert.certFile());
-    server_.Get("/api/v1/nodes", [this](const httplib::Request& req, httplib::Response& res) {
+    server_.Get(resourcePath, [this](const httplib::Request& req, httplib::Response& res) {
         if (!authorized(req, noteTls(req), res)) return;
         if (req.get_param_value("watch") != "true") {
             std::lock_guard lock(mutex_);
-            ++lists_;
+            listTimes_.push_back(std::chrono::steady_clock::now());
+            listParams_.emplace_back(req.params.begin(), req.params.end());
             res.set_content(listBody_, "application/json");
             return;
         }
@@ -76,6 +78,13 @@ KubeApiTestServer::KubeApiTestServer(const TestCert& cert, std::string token, co
             std::lock_guard lock(mutex_);
             watchParams_.emplace_back(req.params.begin(), req.params.end());
             id = watchParams_.size();
+            if (expireEveryWatch_) {
+                res.set_content(R"({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},)"
+                                R"("status":"Failure","message":"too old resource version","reason":"Expired","code":410}})"
+                                "\n",
+                                "application/json");
+                return;
+            }
         }
         cv_.notify_all();
         res.set_chunked_content_provider("application/json", [this, id](size_t, httplib::DataSink& sink) {
@@ -141,8 +150,13 @@ bool KubeApiTestServer::authorized(const httplib::Request& req, const TlsSeen& t
     return false;
 }
 
-void KubeApiTestServer::setNodes(const nlohmann::json& items, const std::string& resourceVersion) {
-    nlohmann::json list = {{"kind", "NodeList"},
+void KubeApiTestServer::expireEveryWatch(bool on) {
+    std::lock_guard lock(mutex_);
+    expireEveryWatch_ = on;
+}
+
+void KubeApiTestServer::setList(const nlohmann::json& items, const std::string& resourceVersion, const std::string& kind) {
+    nlohmann::json list = {{"kind", kind},
                            {"apiVersion", "v1"},
                            {"metadata", {{"resourceVersion", resourceVersion}}},
                            {"items", items}};
@@ -162,7 +176,17 @@ void KubeApiTestServer::abortWatch() { sendWatch(""); }
 
 int KubeApiTestServer::lists() const {
     std::lock_guard lock(mutex_);
-    return lists_;
+    return static_cast<int>(listTimes_.size());
+}
+
+std::vector<std::chrono::steady_clock::time_point> KubeApiTestServer::listTimes() const {
+    std::lock_guard lock(mutex_);
+    return listTimes_;
+}
+
+std::map<std::string, std::string> KubeApiTestServer::listParams(size_t n) const {
+    std::lock_guard lock(mutex_);
+    return n < listParams_.size() ? listParams_[n] : std::map<std::string, std::string>{};
 }
 
 int KubeApiTestServer::watches() const {

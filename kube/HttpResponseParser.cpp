@@ -1,11 +1,11 @@
-#include "peers/kube/HttpResponseParser.hpp"
+#include "kube/HttpResponseParser.hpp"
 
 #include <algorithm>
 #include <cctype>
 
 #include "base/Error.hpp"
 
-namespace kovs::peers {
+namespace kovs::kube {
 namespace {
 
 constexpr size_t kMaxChunkLine = 1024;
@@ -163,4 +163,4 @@ bool HttpResponseParser::closeEndsBody() {
     return state_ == State::Done;
 }
 
-}  // namespace kovs::peers
+}  // namespace kovs::kube

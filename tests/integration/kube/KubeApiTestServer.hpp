@@ -1,9 +1,10 @@
 #pragma once
 // The one mock kovs allows: a local HTTPS server on 127.0.0.1 that speaks the
-// Kubernetes API's Node list/watch shapes (NodeList JSON, a chunked watch
-// stream of one JSON event per line), so KubernetesPeerSource can be tested
-// without an API server. The test scripts the watch stream line by line and
-// can cut it off abruptly.
+// Kubernetes API's list/watch shapes for one resource path (a List JSON, a
+// chunked watch stream of one JSON event per line), so kube::ListWatch and
+// KubernetesPeerSource can be tested without an API server. The test scripts
+// the watch stream line by line and can cut it off abruptly. Left out: every
+// other path, label and field selectors (recorded, not applied), pagination.
 #ifndef CPPHTTPLIB_OPENSSL_SUPPORT
 #define CPPHTTPLIB_OPENSSL_SUPPORT  // cpp-httplib.pc sets it; must match the shared library
 #endif
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -57,14 +59,21 @@ class KubeApiTestServer {
 public:
     // With `clientCa`, the TLS handshake requires a client certificate issued
     // by it, and such a certificate authenticates a request without a token.
-    KubeApiTestServer(const TestCert& cert, std::string token, const TestCert* clientCa = nullptr);
+    KubeApiTestServer(const TestCert& cert, std::string token, const TestCert* clientCa = nullptr,
+                      const std::string& resourcePath = "/api/v1/nodes");
     ~KubeApiTestServer();
 
     int port() const { return port_; }
     std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
 
-    // What GET /api/v1/nodes returns from now on.
-    void setNodes(const nlohmann::json& items, const std::string& resourceVersion);
+    // What a list returns from now on.
+    void setList(const nlohmann::json& items, const std::string& resourceVersion, const std::string& kind);
+    void setNodes(const nlohmann::json& items, const std::string& resourceVersion) {
+        setList(items, resourceVersion, "NodeList");
+    }
+    // From now on every watch gets the real server's ERROR 410 Gone event at
+    // once (a server whose resourceVersions expire as soon as they are given).
+    void expireEveryWatch(bool on);
     // Raw bytes for the current (or next) watch stream; a line needs its '\n'.
     void sendWatch(const std::string& raw);
     void sendEvent(const std::string& type, const nlohmann::json& object) {
@@ -74,6 +83,9 @@ public:
     void abortWatch();
 
     int lists() const;
+    // When each list was served, and its query parameters.
+    std::vector<std::chrono::steady_clock::time_point> listTimes() const;
+    std::map<std::string, std::string> listParams(size_t n) const;
     int watches() const;
     int unauthorized() const;
     // Query parameters of the n-th watch request (0-based).
@@ -101,7 +113,9 @@ private:
     std::string listBody_;
     std::deque<std::string> watchQueue_;  // "" = abort marker
     std::vector<std::map<std::string, std::string>> watchParams_;
-    int lists_ = 0;
+    std::vector<std::map<std::string, std::string>> listParams_;
+    std::vector<std::chrono::steady_clock::time_point> listTimes_;
+    bool expireEveryWatch_ = false;
     int unauthorized_ = 0;
     TlsSeen lastTls_;
     bool stopping_ = false;

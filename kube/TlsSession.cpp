@@ -1,4 +1,4 @@
-#include "peers/kube/TlsSession.hpp"
+#include "kube/TlsSession.hpp"
 
 #include <arpa/inet.h>
 #include <mbedtls/ctr_drbg.h>
@@ -19,7 +19,7 @@
 
 #include "base/Error.hpp"
 
-namespace kovs::peers {
+namespace kovs::kube {
 namespace {
 
 // OpenSSL's default bundle on Debian; SSL_CERT_FILE overrides it, as for OpenSSL.
@@ -268,4 +268,4 @@ TlsSession::Want TlsSession::read(char* buf, size_t size, size_t& got) {
     throw Error("connection lost (TLS read): " + mbedtlsError(rc) + s_->socketError());
 }
 
-}  // namespace kovs::peers
+}  // namespace kovs::kube

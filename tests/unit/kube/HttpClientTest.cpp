@@ -1,6 +1,6 @@
 // HttpResponseParser on byte streams cut at every position, and KubeHttpClient
 // against a scripted plain-HTTP server on loopback (the TLS side is covered by
-// integration_peers: KubeTlsTest and the Kubernetes API test server).
+// integration_kube: KubeTlsTest and the Kubernetes API test server).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -12,11 +12,11 @@
 
 #include "base/Error.hpp"
 #include "base/UniqueFd.hpp"
-#include "peers/kube/HttpResponseParser.hpp"
-#include "peers/kube/KubeHttpClient.hpp"
+#include "kube/HttpResponseParser.hpp"
+#include "kube/KubeHttpClient.hpp"
 
 using namespace kovs;
-using namespace kovs::peers;
+using namespace kovs::kube;
 using ::testing::HasSubstr;
 
 namespace {

@@ -17,9 +17,9 @@
 #include <string>
 #include <string_view>
 
-#include "peers/kube/KubeConfig.hpp"
+#include "kube/KubeConfig.hpp"
 
-namespace kovs::peers {
+namespace kovs::kube {
 
 class TlsSession {
 public:
@@ -49,4 +49,4 @@ private:
     std::unique_ptr<State> s_;
 };
 
-}  // namespace kovs::peers
+}  // namespace kovs::kube

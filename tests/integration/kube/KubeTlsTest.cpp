@@ -9,10 +9,10 @@
 #include <future>
 
 #include "base/Process.hpp"
-#include "peers/kube/KubeHttpClient.hpp"
-#include "tests/integration/peers/KubeApiTestServer.hpp"
+#include "kube/KubeHttpClient.hpp"
+#include "tests/integration/kube/KubeApiTestServer.hpp"
 
-using namespace kovs::peers;
+using namespace kovs::kube;
 using kovs::test::CertSpec;
 using kovs::test::KubeApiTestServer;
 using kovs::test::TestCert;

@@ -1,4 +1,4 @@
-#include "peers/kube/KubeConfig.hpp"
+#include "kube/KubeConfig.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -10,7 +10,7 @@
 
 extern char** environ;
 
-namespace kovs::peers {
+namespace kovs::kube {
 namespace {
 
 std::string readFile(const std::string& path, const std::string& what) {
@@ -169,4 +169,4 @@ KubeCredentials kubeconfigCredentials(const std::string& path, const std::string
     return parseKubeconfig(readFile(path, "kubeconfig"), dir.empty() ? "." : dir, context, path);
 }
 
-}  // namespace kovs::peers
+}  // namespace kovs::kube

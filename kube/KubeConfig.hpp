@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-namespace kovs::peers {
+namespace kovs::kube {
 
 struct KubeCredentials {
     std::string server;  // "https://host:port", no trailing slash
@@ -38,4 +38,4 @@ KubeCredentials parseKubeconfig(const std::string& text, const std::string& base
 // Standard base64 (as in kubeconfig *-data fields); throws on invalid input.
 std::string base64Decode(const std::string& in);
 
-}  // namespace kovs::peers
+}  // namespace kovs::kube

@@ -15,9 +15,9 @@
 #include <string_view>
 
 #include "base/UniqueFd.hpp"
-#include "peers/kube/KubeConfig.hpp"
+#include "kube/KubeConfig.hpp"
 
-namespace kovs::peers {
+namespace kovs::kube {
 
 class KubeHttpClient {
 public:
@@ -59,4 +59,4 @@ private:
     std::atomic<bool> interrupted_{false};
 };
 
-}  // namespace kovs::peers
+}  // namespace kovs::kube

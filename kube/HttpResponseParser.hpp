@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace kovs::peers {
+namespace kovs::kube {
 
 class HttpResponseParser {
 public:
@@ -47,4 +47,4 @@ private:
     uint64_t remaining_ = 0;  // body bytes left: Content-Length, or of the current chunk
 };
 
-}  // namespace kovs::peers
+}  // namespace kovs::kube

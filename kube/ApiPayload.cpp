@@ -1,0 +1,94 @@
+#include "kube/ApiPayload.hpp"
+
+#include <algorithm>
+
+#include "base/Error.hpp"
+
+namespace kovs::kube {
+namespace {
+using nlohmann::json;
+
+const char* const kEnvelope[] = {"kind",  "metadata", "name",   "namespace", "resourceVersion",
+                                 "items", "type",     "object", "code",      "message"};
+
+json parseFiltered(std::string_view text, const std::vector<std::string>& fields) {
+    auto kept = [&](const std::string& key) {
+        return std::any_of(std::begin(kEnvelope), std::end(kEnvelope), [&](const char* k) { return key == k; }) ||
+               std::find(fields.begin(), fields.end(), key) != fields.end();
+    };
+    return json::parse(text, [&](int, json::parse_event_t event, json& parsed) {
+        return event != json::parse_event_t::key || kept(parsed.get_ref<const std::string&>());
+    }, false);
+}
+
+const std::string* stringMember(const json& obj, const char* key) {
+    if (!obj.is_object()) return nullptr;
+    auto it = obj.find(key);
+    return it != obj.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
+}
+
+std::string resourceVersionOf(const json& obj) {
+    auto meta = obj.find("metadata");
+    if (meta == obj.end() || !meta->is_object()) return "";
+    auto* rv = stringMember(*meta, "resourceVersion");
+    return rv ? *rv : "";
+}
+
+}  // namespace
+
+std::string objectKey(const json& object) {
+    auto meta = object.is_object() ? object.find("metadata") : object.end();
+    if (meta == object.end() || !meta->is_object()) throw Error("an object without metadata");
+    auto* name = stringMember(*meta, "name");
+    if (!name || name->empty()) throw Error("an object without metadata.name");
+    auto* ns = stringMember(*meta, "namespace");
+    return ns && !ns->empty() ? *ns + "/" + *name : *name;
+}
+
+ListPayload parseListPayload(std::string_view body, const std::vector<std::string>& fields) {
+    json doc = parseFiltered(body, fields);
+    if (doc.is_discarded() || !doc.is_object()) throw Error("the response is not a JSON object");
+    auto* kind = stringMember(doc, "kind");
+    if (!kind || kind->size() <= 4 || kind->compare(kind->size() - 4, 4, "List") != 0)
+        throw Error("the response is not a list (kind " + (kind ? "'" + *kind + "'" : std::string("missing")) + ")");
+    ListPayload out;
+    out.resourceVersion = resourceVersionOf(doc);
+    if (out.resourceVersion.empty()) throw Error("the list has no metadata.resourceVersion");
+    auto items = doc.find("items");
+    if (items == doc.end() || items->is_null()) return out;
+    if (!items->is_array()) throw Error("the list's items is not an array");
+    out.items = std::move(*items);
+    return out;
+}
+
+WatchEventPayload parseWatchLine(std::string_view line, const std::vector<std::string>& fields) {
+    json doc = parseFiltered(line, fields);
+    if (doc.is_discarded() || !doc.is_object()) throw Error("not a JSON object");
+    auto* type = stringMember(doc, "type");
+    if (!type) throw Error("an event without a type");
+    auto object = doc.find("object");
+    if (object == doc.end() || !object->is_object()) throw Error("an event without an object");
+    WatchEventPayload ev;
+    if (*type == "ERROR") {
+        ev.type = WatchEventPayload::Type::Error;
+        auto code = object->find("code");
+        ev.errorCode = code != object->end() && code->is_number_integer() ? code->get<int>() : 0;
+        auto* msg = stringMember(*object, "message");
+        ev.errorMessage = msg ? *msg : "";
+        return ev;
+    }
+    static const std::pair<const char*, WatchEventPayload::Type> kTypes[] = {
+        {"ADDED", WatchEventPayload::Type::Added},
+        {"MODIFIED", WatchEventPayload::Type::Modified},
+        {"DELETED", WatchEventPayload::Type::Deleted},
+        {"BOOKMARK", WatchEventPayload::Type::Bookmark}};
+    auto t = std::find_if(std::begin(kTypes), std::end(kTypes), [&](const auto& k) { return *type == k.first; });
+    if (t == std::end(kTypes)) throw Error("unknown event type '" + *type + "'");
+    ev.type = t->second;
+    ev.resourceVersion = resourceVersionOf(*object);
+    if (ev.resourceVersion.empty()) throw Error("a " + *type + " event without metadata.resourceVersion");
+    ev.object = std::move(*object);
+    return ev;
+}
+
+}  // namespace kovs::kube

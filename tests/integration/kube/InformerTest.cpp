@@ -1,0 +1,98 @@
+// kube::Informer on a resource that is not Nodes: a namespaced path with
+// label and field selectors, keys "namespace/name", a typed decoder whose
+// failures are per object, and only the fields asked for kept.
+#include <gtest/gtest.h>
+
+#include "base/Error.hpp"
+#include "base/EventLoop.hpp"
+#include "kube/Informer.hpp"
+#include "tests/integration/kube/KubeApiTestServer.hpp"
+
+using namespace kovs::kube;
+using kovs::test::KubeApiTestServer;
+using kovs::test::SelfSignedCert;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct PodIP {
+    std::string ip;
+    bool sawManagedFields = false;
+    bool operator==(const PodIP&) const = default;
+};
+
+json pod(const std::string& ns, const std::string& name, const std::string& rv, json ip) {
+    return {{"kind", "Pod"},
+            {"apiVersion", "v1"},
+            {"metadata",
+             {{"name", name},
+              {"namespace", ns},
+              {"resourceVersion", rv},
+              {"labels", {{"app", "web"}}},
+              {"managedFields", json::array({{{"manager", "kubelet"}}})}}},
+            {"spec", {{"nodeName", "kind-worker"}}},
+            {"status", {{"podIP", ip}, {"phase", "Running"}}}};
+}
+
+std::optional<PodIP> decodePod(const json& p) {
+    const auto& ip = p.at("status").at("podIP");
+    if (!ip.is_string()) throw kovs::Error("status.podIP: expected a string");
+    return PodIP{ip.get<std::string>(), p.at("metadata").contains("managedFields")};
+}
+
+}  // namespace
+
+TEST(Informer, NamespacedResourceWithSelectorsAndPerObjectDecoding) {
+    SelfSignedCert cert;
+    KubeApiTestServer api{cert, "s3cret", nullptr, "/api/v1/namespaces/x/pods"};
+    api.setList({pod("x", "a", "5", "10.244.1.5"), pod("x", "b", "6", 42), pod("x", "c", "7", "10.244.1.7")}, "10",
+                "PodList");
+    kovs::EventLoop loop;
+    KubeCredentials creds;
+    creds.server = api.url();
+    creds.caFile = cert.certFile();
+    creds.token = "s3cret";
+    ListWatchOptions o;
+    o.resource = "pods";
+    o.path = "/api/v1/namespaces/x/pods";
+    o.labelSelector = "app=web,tier!=db";
+    o.fieldSelector = "spec.nodeName=kind-worker";
+    o.fields = {"status", "podIP"};
+    o.backoffInitial = 20ms;
+    Informer<PodIP> pods(loop, creds, o, decodePod);
+    std::vector<Snapshot<PodIP>> seen;
+    pods.start([&](const Snapshot<PodIP>& s) { seen.push_back(s); });
+    auto waitFor = [&](const std::function<bool()>& cond) {
+        auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (std::chrono::steady_clock::now() < deadline) {
+            if (loop.runUntil(cond, 10ms)) return true;
+        }
+        return cond();
+    };
+    ASSERT_TRUE(waitFor([&] { return !seen.empty(); }));
+    EXPECT_EQ(api.listParams(0)["labelSelector"], "app=web,tier!=db");
+    EXPECT_EQ(api.listParams(0)["fieldSelector"], "spec.nodeName=kind-worker");
+    const auto& s = seen.back();
+    ASSERT_EQ(s.items.size(), 2u);
+    EXPECT_EQ(s.items.at("x/a").ip, "10.244.1.5");
+    EXPECT_FALSE(s.items.at("x/a").sawManagedFields) << "fields not asked for are dropped while parsing";
+    ASSERT_EQ(s.rejected.size(), 1u);
+    EXPECT_EQ(s.rejected.at("x/b"), "status.podIP: expected a string");
+
+    ASSERT_TRUE(waitFor([&] { return api.watches() == 1; }));
+    auto w = api.watchParams(0);
+    EXPECT_EQ(w["resourceVersion"], "10");
+    EXPECT_EQ(w["labelSelector"], "app=web,tier!=db") << "the watch keeps the selectors";
+    EXPECT_EQ(w["fieldSelector"], "spec.nodeName=kind-worker");
+    api.sendEvent("MODIFIED", pod("x", "b", "11", "10.244.1.6"));
+    ASSERT_TRUE(waitFor([&] { return seen.back().items.count("x/b") == 1; }));
+    EXPECT_TRUE(seen.back().rejected.empty());
+    size_t reports = seen.size();
+    // The same object again changes nothing and is not reported.
+    api.sendEvent("MODIFIED", pod("x", "b", "12", "10.244.1.6"));
+    api.sendEvent("DELETED", pod("x", "a", "13", "10.244.1.5"));
+    ASSERT_TRUE(waitFor([&] { return seen.back().items.count("x/a") == 0; }));
+    EXPECT_EQ(seen.size(), reports + 1);
+    pods.stop();
+}
