@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -95,7 +96,9 @@ public:
         }
         std::string unit = s.substr(used);
         double ms = unit == "ms" ? v : (unit == "" || unit == "s") ? v * 1000 : unit == "m" ? v * 60000 : -1;
-        if (v <= 0 || ms < 1 || ms > 86400000) fail(k, "expected a duration like 10s, 500ms or 2m, got '" + s + "'");
+        // !(x <= y) refuses NaN too, which every comparison answers false.
+        if (!std::isfinite(v) || !(v > 0) || !(ms >= 1 && ms <= 86400000))
+            fail(k, "expected a duration like 10s, 500ms or 2m, got '" + s + "'");
         out = std::chrono::milliseconds(static_cast<long>(ms));
     }
     template <typename E>

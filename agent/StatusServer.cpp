@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/Error.hpp"
+#include "base/JsonDepth.hpp"
 #include "base/UnixAddress.hpp"
 
 namespace kovs::agent {
@@ -92,7 +93,9 @@ void StatusServer::onClient(int fd) {
         clients_.erase(it);
     };
     try {
-        handler_(nlohmann::json::parse(c.in.substr(0, nl)), reply);
+        std::string_view line = std::string_view(c.in).substr(0, nl);
+        if (jsonNestingDepth(line) > kMaxJsonDepth) throw Error("request nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+        handler_(nlohmann::json::parse(line), reply);
     } catch (const std::exception& e) {
         reply({{"error", e.what()}});
     }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/InterfaceName.hpp"
+#include "base/JsonDepth.hpp"
 #include "cni/CniError.hpp"
 #include "cni/CniVersion.hpp"
 
@@ -167,6 +168,8 @@ NetConf CniRequestParser::parseConfig(std::string_view stdinData, Command comman
     if (stdinData.size() > kMaxConfigBytes) {
         throw CniError(kDecodeFailure, "network config on stdin is larger than " + std::to_string(kMaxConfigBytes) + " bytes");
     }
+    if (jsonNestingDepth(stdinData) > kMaxJsonDepth)
+        throw CniError(kDecodeFailure, "network config on stdin nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     Json conf = Json::parse(stdinData, nullptr, /*allow_exceptions=*/false);
     if (conf.is_discarded()) throw CniError(kDecodeFailure, "network config on stdin is not valid JSON");
     if (!conf.is_object()) throw CniError(kDecodeFailure, "network config on stdin must be a JSON object");

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/Error.hpp"
+#include "base/JsonDepth.hpp"
 
 namespace kovs::kube {
 namespace {
@@ -12,6 +13,8 @@ const char* const kEnvelope[] = {"kind",  "metadata", "name",   "namespace", "re
                                  "items", "type",     "object", "code",      "message"};
 
 json parseFiltered(std::string_view text, const std::vector<std::string>& fields) {
+    if (jsonNestingDepth(text) > kMaxJsonDepth)
+        throw Error("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     auto kept = [&](const std::string& key) {
         return std::any_of(std::begin(kEnvelope), std::end(kEnvelope), [&](const char* k) { return key == k; }) ||
                std::find(fields.begin(), fields.end(), key) != fields.end();

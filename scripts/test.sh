@@ -62,7 +62,9 @@ if [[ " $suites " == *" fuzz "* ]]; then
     name=$(basename "$f")
     corpus=$(mktemp -d)
     seeds="$root/tests/fuzz/corpus/${name#fuzz_}"
-    if "$f" -max_total_time="$fuzz_seconds" -print_final_stats=1 "$corpus" ${seeds:+$( [ -d "$seeds" ] && echo "$seeds")} \
+    dict=()
+    case $name in fuzz_cni_config|fuzz_jsonrpc|fuzz_tunnel_peers) dict=(-dict="$root/tests/fuzz/dict/json.dict") ;; esac
+    if "$f" -max_total_time="$fuzz_seconds" -print_final_stats=1 "${dict[@]}" "$corpus" ${seeds:+$( [ -d "$seeds" ] && echo "$seeds")} \
          >"$build/$name.log" 2>&1; then
       echo "fuzz $name: ok ($(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$build/$name.log" | grep -o '[0-9]*$') runs)"
       fuzz_passed=$((fuzz_passed + 1))

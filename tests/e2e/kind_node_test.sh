@@ -70,7 +70,7 @@ for n in 1 2 3; do
     [ "$(jq -r '.plugins[0].ipam.ranges[0][0].subnet' <<<"$conf")" = "$(node_pod_cidr "$n")" ] ||
         fail "node $n: conflist subnet is not the Node's podCIDR: $conf"
     [ "$(jq -r '[.plugins[].type] | join(",")' <<<"$conf")" = "kovs,portmap" ] || fail "node $n: conflist plugins: $conf"
-    in_agent "$n" grep -qx "  podCIDR: $(node_pod_cidr "$n")" /etc/kovs/agent.yaml || fail "node $n: agent.yaml lacks the podCIDR"
+    in_agent "$n" grep -qx "  podCIDRs: \['$(node_pod_cidr "$n")'\]" /etc/kovs/agent.yaml || fail "node $n: agent.yaml lacks the podCIDRs"
 done
 pass "init container -> agent on every node: podCIDR from the Node, conflist + plugin in containerd's dirs, peers listed and watched"
 

@@ -28,6 +28,8 @@
 #                                 (default "file kubernetes"; always run in that order)
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=../../cluster/lib/kube-api.sh
+source "$root/tests/cluster/lib/kube-api.sh"
 
 nodes=${KOVS_BENCH_FOOTPRINT_NODES:-3}
 peers=${KOVS_BENCH_FOOTPRINT_PEERS:-100}
@@ -108,64 +110,6 @@ activity() {
              /^kovs_bridge_repairs_total |^kovs_gateway_restores_total /{r+=$2} /^kovs_flow_installs_total /{f=$2}
              END {if (NR) printf "%d %d %d %d\n", c, t, r, f}' || true
 }
-
-# The mock API server, where kind's is: on the Docker network's host side,
-# which every node reaches on the underlay.
-api_addr=172.18.0.1
-api_port=6443
-api_dir() { echo "$CLUSTER_DIR/kube-api"; }
-# Started in the underlay namespace, so cluster_down's sweep of the cluster's
-# namespaces kills it on every exit path; --parent covers a benchmark killed
-# too hard to run its trap.
-kube_api_up() {
-    local d; d=$(api_dir)
-    mkdir -p "$d"
-    # RSA 2048, as kubeadm's serving certificate: the handshake is part of what is measured.
-    openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=kube-apiserver \
-        -addext "subjectAltName=IP:$api_addr" -keyout "$d/apiserver.key" -out "$d/apiserver.crt" 2>"$d/openssl.log" ||
-        { cat "$d/openssl.log" >&2; die "openssl: cannot make the mock API server's certificate"; }
-    openssl rand -hex 16 > "$d/token"
-    ip netns exec "$(uly)" python3 "$root/tests/cluster/kube_api_mock.py" --listen "$api_addr" --port "$api_port" \
-        --cert "$d/apiserver.crt" --key "$d/apiserver.key" --token-file "$d/token" --peers "$CLUSTER_DIR/peers.yaml" \
-        --ready-file "$d/ready" --parent $$ --log "$d/requests.log" >"$d/mock.log" 2>&1 &
-    disown   # its kill -9 by cluster_down is expected, not worth a "Killed" line from bash
-    wait_for "the mock API server to listen" 15 test -s "$d/ready" ||
-        { tail -5 "$d/mock.log" "$d/requests.log" >&2 2>/dev/null; die "the mock API server did not start"; }
-}
-# What the agent of node N reads its peers from in the kubernetes phase: a
-# kubeconfig like kind's, with a bearer token instead of a client certificate.
-kubeconfig() {
-    local d; d=$(api_dir)
-    cat <<YAML
-apiVersion: v1
-kind: Config
-clusters:
-- name: kind-kovs
-  cluster:
-    server: https://$api_addr:$api_port
-    certificate-authority-data: $(base64 -w0 < "$d/apiserver.crt")
-contexts:
-- name: kovs-agent@kind-kovs
-  context: {cluster: kind-kovs, user: kovs-agent}
-current-context: kovs-agent@kind-kovs
-users:
-- name: kovs-agent
-  user: {token: $(cat "$d/token")}
-YAML
-}
-# Node N's agent config with the peers line switched to the Kubernetes API.
-use_kubernetes_source() {
-    local n=$1 d line; d=$(node_dir "$1")
-    kubeconfig > "$d/kubeconfig"
-    line="peers: {source: kubernetes, kubeconfig: $d/kubeconfig}"
-    agent_config "$n" | sed "s|^peers: .*|$line|" > "$d/agent.yaml.tmp"
-    grep -qxF "$line" "$d/agent.yaml.tmp" || die "node $n: could not switch the agent config's peers line to: $line"
-    mv "$d/agent.yaml.tmp" "$d/agent.yaml"
-}
-# Requests node N's agent made to the mock API server so far.
-api_requests() { grep -cF " $(node_ip "$1") \"GET " "$(api_dir)/requests.log" || true; }
-# Node N's agent listed the nodes successfully: its peers came from the API.
-api_listed() { grep -qF " $(node_ip "$1") \"GET /api/v1/nodes HTTP/1.1\" 200 " "$(api_dir)/requests.log"; }
 
 need_netns_provider "the fake peers' namespace on the underlay bridge"
 echo "kovs-agent footprint at idle: $peers peers ($nodes real nodes + $(( peers - nodes )) fakes answering ARP), peers from: ${phases[*]}"

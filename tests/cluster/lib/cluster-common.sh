@@ -74,7 +74,7 @@ write_peers() {
 agent_config() {
     local n=$1 d; d=$(node_dir "$n")
     cat <<YAML
-node: {name: node$n, podCIDR: $(node_pod_cidr "$n")}
+node: {name: node$n, podCIDRs: [$(node_pod_cidr "$n")]}
 ovs: {manage: true, rundir: $d/run, database: $d/run/conf.db}
 gateway: {networkdDropinDir: $d/networkd}
 uplink: {mode: ${KOVS_UPLINK_MODE:-shim}, interface: eth0}

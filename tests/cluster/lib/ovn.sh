@@ -51,7 +51,7 @@ agent_start() { [ "$_ovn_hold" = 1 ] && return 0; _provider_agent_start "$@"; }
 # management port as the gateway it guards (its addresses are OVN-K's, read
 # when it appears), OVS run by someone else, the uplink moved to br-phy
 # through the shim, and peers from a file (on kind: Node InternalIPs, which are
-# OVN's encap IPs there). No node.podCIDR: OVN allocates the node subnets.
+# OVN's encap IPs there). No node.podCIDRs: OVN allocates the node subnets.
 ovn_agent_config() {
     local n=$1 d; d=$(node_dir "$n")
     cat <<YAML

@@ -14,6 +14,28 @@ using nlohmann::json;
 using namespace kovs::test;
 using kovs::cni::VethPair;
 
+namespace {
+// `levels` arrays, one in the next.
+json nested(int levels) {
+    json v = json::array();
+    for (int i = 1; i < levels; ++i) v = json::array({std::move(v)});
+    return v;
+}
+// `conf` (or `outer` with `conf` as its ipam) with KEY holding arrays nested
+// 100,000 deep, as text: too deep for json to build and dump on the test's stack.
+std::string deepIn(const json& conf, const std::string& key, const json* outer = nullptr) {
+    std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    std::string inner = conf.dump();
+    inner.insert(inner.size() - 1, ",\"" + key + "\":" + deep);
+    if (!outer) return inner;
+    json o = *outer;
+    o["ipam"] = "@";
+    std::string text = o.dump();
+    auto at = text.find("\"@\"");
+    return text.replace(at, 3, inner);
+}
+}  // namespace
+
 // Every rejected ADD leaves no veth, no OVS port and no lease behind.
 TEST_F(KovsCni, BadInputLeavesNoState) {
     auto hostBefore = linkNames("");
@@ -54,6 +76,11 @@ TEST_F(KovsCni, BadInputLeavesNoState) {
         {"ifname > 15 bytes", envWith("CNI_IFNAME", "eth0-is-too-long"), base.dump(), 4},
         {"missing CNI_PATH", envWith("CNI_PATH", ""), base.dump(), 4},
         {"unparsable stdin", env("ADD"), "{\"cniVersion\": ", 6},
+        // 100,000 levels in an unknown key and in ipam: kovs-cni died with
+        // SIGSEGV (exit 139, no CNI error) when it dumped the config.
+        {"nested 100000 deep", env("ADD"), deepIn(base, "x-junk"), 6},
+        {"nested 100000 deep in ipam", env("ADD"), deepIn(base["ipam"], "x-junk", &base), 6},
+        {"nested 65 deep", env("ADD"), with("x-junk", nested(64)).dump(), 6},
         {"unsupported cniVersion", env("ADD"), with("cniVersion", "0.2.0").dump(), 1},
         {"unsupported field", env("ADD"), with("vlan", 5).dump(), 2},
         {"bad mtu", env("ADD"), with("mtu", 20).dump(), 7},

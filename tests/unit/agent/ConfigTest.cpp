@@ -123,6 +123,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\novs: {socketBufferKiB: 4MiB}\n", "ovs.socketBufferKiB: expected an integer"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {resync: soon}\n", "gateway.resync: expected a duration"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {resync: -1s}\n", "gateway.resync"},
+        // stod reads these; NaN passed every range check and was then cast to an integer (UB).
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {resync: nan}\n", "gateway.resync: expected a duration"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\nresync: NaNms\n", "resync: expected a duration"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\nflows: {ofctlTimeout: inf}\n", "flows.ofctlTimeout: expected a duration"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\nresync: 1e400\n", "resync: expected a duration"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {addresses: 10.0.0.1/24}\n", "gateway.addresses: expected a list"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {addresses: [10.0.0.1]}\n", "gateway.addresses[0]: expected an address"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {mtu: 1500}\nuplink: {mtu: 1500}\n", "gateway.mtu: 1500 leaves no room for the 50-byte VXLAN header"},

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Peers from the Kubernetes API (the stand-in API server, kube_api_mock.py),
+# with Nodes that do not decode among the good ones (issue 22): a podCIDR with
+# host bits set, an InternalIP that is no address.
+#  - every agent becomes ready with the good peers, each with its OVS route and
+#    tunnel neighbour, and TCP crosses the tunnel between every pair of nodes;
+#  - the bad Nodes are named with their reason in `kovsctl status`
+#    (rejectedPeers) and counted in /metrics;
+#  - a watch event for another bad Node is skipped and the watch goes on (a
+#    later event is taken), with no relist and no new watch.
+# On the tree before the informer the whole NodeList was refused: no agent
+# ever became ready ("list nodes failed ... keeping 0 known peers").
+source "$(dirname "$0")/lib.sh"
+# shellcheck source=../cluster/lib/kube-api.sh
+source "$root/tests/cluster/lib/kube-api.sh"
+[ "$KOVS_PROVIDER" = netns ] || { echo "the stand-in API server runs in the netns provider's underlay; skipped"; exit 77; }
+
+nodes=3
+cluster_up "$nodes"
+pod_add 1 1; pod_add 2 1; pod_add 3 1
+start_servers "$nodes" 1
+
+# The API's Nodes: the three real ones, and two that do not decode.
+api_peers=$CLUSTER_DIR/api-peers.yaml
+write_api_peers() {
+    { cat "$CLUSTER_DIR/peers.yaml"
+      printf -- '- name: bad-cidr\n  nodeIP: 172.18.0.40\n  podCIDRs: [10.244.9.1/24]\n'
+      printf -- '- name: bad-ip\n  nodeIP: 172.18.0.300\n  podCIDRs: [10.244.8.0/24]\n'
+      printf '%s' "${1:-}"; } > "$api_peers.tmp"
+    mv "$api_peers.tmp" "$api_peers"
+}
+write_api_peers
+kube_api_up "$api_peers" --watch-peers --node-shape kind
+for n in $(seq 1 "$nodes"); do
+    agent_stop "$n"
+    use_kubernetes_source "$n"
+    agent_start "$n"
+done
+for n in $(seq 1 "$nodes"); do
+    wait_for "node $n to be ready with its $((nodes - 1)) good peers from the API" 60 node_ready "$n" ||
+        { node_debug "$n"; tail -20 "$(api_dir)/requests.log"; fail "node $n never became ready with peers from the API"; }
+    api_listed "$n" || fail "node $n is ready but never listed the Nodes from the API"
+done
+pass "every agent is ready with the $((nodes - 1)) good peers from the API, each with its OVS route and tunnel neighbour"
+
+for n in $(seq 1 "$nodes"); do
+    m=$(( n % nodes + 1 ))
+    tcp_ok "$(pod_ip "$m" 1)" in_pod "$n" 1 || fail "TCP pod n$n/p1 -> n$m/p1 across the tunnel failed"
+done
+pass "TCP crosses the tunnel between every pair of nodes"
+
+rejected_reason() { node_status "$1" | jq -r --arg name "$2" '.rejectedPeers[] | select(.name == $name) | .reason'; }
+reason=$(rejected_reason 1 bad-cidr)
+[ "$reason" = "Node bad-cidr.spec.podCIDRs: '10.244.9.1/24' has host bits set" ] ||
+    fail "status does not name bad-cidr with its reason: '$reason' ($(node_status 1 | jq -c .rejectedPeers))"
+reason=$(rejected_reason 1 bad-ip)
+[[ $reason == *"'172.18.0.300' is not an IPv4 or IPv6 address"* ]] || fail "status does not name bad-ip: '$reason'"
+metrics_has 1 '^kovs_kube_objects_rejected_total{resource="nodes"} 2$' ||
+    fail "the rejections are not counted: $(agent_metrics 1 | grep kovs_kube)"
+pass "the two bad Nodes are named with their reason in kovsctl status and counted in /metrics"
+
+lists_before=$(grep -c '"GET /api/v1/nodes HTTP/1.1" 200' "$(api_dir)/requests.log")
+watches_before=$(grep -c '"GET /api/v1/nodes?watch=true' "$(api_dir)/requests.log")
+# A Node added with a bad podCIDR arrives as a watch event; then bad-ip leaves.
+names_rejected() { [ -n "$(rejected_reason "$1" "$2")" ]; }
+not_rejected() { ! names_rejected "$1" "$2"; }
+write_api_peers '- name: bad-late
+  nodeIP: 172.18.0.41
+  podCIDRs: [10.244.7.0/33]
+'
+for n in $(seq 1 "$nodes"); do
+    wait_for "node $n to name bad-late" 10 names_rejected "$n" bad-late ||
+        fail "node $n did not report the bad Node from the watch: $(node_status "$n" | jq -c .rejectedPeers)"
+done
+{ cat "$CLUSTER_DIR/peers.yaml"
+  printf -- '- name: bad-cidr\n  nodeIP: 172.18.0.40\n  podCIDRs: [10.244.9.1/24]\n'
+  printf -- '- name: bad-late\n  nodeIP: 172.18.0.41\n  podCIDRs: [10.244.7.0/33]\n'; } > "$api_peers.tmp"
+mv "$api_peers.tmp" "$api_peers"
+for n in $(seq 1 "$nodes"); do
+    wait_for "node $n to see bad-ip leave (a watch event after the bad one)" 10 not_rejected "$n" bad-ip ||
+        fail "node $n's watch stopped after the bad event: $(node_status "$n" | jq -c .rejectedPeers)"
+    node_ready "$n" >/dev/null || fail "node $n is no longer ready after the bad watch event"
+done
+lists_after=$(grep -c '"GET /api/v1/nodes HTTP/1.1" 200' "$(api_dir)/requests.log")
+watches_after=$(grep -c '"GET /api/v1/nodes?watch=true' "$(api_dir)/requests.log")
+[ "$lists_after" = "$lists_before" ] || fail "a bad watch event made the agents relist ($lists_before -> $lists_after lists)"
+[ "$watches_after" = "$watches_before" ] || fail "a bad watch event made the agents watch again ($watches_before -> $watches_after)"
+pass "a watch event for a bad Node is skipped and the watch goes on: no relist, no new watch ($lists_after lists, $watches_after watches for $nodes agents)"
+
+echo "$checks checks passed"
