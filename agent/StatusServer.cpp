@@ -43,7 +43,10 @@ StatusServer::StatusServer(EventLoop& loop, std::string path, Handler handler)
 }
 
 StatusServer::~StatusServer() {
-    for (auto& [fd, _] : clients_) loop_.unwatch(fd);  // unwatching one that is waiting for its reply is harmless
+    for (auto& [fd, c] : clients_) {
+        loop_.unwatch(fd);  // unwatching one that is waiting for its reply is harmless
+        loop_.cancel(c.deadline);
+    }
     loop_.unwatch(listen_.get());
     ::unlink(path_.c_str());
 }
@@ -52,9 +55,33 @@ void StatusServer::accept() {
     while (true) {
         int fd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) return;
+        if (clients_.size() >= kMaxClients) {
+            // The oldest still sending its request makes room; a client whose
+            // reply is being worked on keeps its place.
+            auto oldest = clients_.end();
+            for (auto it = clients_.begin(); it != clients_.end(); ++it) {
+                if (it->second.reading && (oldest == clients_.end() || it->second.id < oldest->second.id)) oldest = it;
+            }
+            if (oldest == clients_.end()) {
+                ::close(fd);
+                continue;
+            }
+            if (++evicted_ == 1 || evicted_ % 100 == 0)
+                spdlog::warn("status socket {}: {} clients open; closed the oldest that sent no request ({} so far)",
+                             path_, clients_.size(), evicted_);
+            finish(oldest->first);
+        }
         auto& c = clients_[fd];
         c.fd.reset(fd);
         c.id = ++nextClient_;
+        auto id = c.id;
+        c.deadline = loop_.after(kRequestTimeout, [this, fd, id] {
+            auto it = clients_.find(fd);
+            if (it != clients_.end() && it->second.id == id && it->second.reading) {
+                it->second.deadline = 0;
+                finish(fd);
+            }
+        });
         loop_.watch(fd, EPOLLIN, [this, fd](uint32_t) { onClient(fd); });
     }
 }
@@ -82,15 +109,24 @@ void StatusServer::onClient(int fd) {
     // the datapath), when the client may be gone and its fd number reused:
     // the reply finds its client by id, not by fd alone.
     loop_.unwatch(fd);
+    c.reading = false;
+    loop_.cancel(c.deadline);
+    c.deadline = 0;
     auto id = c.id;
     Reply reply = [this, fd, id](const nlohmann::json& answer) {
         auto it = clients_.find(fd);
-        if (it == clients_.end() || it->second.id != id) return;
-        std::string out = answer.dump() + "\n";
-        // Replies are small; a blocking write with a client that stopped
-        // reading could stall the loop, so give up on a short write.
-        [[maybe_unused]] auto w = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-        clients_.erase(it);
+        if (it == clients_.end() || it->second.id != id || !it->second.out.empty()) return;
+        it->second.out = answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+        // Written as the socket takes it; a client that stops reading is
+        // closed at the deadline instead of stalling the loop.
+        it->second.deadline = loop_.after(kReplyTimeout, [this, fd, id] {
+            auto c = clients_.find(fd);
+            if (c != clients_.end() && c->second.id == id) {
+                c->second.deadline = 0;
+                finish(fd);
+            }
+        });
+        send(fd);
     };
     try {
         std::string_view line = std::string_view(c.in).substr(0, nl);
@@ -101,9 +137,31 @@ void StatusServer::onClient(int fd) {
     }
 }
 
+void StatusServer::send(int fd) {
+    auto& c = clients_.at(fd);
+    while (!c.out.empty()) {
+        ssize_t n = ::send(fd, c.out.data(), c.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            c.out.erase(0, static_cast<size_t>(n));
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) {
+            if (!c.writing) loop_.watch(fd, EPOLLOUT, [this, fd](uint32_t) { send(fd); });
+            c.writing = true;
+            return;
+        }
+        break;  // the client went away
+    }
+    finish(fd);
+}
+
 void StatusServer::finish(int fd) {
+    auto it = clients_.find(fd);
+    if (it == clients_.end()) return;
     loop_.unwatch(fd);
-    clients_.erase(fd);
+    loop_.cancel(it->second.deadline);
+    clients_.erase(it);
 }
 
 }  // namespace kovs::agent

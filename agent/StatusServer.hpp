@@ -5,8 +5,16 @@
 // it (the client: base/UnixJsonRequest). Runs on the agent's event loop, so
 // handlers see consistent state; a handler may answer later (Reply), e.g.
 // once a pod's flows are installed.
+//
+// Bounded like the health server: a client must send its request line within
+// kRequestTimeout and read its reply within kReplyTimeout, or it is closed;
+// at most kMaxClients are open, and one beyond that closes the oldest still
+// sending its request (a client that never sends a newline held an fd
+// forever). A reply is written in full however large (a status with 1000
+// peers), as the socket takes it, never cut at the first short write.
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -33,15 +41,25 @@ public:
     StatusServer& operator=(const StatusServer&) = delete;
 
     const std::string& path() const { return path_; }
+    size_t clients() const { return clients_.size(); }
+
+    static constexpr size_t kMaxClients = 32;
+    static constexpr std::chrono::seconds kRequestTimeout{5};
+    static constexpr std::chrono::seconds kReplyTimeout{10};
 
 private:
     struct Client {
         UniqueFd fd;
         uint64_t id = 0;
         std::string in;
+        std::string out;        // the reply, as much of it as the socket has not taken yet
+        bool reading = true;    // still sending its request
+        bool writing = false;   // waiting for the socket to take more of the reply
+        EventLoop::TimerId deadline = 0;
     };
     void accept();
     void onClient(int fd);
+    void send(int fd);
     void finish(int fd);
 
     EventLoop& loop_;
@@ -50,6 +68,7 @@ private:
     UniqueFd listen_;
     std::map<int, Client> clients_;
     uint64_t nextClient_ = 0;
+    uint64_t evicted_ = 0;
 };
 
 }  // namespace kovs::agent

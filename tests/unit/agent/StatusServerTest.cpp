@@ -1,8 +1,11 @@
 // The agent's local status socket (kovsctl, kovs-cni's port-ready): one JSON
 // request per connection, root only, answers now or later.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -10,6 +13,8 @@
 
 #include "agent/StatusServer.hpp"
 #include "base/Error.hpp"
+#include "base/UniqueFd.hpp"
+#include "base/UnixAddress.hpp"
 #include "base/UnixJsonRequest.hpp"
 #include "tests/support/Poll.hpp"
 #include "tests/unit/agent/ServerTestSupport.hpp"
@@ -82,4 +87,64 @@ TEST(StatusServer, AnswersLaterAndDropsAnswersForClientsThatLeft) {
     EXPECT_EQ(unixJsonRequest(path, {{"command", "now"}})["now"], true);
     lt.join();
     std::filesystem::remove_all(std::filesystem::path(path).parent_path().parent_path());
+}
+
+namespace {
+// A raw client that connects and sends `bytes` without a newline.
+kovs::UniqueFd idleClient(const std::string& path, const std::string& bytes = "{\"command\"") {
+    kovs::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    auto addr = kovs::unixAddress(path, "test");
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) throw kovs::Error("connect " + path);
+    if (!bytes.empty() && ::send(fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) < 0) throw kovs::Error("send");
+    return fd;
+}
+// Whether the server closed the connection within `ms`: EOF, or a reset
+// when it closed before reading what this client sent.
+bool closedWithin(int fd, int ms) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, ms) <= 0) return false;
+    char c;
+    ssize_t n = ::recv(fd, &c, 1, MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+}  // namespace
+
+// Clients that never finish their request cannot hold the socket: beyond
+// kMaxClients the oldest is closed, and each is closed kRequestTimeout after
+// it connected. Before, every one held an fd for ever.
+TEST(StatusServer, IdleClientsAreCappedAndTimedOut) {
+    TempSocket socket;
+    LoopThread lt;
+    agent::StatusServer server(lt.loop, socket.path, [&](const nlohmann::json&) { return nlohmann::json{{"ok", true}}; });
+    lt.start();
+    std::vector<kovs::UniqueFd> idle;
+    for (size_t i = 0; i < agent::StatusServer::kMaxClients + 8; ++i) idle.push_back(idleClient(socket.path));
+    EXPECT_EQ(unixJsonRequest(socket.path, {{"command", "status"}}, 2000)["ok"], true)
+        << "a real request is answered with the socket full of idle clients";
+    EXPECT_TRUE(closedWithin(idle[0].get(), 1000)) << "the oldest idle client was not closed to make room";
+    size_t open = 0;
+    std::atomic<bool> counted{false};
+    lt.loop.post([&] {
+        open = server.clients();
+        counted = true;
+    });
+    ASSERT_TRUE(test::pollUntil([&] { return counted.load(); }));
+    EXPECT_LE(open, agent::StatusServer::kMaxClients);
+    auto timeoutMs = std::chrono::duration_cast<std::chrono::milliseconds>(agent::StatusServer::kRequestTimeout).count();
+    EXPECT_TRUE(closedWithin(idle.back().get(), static_cast<int>(timeoutMs) + 3000))
+        << "an idle client was not closed after the request timeout";
+    lt.join();
+}
+
+// A reply larger than the socket buffer arrives whole; before, one
+// non-blocking send cut it off at what the buffer took (a few hundred KiB).
+TEST(StatusServer, LargeRepliesArriveWhole) {
+    TempSocket socket;
+    LoopThread lt;
+    std::string big(3u << 20, 'x');
+    agent::StatusServer server(lt.loop, socket.path, [&](const nlohmann::json&) { return nlohmann::json{{"big", big}}; });
+    lt.start();
+    auto r = unixJsonRequest(socket.path, {{"command", "status"}}, 5000);
+    EXPECT_EQ(r["big"].get<std::string>().size(), big.size());
+    lt.join();
 }
