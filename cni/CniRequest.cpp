@@ -208,7 +208,7 @@ NetConf CniRequestParser::parseConfig(std::string_view stdinData, Command comman
     }
     for (const auto* key : {"args", "dns", "capabilities", "runtimeConfig", "ipam"}) requireObject(conf, key);
 
-    if (conf.contains("uplinkMTU")) nc.uplinkMtu = intField(conf, "uplinkMTU", 68 + 50, 65535);
+    if (conf.contains("uplinkMTU")) nc.uplinkMtu = intField(conf, "uplinkMTU", 68 + gateway::vxlanOverhead(false), 65535);
     if (conf.contains("mtu")) {
         nc.mtu = intField(conf, "mtu", 68, 65535);
         if (nc.uplinkMtu && *nc.mtu > *nc.uplinkMtu) {

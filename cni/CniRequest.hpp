@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/TunnelOverhead.hpp"
+
 namespace kovs::cni {
 
 using Json = nlohmann::json;
@@ -46,13 +48,15 @@ struct NetConf {
     // chained mode only switches offload off on what earlier plugins made.
     bool mainMode() const { return ipam.has_value(); }
     std::string ipamType() const { return ipam ? ipam->at("type").get<std::string>() : ""; }
-    // `mtu`; else uplinkMTU less the 50 bytes VXLAN needs; else the MTU of the
-    // pod's gateway interface on the node (gw0, which follows the uplink: the
-    // agent's uplink.mtu), given by the caller; else 1500 - 50.
+    // `mtu`; else uplinkMTU less what VXLAN needs over an IPv4 underlay (an
+    // IPv6 underlay needs 20 more: give `mtu`, or leave both out); else the
+    // MTU of the pod's gateway interface on the node (gw0, which follows the
+    // uplink and the underlay's family: the agent's gatewayMtu()), given by
+    // the caller; else 1500 less that.
     int podMtu(std::optional<int> gatewayMtu = std::nullopt) const {
         if (mtu) return *mtu;
-        if (uplinkMtu) return *uplinkMtu - 50;
-        return gatewayMtu.value_or(1450);
+        if (uplinkMtu) return *uplinkMtu - gateway::vxlanOverhead(false);
+        return gatewayMtu.value_or(1500 - gateway::vxlanOverhead(false));
     }
 };
 

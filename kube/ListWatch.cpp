@@ -1,6 +1,7 @@
 #include "kube/ListWatch.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include <spdlog/spdlog.h>
 

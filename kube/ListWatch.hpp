@@ -88,7 +88,6 @@ public:
     size_t lists() const { return lists_; }        // successful lists
     size_t rejected() const { return rejected_; }  // objects that did not decode, ever
     const ListWatchOptions& options() const { return opts_; }
-    const std::string& server() const { return http_.server(); }
 
     // The query string of a list (watch false) or a watch from `resourceVersion`.
     std::string requestPath(bool watch, const std::string& resourceVersion) const;
