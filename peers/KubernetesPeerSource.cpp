@@ -5,24 +5,18 @@
 namespace kovs::peers {
 namespace {
 
-kube::ListWatchOptions nodeListWatch(const KubernetesPeerSourceOptions& o) {
-    kube::ListWatchOptions lw;
+kube::ListWatchOptions nodeListWatch(kube::ListWatchOptions lw) {
     lw.resource = "nodes";
     lw.path = "/api/v1/nodes";
     lw.fields = nodeFields();
-    lw.backoffInitial = o.backoffInitial;
-    lw.backoffMax = o.backoffMax;
-    lw.watchTimeoutSeconds = o.watchTimeoutSeconds;
-    lw.maxListBytes = o.maxListBytes;
-    lw.maxEventBytes = o.maxEventBytes;
     return lw;
 }
 
 }  // namespace
 
 KubernetesPeerSource::KubernetesPeerSource(EventLoop& loop, kube::KubeCredentials creds,
-                                           KubernetesPeerSourceOptions opts)
-    : nodes_(loop, std::move(creds), nodeListWatch(opts), peerFromNode) {}
+                                           kube::ListWatchOptions tuning)
+    : nodes_(loop, std::move(creds), nodeListWatch(std::move(tuning)), peerFromNode) {}
 
 void KubernetesPeerSource::start(Callback onPeers) {
     nodes_.start([onPeers = std::move(onPeers)](const kube::Snapshot<Peer>& s) {

@@ -14,17 +14,11 @@
 
 namespace kovs::peers {
 
-struct KubernetesPeerSourceOptions {
-    std::chrono::milliseconds backoffInitial{500};
-    std::chrono::milliseconds backoffMax{30000};
-    int watchTimeoutSeconds = 300;
-    size_t maxListBytes = 256u << 20;
-    size_t maxEventBytes = 16u << 20;
-};
-
 class KubernetesPeerSource : public PeerSource {
 public:
-    KubernetesPeerSource(EventLoop& loop, kube::KubeCredentials creds, KubernetesPeerSourceOptions opts);
+    // `tuning`: backoff, watch timeout and size limits (kube::ListWatchOptions);
+    // the resource, path and fields are the Nodes' and set here.
+    KubernetesPeerSource(EventLoop& loop, kube::KubeCredentials creds, kube::ListWatchOptions tuning = {});
 
     void start(Callback onPeers) override;
     void stop() override { nodes_.stop(); }

@@ -32,8 +32,8 @@ json node(const std::string& name, const std::string& ip, const std::string& rv,
              {{"addresses", {{{"type", "InternalIP"}, {"address", ip}}, {{"type", "Hostname"}, {"address", name}}}}}}};
 }
 
-KubernetesPeerSourceOptions fastOptions() {
-    KubernetesPeerSourceOptions o;
+kovs::kube::ListWatchOptions fastOptions() {
+    kovs::kube::ListWatchOptions o;
     o.backoffInitial = 20ms;
     o.backoffMax = 200ms;
     return o;
