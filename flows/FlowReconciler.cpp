@@ -21,6 +21,28 @@ std::optional<int> ofportOf(const nlohmann::json& row) {
 
 }  // namespace
 
+FlowInputs flowInputs(const FlowReconcilerOptions& opts, const ovs::OvsdbReplica& replica, std::vector<FlowRemoteSubnet> remotes) {
+    FlowInputs in;
+    in.localCidr = opts.localCidr;
+    in.remotes = std::move(remotes);
+    in.serviceReplyPath = opts.serviceReplyPath;
+    for (const auto& [uuid, row] : replica.table("Interface")) {
+        auto name = ovsdb::stringOr(row, "name");
+        auto ofport = ofportOf(row);
+        if (name == opts.tunnelPort && ofport) in.tunnelOfport = *ofport;
+        if (name == opts.gatewayPort && ofport) {
+            in.gateway.ofport = *ofport;
+            auto mac = ovsdb::setElements(row.value("mac_in_use", nlohmann::json()));
+            if (!mac.empty() && mac[0].is_string()) in.gateway.mac = mac[0];
+        }
+        auto ids = ovs::PodPortIds::parse(ovsdb::mapValue(row.value("external_ids", nlohmann::json())));
+        if (ids.mac.empty() || ids.ipAddresses.empty()) continue;
+        // A pod without an ofport yet is named in podsLeftOut by the render.
+        for (const auto& ip : ids.ipv4Addresses()) in.pods.push_back({ip, ids.mac, ofport.value_or(-1), name});
+    }
+    return in;
+}
+
 FlowReconciler::FlowReconciler(EventLoop& loop, const ovs::OvsdbReplica& replica, RepairLog& repairs, FlowReconcilerOptions opts)
     : loop_(loop), replica_(replica), repairs_(repairs), opts_(std::move(opts)), bridge_(loop, opts_.bridge, opts_.rundir, opts_.ofctlTimeout) {}
 
@@ -38,9 +60,8 @@ void FlowReconciler::start() {
 
 void FlowReconciler::scheduleReadBack() {
     readBackTimer_ = loop_.after(opts_.readBack, [this] {
-        readBackTimer_.reset();
+        scheduleReadBack();  // first: nothing the pass does can end the periodic read-back
         reconcile(true);
-        scheduleReadBack();
     });
 }
 
@@ -61,28 +82,6 @@ void FlowReconciler::verifySoon() {
     });
 }
 
-FlowInputs FlowReconciler::inputs() const {
-    FlowInputs in;
-    in.localCidr = opts_.localCidr;
-    in.remotes = remotes_;
-    in.serviceReplyPath = opts_.serviceReplyPath;
-    for (const auto& [uuid, row] : replica_.table("Interface")) {
-        auto name = ovsdb::stringOr(row, "name");
-        auto ofport = ofportOf(row);
-        if (name == opts_.tunnelPort && ofport) in.tunnelOfport = *ofport;
-        if (name == opts_.gatewayPort && ofport) {
-            in.gateway.ofport = *ofport;
-            auto mac = ovsdb::setElements(row.value("mac_in_use", nlohmann::json()));
-            if (!mac.empty() && mac[0].is_string()) in.gateway.mac = mac[0];
-        }
-        auto ids = ovs::PodPortIds::parse(ovsdb::mapValue(row.value("external_ids", nlohmann::json())));
-        if (ids.mac.empty() || ids.ipAddresses.empty()) continue;
-        // A pod without an ofport yet is named in podsLeftOut by the render.
-        for (const auto& ip : ids.ipv4Addresses()) in.pods.push_back({ip, ids.mac, ofport.value_or(-1), name});
-    }
-    return in;
-}
-
 // One ovs-ofctl call runs at a time; a pass asked for meanwhile runs when it
 // is done (a read-back asked for is not lost).
 void FlowReconciler::reconcile(bool readBack) {
@@ -91,16 +90,20 @@ void FlowReconciler::reconcile(bool readBack) {
         againReadBack_ = againReadBack_ || readBack;
         return;
     }
+    // Whatever throws in a pass (a render refusing its inputs, ovs-ofctl
+    // that cannot be started) is a failed pass: retried with backoff.
     try {
-        auto rendered = FlowTable::render(inputs());
-        desired_ = std::move(rendered.flows);
-        desiredPorts_ = std::move(rendered.ports);
-        skipped_ = std::move(rendered.skipped);
+        pass(readBack);
     } catch (const std::exception& e) {
-        // Typically ports without an ofport yet right after a vswitchd
-        // restart: the next monitor update, the read-back or the retry fixes it.
-        return failed(e.what());
+        failed(e.what());
     }
+}
+
+void FlowReconciler::pass(bool readBack) {
+    auto rendered = FlowTable::render(flowInputs(opts_, replica_, remotes_));
+    desired_ = std::move(rendered.flows);
+    desiredPorts_ = std::move(rendered.ports);
+    skipped_ = std::move(rendered.skipped);
     if (skipped_ != skippedLogged_) {
         for (const auto& why : skipped_) spdlog::warn("flows: a pod left out of the table: {}", why);
         skippedLogged_ = skipped_;

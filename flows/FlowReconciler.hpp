@@ -41,6 +41,11 @@ struct FlowReconcilerOptions {
     std::chrono::milliseconds ofctlTimeout{std::chrono::seconds(10)};
 };
 
+// What FlowTable::render takes, from the replica (the ports, their ofports
+// and addresses) and the peers: the agent's flow job and `kovsctl doctor`'s
+// dry run of it read the same inputs the same way.
+FlowInputs flowInputs(const FlowReconcilerOptions& opts, const ovs::OvsdbReplica& replica, std::vector<FlowRemoteSubnet> remotes);
+
 class FlowReconciler : public Job {
 public:
     FlowReconciler(EventLoop& loop, const ovs::OvsdbReplica& replica, RepairLog& repairs, FlowReconcilerOptions opts);
@@ -71,10 +76,10 @@ public:
     const std::string& desired() const { return desired_; }
 
 private:
-    FlowInputs inputs() const;
     // Renders; installs when the table differs from the last installed one, or
     // when the read-back (readBack) shows that the bridge holds another.
     void reconcile(bool readBack);
+    void pass(bool readBack);  // one reconcile pass; throws on what it cannot do
     void install();
     void succeeded();
     void failed(const std::string& why);

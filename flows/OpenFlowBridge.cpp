@@ -7,15 +7,28 @@ namespace kovs::flows {
 OpenFlowBridge::OpenFlowBridge(EventLoop& loop, std::string bridge, const std::string& rundir, std::chrono::milliseconds timeout)
     : loop_(loop), bridge_(std::move(bridge)), target_("unix:" + rundir + "/" + bridge_ + ".mgmt"), timeout_(timeout) {}
 
+OpenFlowBridge::~OpenFlowBridge() {
+    if (spawnFailed_) loop_.cancel(spawnFailed_);
+}
+
 void OpenFlowBridge::run(std::vector<std::string> argv, std::optional<std::string> stdinData,
                          std::function<void(const ProcessResult&, const std::string&)> done) {
-    if (child_.running()) throw Error("ovs-ofctl on " + bridge_ + ": another call is still running");
+    if (busy()) throw Error("ovs-ofctl on " + bridge_ + ": another call is still running");
     ProcessOptions o;
     o.stdinData = std::move(stdinData);
     o.timeout = timeout_;
-    child_ = ChildProcess(loop_, argv, o, [argv, done = std::move(done)](ProcessResult r) {
-        done(r, r.ok() ? std::string() : describeFailure(argv, r));
-    });
+    try {
+        child_ = ChildProcess(loop_, argv, o, [argv, done](ProcessResult r) {
+            done(r, r.ok() ? std::string() : describeFailure(argv, r));
+        });
+    } catch (const std::exception& e) {
+        // ovs-ofctl could not be started (not on PATH, EMFILE, EAGAIN): a
+        // failed call like any other, reported from the loop as one that ran.
+        spawnFailed_ = loop_.after(std::chrono::milliseconds(0), [this, done, why = std::string(e.what())] {
+            spawnFailed_ = 0;
+            done(ProcessResult{}, why);
+        });
+    }
 }
 
 void OpenFlowBridge::replaceFlows(const std::string& flows, Done done) {

@@ -6,7 +6,9 @@
 // ovs-ofctl is an argv vector, never a shell; the flow text is its stdin.
 //
 // Both run as a ChildProcess on the agent's loop, one at a time, killed at a
-// deadline: a slow or hung vswitchd delays the flow job, never the loop.
+// deadline: a slow or hung vswitchd delays the flow job, never the loop. An
+// ovs-ofctl that cannot be started is reported to the callback like one that
+// failed.
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -26,11 +28,14 @@ public:
 
     // ovs-ofctl is killed when it runs longer than `timeout`.
     OpenFlowBridge(EventLoop& loop, std::string bridge, const std::string& rundir, std::chrono::milliseconds timeout);
+    ~OpenFlowBridge();
+    OpenFlowBridge(const OpenFlowBridge&) = delete;
+    OpenFlowBridge& operator=(const OpenFlowBridge&) = delete;
 
     // One call at a time (busy() says whether one runs); the callback runs on the loop.
     void replaceFlows(const std::string& flows, Done done);
     void dumpFlows(Dumped done);
-    bool busy() const { return child_.running(); }
+    bool busy() const { return child_.running() || spawnFailed_ != 0; }
 
     const std::string& bridge() const { return bridge_; }
 
@@ -43,6 +48,7 @@ private:
     std::string target_;
     std::chrono::milliseconds timeout_;
     ChildProcess child_;
+    EventLoop::TimerId spawnFailed_ = 0;  // a call that could not start, until its failure is reported
 };
 
 }  // namespace kovs::flows

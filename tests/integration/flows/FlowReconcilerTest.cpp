@@ -4,13 +4,16 @@
 // says (ofproto/trace, the decision OVS itself makes for a packet).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <optional>
 #include <signal.h>
 #include <sstream>
 
 #include "base/EventLoop.hpp"
 #include "base/RepairLog.hpp"
+#include "flows/FlowDump.hpp"
 #include "flows/FlowReconciler.hpp"
 #include "ovs/OvsdbClient.hpp"
 #include "tests/support/OvsSandbox.hpp"
@@ -84,6 +87,10 @@ protected:
 TEST_F(FlowReconcilerTest, InstallsTheTableAndRepairsOneThatChangedUnderIt) {
     ASSERT_TRUE(installedWithPod()) << status().dump();
     EXPECT_NE(dump().find("nw_dst=10.244.2.0/24 actions=load:0xac120003->NXM_NX_TUN_IPV4_DST[],output:2"), std::string::npos) << dump();
+    // One line of the rendered table is one flow on the bridge: what `kovsctl doctor` counts.
+    const auto& desired = flows->desired();
+    EXPECT_EQ(flows::parseFlowDump(dump()).count, static_cast<size_t>(std::count(desired.begin(), desired.end(), '\n')))
+        << desired << dump();
     auto installs = status()["installs"].get<int>();
 
     // Someone wipes the table (a vswitchd restart does the same): the read-back puts it back.
@@ -216,4 +223,25 @@ TEST_F(FlowReconcilerTest, AStoppedVswitchdDoesNotStallTheLoop) {
     EXPECT_TRUE(runUntil([&] { s = nlohmann::json(); slow.status(s); return s["flows"]["error"] == "" && s["flows"]["installs"] == 1; }, 20s))
         << s.dump();
     EXPECT_NE(dump().find("10.244.9.0/24"), std::string::npos) << dump();
+}
+
+// ovs-ofctl that cannot be started at all (not on PATH here; EMFILE or EAGAIN
+// on a busy node) is a failed pass like any other: retried with backoff, and
+// the table converges once ovs-ofctl can run again. Before, the spawn error
+// escaped the pass and no retry or read-back ever came.
+TEST_F(FlowReconcilerTest, AnOvsOfctlThatCannotStartIsRetriedUntilTheTableConverges) {
+    ASSERT_TRUE(installedWithPod());
+    auto installs = status()["installs"].get<int>();
+    ovs.ofctl({"del-flows", "br-int"});
+    std::string path = ::getenv("PATH") ? ::getenv("PATH") : "/usr/sbin:/usr/bin:/sbin:/bin";
+    ::setenv("PATH", "/nonexistent", 1);
+    flows->verifySoon();
+    nlohmann::json s;
+    bool failed = runUntil([&] { s = status(); return s["error"].get<std::string>().find("ovs-ofctl") != std::string::npos; }, 5s);
+    loop.runUntil([] { return false; }, 500ms);  // a few more failed passes
+    ::setenv("PATH", path.c_str(), 1);
+    ASSERT_TRUE(failed) << s.dump();
+    EXPECT_TRUE(runUntil([&] { s = status(); return s["error"] == "" && dump().find("nw_dst=10.244.2.0/24") != std::string::npos; }, 20s))
+        << s.dump() << dump();
+    EXPECT_EQ(s["installs"].get<int>(), installs + 1) << s.dump();
 }
