@@ -22,7 +22,6 @@ std::vector<DoctorCheck> Doctor::run() {
     std::vector<DoctorCheck> out;
     checkAgent(out);
     checkOvs(out);
-    checkFlows(out);
     checkTxChecksum(out);
     checkGateway(out);
     checkEgress(out);

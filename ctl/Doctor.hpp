@@ -14,6 +14,7 @@
 
 #include "agent/Config.hpp"
 #include "ctl/DoctorCheck.hpp"
+#include "peers/Peer.hpp"
 
 namespace kovs::ovs {
 class OvsdbReplica;
@@ -36,10 +37,10 @@ private:
     void checkNetworkd(std::vector<DoctorCheck>& out);
     void checkSocketBuffers(std::vector<DoctorCheck>& out);
     void checkBridges(const ovs::OvsdbReplica& replica, std::vector<DoctorCheck>& out);
-    void checkFlows(std::vector<DoctorCheck>& out);
+    void checkFlows(const ovs::OvsdbReplica& replica, std::vector<DoctorCheck>& out);
     void checkEgress(std::vector<DoctorCheck>& out);
     void checkRefusedPeers(std::vector<DoctorCheck>& out);
-    std::optional<std::vector<std::pair<std::string, std::string>>> knownPeers(std::string& origin) const;
+    std::optional<peers::PeerSet> knownPeers(std::string& origin) const;
 
     agent::Config config_;
     nlohmann::json agentStatus_;          // null when the agent did not answer

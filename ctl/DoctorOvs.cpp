@@ -2,14 +2,18 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "agent/JobOptions.hpp"
+#include "agent/PeerFanout.hpp"
 #include "base/Error.hpp"
 #include "base/Netlink.hpp"
 #include "base/Netns.hpp"
 #include "base/Process.hpp"
 #include "bridge/BridgePlanner.hpp"
+#include "flows/FlowDump.hpp"
+#include "flows/FlowReconciler.hpp"
 #include "gateway/TunnelOverhead.hpp"
 #include "offload/PodInterfaces.hpp"
 #include "ovs/OvsdbClient.hpp"
@@ -134,6 +138,7 @@ void Doctor::checkOvs(std::vector<DoctorCheck>& out) {
                                  {"foreign", p.foreign}});
         }
         checkMtu(config_, db.replica(), podPorts_, out);
+        checkFlows(db.replica(), out);
     } catch (const std::exception& e) {
         out.push_back(fail("ovsdb", e.what(), "start ovsdb-server, or set ovs.manage: true so the agent runs it"));
     }
@@ -193,31 +198,61 @@ void Doctor::checkBridges(const ovs::OvsdbReplica& replica, std::vector<DoctorCh
     }
 }
 
-// The flow table as the agent reports it (doctor cannot render it: the peer
-// set and ofports are the agent's).
-void Doctor::checkFlows(std::vector<DoctorCheck>& out) {
+// A dry run of the flow job: the table it would install, rendered from the
+// same inputs (the OVSDB replica, the peers), against what the bridge holds.
+// It needs no agent: with the agent down the peers come from its peer file.
+void Doctor::checkFlows(const ovs::OvsdbReplica& replica, std::vector<DoctorCheck>& out) {
     if (config_.mode != agent::Config::Mode::Standalone) return;
-    if (agentStatus_.is_null() || !agentStatus_.contains("flows")) {
-        out.push_back(skipped("flows", "the agent did not answer: its flow table is unknown"));
+    const auto& bridge = config_.bridge.integration;
+    if (agentStatus_.contains("flows")) {
+        if (auto error = agentStatus_["flows"].value("error", ""); !error.empty())
+            out.push_back(fail("flows", "the agent's flow job failed: " + error,
+                               "it retries with backoff; ovs-ofctl dump-flows " + bridge + " shows what is there"));
+    }
+    std::string origin;
+    std::optional<peers::PeerSet> peers;
+    try {
+        peers = knownPeers(origin);
+    } catch (const std::exception& e) {
+        out.push_back(fail("flows", std::string("the peers the flow table is made from: ") + e.what(),
+                           "fix the peer file; kovs-agent logs the same error"));
         return;
     }
-    const auto& f = agentStatus_["flows"];
-    auto error = f.value("error", "");
-    if (!error.empty()) {
-        out.push_back(fail("flows", "the flow table is not installed: " + error,
-                           "the flow job retries with backoff; ovs-ofctl dump-flows " + config_.bridge.integration +
-                               " shows what is there"));
+    if (!peers) {
+        out.push_back(skipped("flows", "the agent did not answer and peers come from the Kubernetes API: the table is unknown"));
         return;
     }
-    size_t leftOut = 0;
-    for (const auto& why : f.value("podsLeftOut", nlohmann::json::array())) {
-        ++leftOut;
-        out.push_back(fail("flows", "a pod has no flows: " + why.get<std::string>(),
+    auto opts = flowOptions(config_);
+    flows::FlowTable::Rendered want;
+    try {
+        want = flows::FlowTable::render(flows::flowInputs(opts, replica, agent::flowRemotes(*peers)));
+    } catch (const std::exception& e) {
+        out.push_back(fail("flows", "the flow job cannot make its table: " + std::string(e.what()),
+                           "the gateway and tunnel ports need an ofport: ovs-vsctl list interface shows why they have none"));
+        return;
+    }
+    for (const auto& why : want.skipped) {
+        out.push_back(fail("flows", "a pod has no flows: " + why,
                            "its OVSDB row (external_ids ip-address, attached-mac) is unusable; delete and re-create the pod"));
     }
-    if (leftOut == 0)
-        out.push_back(ok("flows", fmt::format("flow table installed ({} installs, {} read-back repairs)", f.value("installs", 0),
-                                              f.value("readBackRepairs", 0))));
+    auto wanted = static_cast<size_t>(std::count(want.flows.begin(), want.flows.end(), '\n'));
+    auto shown = runProcess({"ovs-ofctl", "dump-flows", "unix:" + opts.rundir + "/" + bridge + ".mgmt"});
+    if (!shown.ok()) {
+        out.push_back(fail("flows", "cannot read " + bridge + "'s flows: " + shown.err.substr(0, 200),
+                           "is ovs-vswitchd running? (see the vswitchd check)"));
+        return;
+    }
+    auto held = flows::parseFlowDump(shown.out).count;
+    if (held != wanted) {
+        out.push_back(fail("flows", fmt::format("{} has {} flows where the flow job would install {} (peers from {})", bridge,
+                                                held, wanted, origin),
+                           "kovs-agent reinstalls the table on its next read-back (is it running?); a deleted or added "
+                           "flow is someone else's change to br-int"));
+        return;
+    }
+    if (want.skipped.empty())
+        out.push_back(ok("flows", fmt::format("{} holds the {} flows the flow job would install (peers from {})", bridge, wanted,
+                                              origin)));
 }
 
 }  // namespace kovs::ctl

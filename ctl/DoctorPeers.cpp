@@ -12,20 +12,28 @@
 
 namespace kovs::ctl {
 
-// The peers this node should have tunnel entries for: the agent's view, or
-// when it does not answer (stopped, hung, crash-looping) the peer file it reads.
-std::optional<std::vector<std::pair<std::string, std::string>>> Doctor::knownPeers(std::string& origin) const {
-    std::vector<std::pair<std::string, std::string>> peers;  // (name, node IP)
+// The peers this node's jobs work from: the agent's accepted set, or when it
+// does not answer (stopped, hung, crash-looping) the peer file it reads.
+std::optional<peers::PeerSet> Doctor::knownPeers(std::string& origin) const {
+    peers::PeerSet peers;
     if (!agentStatus_.is_null() && agentStatus_.contains("peers")) {
         origin = "the agent";
-        for (const auto& p : agentStatus_["peers"]) peers.emplace_back(p.value("name", ""), p.value("nodeIP", ""));
+        for (const auto& p : agentStatus_["peers"]) {
+            peers::Peer peer;
+            peer.name = p.value("name", "");
+            auto what = "the agent's peer " + peer.name;
+            for (const auto& ip : p.value("nodeIPs", nlohmann::json::array()))
+                peer.nodeIPs.push_back(peers::parseNodeIP(ip.get<std::string>(), what));
+            for (const auto& c : p.value("podCIDRs", nlohmann::json::array()))
+                peer.podCIDRs.push_back(peers::parsePodCIDR(c.get<std::string>(), what));
+            if (!peer.nodeIPs.empty()) peers.emplace(peer.name, std::move(peer));
+        }
         return peers;
     }
     if (config_.peers.source != agent::Config::PeerSourceKind::File) return std::nullopt;
     origin = config_.peers.file + " (the agent did not answer)";
-    for (const auto& [name, peer] : peers::readPeerFile(config_.peers.file)) {
-        if (name != config_.node.name) peers.emplace_back(name, peer.tunnelAddress());
-    }
+    peers = peers::readPeerFile(config_.peers.file);
+    peers.erase(config_.node.name);
     return peers;
 }
 
@@ -33,7 +41,7 @@ std::optional<std::vector<std::pair<std::string, std::string>>> Doctor::knownPee
 // earlier passes; every step of the plan is something vswitchd lacks.
 void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
     std::string origin;
-    std::optional<std::vector<std::pair<std::string, std::string>>> peers;
+    std::optional<peers::PeerSet> peers;
     try {
         peers = knownPeers(origin);
     } catch (const std::exception& e) {
@@ -46,7 +54,7 @@ void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
     }
     const auto& bridge = config_.bridge.physical;
     tunnel::TunnelDesired desired{bridge, {}};
-    for (const auto& [name, ip] : *peers) desired.peerIPs.insert(ip);
+    for (const auto& [name, p] : *peers) desired.peerIPs.insert(p.tunnelAddress());
     tunnel::TunnelObserved observed;
     try {
         auto shown = ovs::BlockingUnixctlClient(config_.ovs.rundir).pipeline(tunnel::ovsTunnelReadBack());
@@ -69,7 +77,8 @@ void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
     };
     const std::string byAgent = "kovs-agent's tunnel job repairs this on its next pass (is it running?); by hand: ";
     size_t failed = 0;
-    for (const auto& [name, ip] : *peers) {
+    for (const auto& [name, p] : *peers) {
+        auto ip = p.tunnelAddress();
         auto g = gaps.find(ip);
         if (g == gaps.end()) continue;
         ++failed;

@@ -102,12 +102,18 @@ in_node 1 nft flush ruleset
 doctor_finds "table ip kovs gone" "FAIL  egress .*table ip kovs (the egress masquerade) is missing"
 pass "kovsctl doctor finds the egress masquerade table gone (agent stopped)"
 
+# Every flow deleted from br-int: doctor renders the flow job's table from
+# OVSDB and the peer file, as the job would, and counts what br-int holds.
+in_node 1 ovs-ofctl del-flows br-int
+doctor_finds "br-int's flows deleted" "FAIL  flows .*br-int has 0 flows where the flow job would install [1-9]"
+pass "kovsctl doctor finds br-int's flow table deleted (agent stopped: the table rendered from OVSDB and the peer file)"
+
 agent_signal 1 CONT
-wait_for "the resumed agent to repair gw0, the tunnel neighbours, the socket and the egress table (doctor clean)" 60 kovsctl 1 doctor
+wait_for "the resumed agent to repair gw0, the tunnel neighbours, the socket, the egress table and the flows (doctor clean)" 60 kovsctl 1 doctor
 [ "$(in_node 1 ip -4 -o addr show dev gw0 | wc -l)" -eq "$gw_address_count" ] || fail "gw0 addresses not restored"
 in_node 1 ovs-vsctl del-port br-int kvtest0
 in_node 1 ip link del kvtest0
-pass "the resumed agent repaired all four; doctor passes again"
+pass "the resumed agent repaired all five; doctor passes again"
 
 # Every CNI command on node 1 reached the agent's metrics: 2 pod ADDs, then
 # an ADD for a netns that does not exist, which fails.
