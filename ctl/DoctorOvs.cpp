@@ -14,6 +14,7 @@
 #include "bridge/BridgePlanner.hpp"
 #include "flows/FlowDump.hpp"
 #include "flows/FlowReconciler.hpp"
+#include "flows/OpenFlowBridge.hpp"
 #include "gateway/TunnelOverhead.hpp"
 #include "offload/PodInterfaces.hpp"
 #include "ovs/OvsdbClient.hpp"
@@ -236,7 +237,7 @@ void Doctor::checkFlows(const ovs::OvsdbReplica& replica, std::vector<DoctorChec
                            "its OVSDB row (external_ids ip-address, attached-mac) is unusable; delete and re-create the pod"));
     }
     auto wanted = static_cast<size_t>(std::count(want.flows.begin(), want.flows.end(), '\n'));
-    auto shown = runProcess({"ovs-ofctl", "dump-flows", "unix:" + opts.rundir + "/" + bridge + ".mgmt"});
+    auto shown = runProcess({"ovs-ofctl", "dump-flows", flows::managementTarget(opts.rundir, bridge)});
     if (!shown.ok()) {
         out.push_back(fail("flows", "cannot read " + bridge + "'s flows: " + shown.err.substr(0, 200),
                            "is ovs-vswitchd running? (see the vswitchd check)"));

@@ -4,8 +4,10 @@
 
 namespace kovs::flows {
 
+std::string managementTarget(const std::string& rundir, const std::string& bridge) { return "unix:" + rundir + "/" + bridge + ".mgmt"; }
+
 OpenFlowBridge::OpenFlowBridge(EventLoop& loop, std::string bridge, const std::string& rundir, std::chrono::milliseconds timeout)
-    : loop_(loop), bridge_(std::move(bridge)), target_("unix:" + rundir + "/" + bridge_ + ".mgmt"), timeout_(timeout) {}
+    : loop_(loop), bridge_(std::move(bridge)), target_(managementTarget(rundir, bridge_)), timeout_(timeout) {}
 
 OpenFlowBridge::~OpenFlowBridge() {
     if (spawnFailed_) loop_.cancel(spawnFailed_);

@@ -20,6 +20,9 @@
 
 namespace kovs::flows {
 
+// ovs-ofctl's target for `bridge`'s management socket: "unix:<rundir>/<bridge>.mgmt".
+std::string managementTarget(const std::string& rundir, const std::string& bridge);
+
 class OpenFlowBridge {
 public:
     // "" on success, else ovs-ofctl's failure ("replace-flows on br-int: ...").
