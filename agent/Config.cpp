@@ -322,6 +322,11 @@ Config parseConfig(const std::string& text) {
     if (c.uplink.mtu) checkMtus(c);  // else once the uplink's MTU is known (resolveUplinkMtu)
     if (c.mode == Config::Mode::Standalone && c.node.podCIDRs.empty() && c.gateway.addresses.empty())
         top.fail("node.podCIDRs", "required in standalone mode (or give gateway.addresses)");
+    // Standalone: the local pod CIDR of the flow table is the network of gw0's address.
+    for (const auto& a : c.gateway.addresses) {
+        if (c.mode == Config::Mode::Standalone && a.prefixLen > a.maxPrefixLen() - 2)
+            top.fail("gateway.addresses", a.str() + ": in standalone mode its network is the pod CIDR, and leaves no room for pods");
+    }
     return c;
 }
 

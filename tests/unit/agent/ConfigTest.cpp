@@ -130,6 +130,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\nresync: 1e400\n", "resync: expected a duration"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {addresses: 10.0.0.1/24}\n", "gateway.addresses: expected a list"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {addresses: [10.0.0.1]}\n", "gateway.addresses[0]: expected an address"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {addresses: [10.0.0.1/32]}\n",
+                  "gateway.addresses: 10.0.0.1/32: in standalone mode its network is the pod CIDR"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\ngateway: {mtu: 1500}\nuplink: {mtu: 1500}\n", "gateway.mtu: 1500 leaves no room for the 50-byte VXLAN header"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\nuplink: {portType: tap}\n", "uplink.portType: expected one of afxdp, afxdp-nonpmd, dpdk, system"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\nuplink: {mode: bridge}\n", "uplink.mode"},
