@@ -109,7 +109,7 @@ flows::FlowReconcilerOptions flowOptions(const Config& c) {
     o.gatewayPort = c.bridge.gateway;
     o.tunnelPort = c.bridge.tunnel;
     for (const auto& a : gatewayAddresses(c)) {
-        if (a.family == AF_INET) o.localCidr = a.network().str();
+        if (a.family == AF_INET) o.gatewayAddress = a;
     }
     o.serviceReplyPath = c.flows.conntrack;
     o.ofctlTimeout = c.flows.ofctlTimeout;

@@ -66,7 +66,7 @@ std::vector<flows::FlowRemoteSubnet> flowRemotes(const peers::PeerSet& peers) {
     for (const auto& [_, p] : peers) {
         if (p.tunnelIP().family != AF_INET) continue;
         for (const auto& cidr : p.podCIDRs) {
-            if (cidr.family == AF_INET) out.push_back({cidr.str(), p.tunnelAddress()});
+            if (cidr.family == AF_INET) out.push_back({cidr, p.tunnelIP()});
         }
     }
     return out;
@@ -74,7 +74,7 @@ std::vector<flows::FlowRemoteSubnet> flowRemotes(const peers::PeerSet& peers) {
 
 std::vector<gateway::GatewayRoute> peerGatewayRoutes(const peers::PeerSet& peers) {
     std::vector<gateway::GatewayRoute> out;
-    for (const auto& r : flowRemotes(peers)) out.push_back({IpPrefix::parse(r.cidr), std::nullopt});
+    for (const auto& r : flowRemotes(peers)) out.push_back({r.cidr, std::nullopt});
     return out;
 }
 

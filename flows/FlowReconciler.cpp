@@ -23,10 +23,21 @@ std::optional<int> ofportOf(const nlohmann::json& row) {
 
 FlowInputs flowInputs(const FlowReconcilerOptions& opts, const ovs::OvsdbReplica& replica, std::vector<FlowRemoteSubnet> remotes) {
     FlowInputs in;
-    in.localCidr = opts.localCidr;
+    in.gatewayAddress = opts.gatewayAddress;
     in.remotes = std::move(remotes);
     in.serviceReplyPath = opts.serviceReplyPath;
+    // Only br-int's interfaces: an ofport means nothing on another bridge.
+    std::set<std::string> onBridge;
+    for (const auto& [_, br] : replica.table("Bridge")) {
+        if (ovsdb::stringOr(br, "name") != opts.bridge) continue;
+        for (const auto& pu : ovsdb::uuidSet(br.value("ports", nlohmann::json()))) {
+            const auto* port = replica.row("Port", pu);
+            if (!port) continue;
+            for (const auto& iu : ovsdb::uuidSet(port->value("interfaces", nlohmann::json()))) onBridge.insert(iu);
+        }
+    }
     for (const auto& [uuid, row] : replica.table("Interface")) {
+        if (!onBridge.count(uuid)) continue;
         auto name = ovsdb::stringOr(row, "name");
         auto ofport = ofportOf(row);
         if (name == opts.tunnelPort && ofport) in.tunnelOfport = *ofport;
@@ -35,10 +46,12 @@ FlowInputs flowInputs(const FlowReconcilerOptions& opts, const ovs::OvsdbReplica
             auto mac = ovsdb::setElements(row.value("mac_in_use", nlohmann::json()));
             if (!mac.empty() && mac[0].is_string()) in.gateway.mac = mac[0];
         }
+        // Pods are the rows kovs-cni wrote; the render checks each, and names a
+        // pod it leaves out (no ofport yet, a bad or contested field).
         auto ids = ovs::PodPortIds::parse(ovsdb::mapValue(row.value("external_ids", nlohmann::json())));
-        if (ids.mac.empty() || ids.ipAddresses.empty()) continue;
-        // A pod without an ofport yet is named in podsLeftOut by the render.
-        for (const auto& ip : ids.ipv4Addresses()) in.pods.push_back({ip, ids.mac, ofport.value_or(-1), name});
+        if (!ids.madeByKovsCni() || ids.mac.empty() || ids.ipAddresses.empty()) continue;
+        auto v4 = ids.ipv4Addresses();
+        if (!v4.empty()) in.pods.push_back({name, ids.mac, std::move(v4), ofport.value_or(-1)});
     }
     return in;
 }
@@ -100,7 +113,10 @@ void FlowReconciler::reconcile(bool readBack) {
 }
 
 void FlowReconciler::pass(bool readBack) {
-    auto rendered = FlowTable::render(flowInputs(opts_, replica_, remotes_));
+    auto in = flowInputs(opts_, replica_, remotes_);
+    in.holders = holders_;
+    auto rendered = FlowTable::render(in);
+    holders_ = std::move(rendered.holders);
     desired_ = std::move(rendered.flows);
     desiredPorts_ = std::move(rendered.ports);
     skipped_ = std::move(rendered.skipped);

@@ -34,7 +34,7 @@ struct FlowReconcilerOptions {
     std::string rundir = "/var/run/openvswitch";
     std::string gatewayPort = "gw0";
     std::string tunnelPort = "tun0";
-    std::string localCidr;  // this node's IPv4 pod CIDR
+    IpPrefix gatewayAddress;  // gw0's IPv4 address and pod CIDR length, "10.244.1.1/24"
     bool serviceReplyPath = true;
     std::chrono::milliseconds readBack{std::chrono::seconds(30)};
     // Each ovs-ofctl call: a vswitchd that does not answer by then is given up on (and retried).
@@ -94,6 +94,7 @@ private:
     FlowReconcilerOptions opts_;
     OpenFlowBridge bridge_;
     std::vector<FlowRemoteSubnet> remotes_;
+    std::map<std::string, std::string> holders_;  // the last render's, for the next (FlowInputs::holders)
     bool started_ = false;
 
     std::string desired_;

@@ -8,6 +8,10 @@
 //   table 0  ingress: gw0 is trusted; tun0 only from known peer node IPs; a pod
 //            port only with its own MAC and IP (no spoofing of the gateway or
 //            of another pod); anything else is dropped and counted.
+//
+// render builds the table stage by stage (one function per table above) from
+// typed inputs: every address that reaches a flow is an IpPrefix or a
+// MacAddress that render parsed and checked, never text passed through.
 //   table 10 conntrack lookup (zone kCtZone) for IP traffic that may be the
 //            reply of a connection the node's kernel forwarded (kube-proxy's
 //            Service DNAT lives there): everything from gw0 and tun0, and from
@@ -25,9 +29,13 @@
 //            pod, e.g. a hostNetwork Service backend) goes to gw0, because the
 //            request left this node through its kernel and the uplink.
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
+
+#include "base/IpPrefix.hpp"
+#include "flows/FlowDump.hpp"
 
 namespace kovs::flows {
 
@@ -36,24 +44,33 @@ struct FlowPort {
     int ofport = -1;
 };
 
-struct FlowLocalEndpoint {
-    std::string ip;  // IPv4 address, no prefix
-    std::string mac;
+// A pod port as kovs-cni recorded it in OVSDB: text anyone with the database
+// socket could have written, so render checks every field before a flow is
+// built from it.
+struct FlowPod {
+    std::string port;                    // the OVS port's name
+    std::string mac;                     // attached-mac
+    std::vector<std::string> addresses;  // its IPv4 ip-address entries, "10.244.1.5/24" or "10.244.1.5"
     int ofport = -1;
-    std::string port;  // the OVS port's name
 };
 
 struct FlowRemoteSubnet {
-    std::string cidr;    // IPv4 pod CIDR of a peer
-    std::string nodeIP;  // the peer's underlay address (tun_dst, and the tun_src accepted)
+    IpPrefix cidr;    // an IPv4 pod CIDR of a peer (network prefix)
+    IpPrefix nodeIP;  // the peer's IPv4 underlay address (tun_dst, and the tun_src accepted)
 };
 
 struct FlowInputs {
     int tunnelOfport = -1;
-    FlowPort gateway;       // gw0
-    std::string localCidr;  // this node's IPv4 pod CIDR
-    std::vector<FlowLocalEndpoint> pods;
-    std::vector<FlowRemoteSubnet> remotes;
+    FlowPort gateway;  // gw0
+    // gw0's IPv4 address with the length of this node's pod CIDR
+    // ("10.244.1.1/24"): its network is the local pod CIDR.
+    IpPrefix gatewayAddress;
+    std::vector<FlowPod> pods;
+    std::vector<FlowRemoteSubnet> remotes;  // validated by peers/PeerFilter
+    // Address or MAC -> the pod port that had it in the table rendered last
+    // (Rendered::holders of the agent's previous pass): against a newer row
+    // claiming the same, the holder keeps it.
+    std::map<std::string, std::string> holders;
     // The conntrack stage (tables 10 and 20): off only where nothing in the
     // node's kernel translates pod traffic (no kube-proxy, no hostPort).
     bool serviceReplyPath = true;
@@ -71,13 +88,25 @@ public:
         std::string flows;                 // one per line, sorted
         std::vector<std::string> skipped;  // pods left out, and why
         std::set<std::string> ports;       // the pod ports that have their flows in `flows`
+        std::map<std::string, std::string> holders;  // each address and MAC in `flows` -> its pod port
     };
 
     // Throws kovs::Error when an input the whole table needs is unusable
-    // (tunnel or gateway without an ofport, a bad MAC, IP or CIDR). A pod that
-    // is unusable (no ofport yet, a bad address in its OVSDB row) only loses
-    // its own flows: it is left out and named in `skipped`.
+    // (tunnel or gateway without an ofport, a bad gateway MAC, no IPv4
+    // gateway address, a peer that is not IPv4). A pod that is unusable only
+    // loses its own flows, and is named in `skipped`: no ofport yet; a MAC in
+    // its row that is malformed or not unicast; an address that is malformed,
+    // outside the local pod CIDR, or the CIDR's network or gateway address;
+    // an address or MAC another pod's row claims too: the holder (see
+    // FlowInputs::holders) keeps it and the others are refused, and where
+    // none holds it all are (nothing in OVSDB says which is the real pod).
     static Rendered render(const FlowInputs& in);
+
+    // The holders of a table render made, read back from the bridge (table
+    // 0's source check of each pod: its ofport, MAC and address), with the
+    // pods' ofports naming the ports: what a dry run passes as
+    // FlowInputs::holders to decide a contested address as the agent did.
+    static std::map<std::string, std::string> holdersIn(const FlowDump& dump, const std::vector<FlowPod>& pods);
 };
 
 }  // namespace kovs::flows

@@ -26,6 +26,8 @@ namespace {
 
 constexpr const char* kPodMac = "0a:58:0a:f4:01:05";
 
+flows::FlowRemoteSubnet remote(const char* cidr, const char* nodeIP) { return {IpPrefix::parse(cidr), IpPrefix::parse(nodeIP)}; }
+
 class FlowReconcilerTest : public ::testing::Test {
 protected:
     FlowReconcilerTest() {
@@ -35,7 +37,8 @@ protected:
                    "--", "add-port", "br-int", "tun0", "--", "set", "interface", "tun0", "type=vxlan",
                    "options:remote_ip=flow", "options:key=flow", "ofport_request=2",
                    "--", "add-port", "br-int", "pod1", "--", "set", "interface", "pod1", "type=internal", "ofport_request=7",
-                   std::string("external_ids:attached-mac=\"") + kPodMac + "\"", "external_ids:ip-address=\"10.244.1.5/24\""});
+                   std::string("external_ids:attached-mac=\"") + kPodMac + "\"", "external_ids:ip-address=\"10.244.1.5/24\"",
+                   "external_ids:kovs-owner=kovs-cni"});
         ovs::OvsdbClientOptions o;
         o.remote = ovs.dbRemote();
         db = std::make_unique<ovs::OvsdbClient>(loop, o);
@@ -43,11 +46,11 @@ protected:
         EXPECT_TRUE(db->waitReady(10s));
         flows::FlowReconcilerOptions f;
         f.rundir = ovs.dir();
-        f.localCidr = "10.244.1.0/24";
+        f.gatewayAddress = kovs::IpPrefix::parse("10.244.1.1/24");
         f.readBack = 1h;  // the tests ask for read-backs themselves
         flows = std::make_unique<flows::FlowReconciler>(loop, db->replica(), repairs, f);
         db->addChangeHandler([this] { flows->onDatabaseChange(); });
-        flows->setRemotes({{"10.244.2.0/24", "172.18.0.3"}});
+        flows->setRemotes({remote("10.244.2.0/24", "172.18.0.3")});
         flows->start();
     }
 
@@ -110,7 +113,7 @@ TEST_F(FlowReconcilerTest, InstallsTheTableAndRepairsOneThatChangedUnderIt) {
 
 TEST_F(FlowReconcilerTest, APeerChangeReplacesOnlyWhatChanged) {
     ASSERT_TRUE(installedWithPod());
-    flows->setRemotes({{"10.244.3.0/24", "172.18.0.4"}});
+    flows->setRemotes({remote("10.244.3.0/24", "172.18.0.4")});
     ASSERT_TRUE(runUntil([&] { return dump().find("10.244.3.0/24") != std::string::npos; })) << dump();
     EXPECT_EQ(dump().find("10.244.2.0/24"), std::string::npos) << "the old peer's flows are gone:\n" << dump();
     EXPECT_EQ(dump().find("tun_src=172.18.0.3"), std::string::npos) << dump();
@@ -142,6 +145,46 @@ TEST_F(FlowReconcilerTest, IngressDropsUnknownTunnelSourcesAndSpoofedPodsAndCoun
     MetricsText m;
     flows->metrics(m);
     EXPECT_NE(m.str().find("kovs_flow_drops_total{reason=\"pod_spoofed\"} 2"), std::string::npos) << m.str();
+}
+
+// A row anyone with the OVSDB socket can write must not take a running pod's
+// traffic: before rows were checked, a second port claiming pod1's address
+// got its own nw_dst=10.244.1.5 flows next to pod1's, and one of the two won.
+TEST_F(FlowReconcilerTest, APortRowClaimingARunningPodsAddressIsRefusedAndThePodKeepsIt) {
+    ASSERT_TRUE(installedWithPod());
+    ovs.vsctl({"add-port", "br-int", "thief", "--", "set", "interface", "thief", "type=internal", "ofport_request=8",
+               "external_ids:attached-mac=\"0a:58:0a:f4:01:66\"", "external_ids:ip-address=\"10.244.1.5/24\"",
+               "external_ids:kovs-owner=kovs-cni"});
+    ASSERT_TRUE(runUntil([&] { return status()["podsLeftOut"].size() == 1; })) << status().dump();
+    EXPECT_NE(status()["podsLeftOut"][0].get<std::string>().find("pod thief: 10.244.1.5 is pod1's, which holds it: refused"),
+              std::string::npos)
+        << status().dump();
+    auto toPod = trace("in_port=2,tun_src=172.18.0.3,tun_dst=172.18.0.2,ip,nw_src=10.244.2.7,nw_dst=10.244.1.5", "trk,new");
+    EXPECT_NE(toPod.find("output:7"), std::string::npos) << toPod;
+    EXPECT_EQ(toPod.find("output:8"), std::string::npos) << toPod;
+    auto fromThief = trace("in_port=8,dl_src=0a:58:0a:f4:01:66,ip,nw_src=10.244.1.5,nw_dst=10.244.2.7");
+    EXPECT_NE(lastLine(fromThief).find("drop"), std::string::npos) << fromThief;
+    // kovsctl doctor's dry run reads the holders back from the bridge, as vswitchd prints the table.
+    auto holders = flows::FlowTable::holdersIn(flows::parseFlowDump(dump()), {{"pod1", kPodMac, {}, 7}, {"thief", "", {}, 8}});
+    EXPECT_EQ(holders, (std::map<std::string, std::string>{{"10.244.1.5", "pod1"}, {kPodMac, "pod1"}})) << dump();
+
+    // A port on another bridge, or a row kovs-cni did not write, is no pod of br-int's at all.
+    ovs.vsctl({"add-br", "br-other", "--", "set", "bridge", "br-other", "datapath_type=netdev", "--", "add-port", "br-other",
+               "elsewhere", "--", "set", "interface", "elsewhere", "type=internal", "ofport_request=9",
+               "external_ids:attached-mac=\"0a:58:0a:f4:01:09\"", "external_ids:ip-address=\"10.244.1.9/24\"",
+               "external_ids:kovs-owner=kovs-cni"});
+    ovs.vsctl({"add-port", "br-int", "foreign", "--", "set", "interface", "foreign", "type=internal", "ofport_request=10",
+               "external_ids:attached-mac=\"0a:58:0a:f4:01:0a\"", "external_ids:ip-address=\"10.244.1.10/24\""});
+    ovs.vsctl({"add-port", "br-int", "pod3", "--", "set", "interface", "pod3", "type=internal", "ofport_request=11",
+               "external_ids:attached-mac=\"0a:58:0a:f4:01:0b\"", "external_ids:ip-address=\"10.244.1.11/24\"",
+               "external_ids:kovs-owner=kovs-cni"});
+    ASSERT_TRUE(runUntil([&] { return flows->desired().find("nw_dst=10.244.1.11 ") != std::string::npos; })) << flows->desired();
+    EXPECT_EQ(flows->desired().find("10.244.1.9 "), std::string::npos) << flows->desired();
+    EXPECT_EQ(flows->desired().find("10.244.1.10 "), std::string::npos) << flows->desired();
+
+    // The claim withdrawn, nothing is left out.
+    ovs.vsctl({"del-port", "br-int", "thief"});
+    ASSERT_TRUE(runUntil([&] { return status()["podsLeftOut"].empty(); })) << status().dump();
 }
 
 TEST_F(FlowReconcilerTest, TheReplyOfAConnectionTheKernelForwardedGoesBackToIt) {
@@ -177,7 +220,8 @@ TEST_F(FlowReconcilerTest, TellsWhenANewPodPortsFlowsAreIn) {
     flows->whenPortReady("pod2", 10s, [&](bool ready, const std::string& why) { ready2 = ready, ++answers, (void)why; });
     EXPECT_FALSE(ready2.has_value());
     ovs.vsctl({"add-port", "br-int", "pod2", "--", "set", "interface", "pod2", "type=internal", "ofport_request=8",
-               "external_ids:attached-mac=\"0a:58:0a:f4:01:06\"", "external_ids:ip-address=\"10.244.1.6/24\""});
+               "external_ids:attached-mac=\"0a:58:0a:f4:01:06\"", "external_ids:ip-address=\"10.244.1.6/24\"",
+               "external_ids:kovs-owner=kovs-cni"});
     ASSERT_TRUE(runUntil([&] { return ready2.has_value(); })) << status().dump();
     EXPECT_TRUE(*ready2);
     EXPECT_NE(dump().find("nw_dst=10.244.1.6 "), std::string::npos) << dump();
@@ -198,12 +242,12 @@ TEST_F(FlowReconcilerTest, AStoppedVswitchdDoesNotStallTheLoop) {
     ASSERT_TRUE(installedWithPod());
     flows::FlowReconcilerOptions f;
     f.rundir = ovs.dir();
-    f.localCidr = "10.244.1.0/24";
+    f.gatewayAddress = kovs::IpPrefix::parse("10.244.1.1/24");
     f.readBack = 1h;
     f.ofctlTimeout = 500ms;
     RepairLog log;
     flows::FlowReconciler slow(loop, db->replica(), log, f);
-    slow.setRemotes({{"10.244.9.0/24", "172.18.0.9"}});  // another table than `flows` installed: an install is due
+    slow.setRemotes({remote("10.244.9.0/24", "172.18.0.9")});  // another table than `flows` installed: an install is due
     ::kill(ovs.vswitchdPid(), SIGSTOP);
     slow.start();
     auto largestGap = std::chrono::steady_clock::duration::zero();
