@@ -224,9 +224,19 @@ void Doctor::checkFlows(const ovs::OvsdbReplica& replica, std::vector<DoctorChec
         return;
     }
     auto opts = flowOptions(config_);
+    auto shown = runProcess({"ovs-ofctl", "dump-flows", flows::managementTarget(opts.rundir, bridge)});
+    if (!shown.ok()) {
+        out.push_back(fail("flows", "cannot read " + bridge + "'s flows: " + shown.err.substr(0, 200),
+                           "is ovs-vswitchd running? (see the vswitchd check)"));
+        return;
+    }
+    auto held = flows::parseFlowDump(shown.out);
     flows::FlowTable::Rendered want;
     try {
-        want = flows::FlowTable::render(flows::flowInputs(opts, replica, agent::flowRemotes(*peers)));
+        auto in = flows::flowInputs(opts, replica, agent::flowRemotes(*peers));
+        // Of two rows claiming one address, the pod the installed table serves keeps it, as in the agent.
+        in.holders = flows::FlowTable::holdersIn(held, in.pods);
+        want = flows::FlowTable::render(in);
     } catch (const std::exception& e) {
         out.push_back(fail("flows", "the flow job cannot make its table: " + std::string(e.what()),
                            "the gateway and tunnel ports need an ofport: ovs-vsctl list interface shows why they have none"));
@@ -234,19 +244,13 @@ void Doctor::checkFlows(const ovs::OvsdbReplica& replica, std::vector<DoctorChec
     }
     for (const auto& why : want.skipped) {
         out.push_back(fail("flows", "a pod has no flows: " + why,
-                           "its OVSDB row (external_ids ip-address, attached-mac) is unusable; delete and re-create the pod"));
+                           "its OVSDB row (external_ids ip-address, attached-mac) is unusable or claims another row's "
+                           "address: ovs-vsctl del-port a stale row, delete and re-create a pod with a bad one"));
     }
     auto wanted = static_cast<size_t>(std::count(want.flows.begin(), want.flows.end(), '\n'));
-    auto shown = runProcess({"ovs-ofctl", "dump-flows", flows::managementTarget(opts.rundir, bridge)});
-    if (!shown.ok()) {
-        out.push_back(fail("flows", "cannot read " + bridge + "'s flows: " + shown.err.substr(0, 200),
-                           "is ovs-vswitchd running? (see the vswitchd check)"));
-        return;
-    }
-    auto held = flows::parseFlowDump(shown.out).count;
-    if (held != wanted) {
+    if (held.count != wanted) {
         out.push_back(fail("flows", fmt::format("{} has {} flows where the flow job would install {} (peers from {})", bridge,
-                                                held, wanted, origin),
+                                                held.count, wanted, origin),
                            "kovs-agent reinstalls the table on its next read-back (is it running?); a deleted or added "
                            "flow is someone else's change to br-int"));
         return;
