@@ -161,13 +161,13 @@ pass "/metrics parses as Prometheus text and counts the repairs (offload, gatewa
 in_node 1 ip link add kvbad0 type veth peer name kvbad0p
 in_node 1 ip link set kvbad0 up
 in_node 1 ovs-vsctl add-port br-int kvbad0 -- set Interface kvbad0 \
-    external_ids:attached-mac='"0a:58:bad"' external_ids:ip-address='"10.244.1.200/24"'
+    external_ids:attached-mac='"0a:58:bad"' external_ids:ip-address='"10.244.1.200/24"' external_ids:kovs-owner=kovs-cni
 bad_row_left_out() { grep -q "not a MAC address" <<<"$(node_status 1 | jq -r '.flows.podsLeftOut[]')"; }
 wait_for "the agent to leave the bad row out of its flow table" 15 bad_row_left_out || fail "the bad row was never reported"
 status=$(node_status 1)
 [ "$(jq -r '.flows.error' <<<"$status")" = "" ] || fail "one bad pod row failed the whole flow table: $(jq -c .flows <<<"$status")"
 out=$(kovsctl 1 status)
-grep -q "left out: flow table: pod: not a MAC address: '0a:58:bad'" <<<"$out" || fail "kovsctl status does not show the pod left out:
+grep -q "left out: flow table: pod kvbad0: not a MAC address: '0a:58:bad'" <<<"$out" || fail "kovsctl status does not show the pod left out:
 $out"
 pod_add 1 3
 out=$(in_pod 2 1 ping -c2 -W2 -q "$(pod_ip 1 3)") || fail "a pod added next to the bad row is not reachable from node 2:
@@ -175,6 +175,30 @@ $out"
 in_node 1 ovs-vsctl del-port br-int kvbad0
 in_node 1 ip link del kvbad0
 pass "a pod row with a bad address loses only its own flow; the node stays ready and new pods get flows"
+
+# A row claiming a running pod's address (pod 1/1's) gets none of its
+# traffic: the pod holds the address, the newcomer is refused and named by
+# status and doctor, and pod 1/1 stays reachable throughout.
+victim=$(pod_ip 1 1)
+in_node 1 ip link add kvthief0 type veth peer name kvthief0p
+in_node 1 ip link set kvthief0 up
+in_node 1 ip link set kvthief0p up
+in_node 1 ovs-vsctl add-port br-int kvthief0 -- set Interface kvthief0 external_ids:kovs-owner=kovs-cni \
+    external_ids:attached-mac='"0a:58:0a:f4:01:66"' external_ids:ip-address="\"$victim/24\""
+claimed() { grep -q "kvthief0: $victim is .*, which holds it: refused" <<<"$(node_status 1 | jq -r '.flows.podsLeftOut[]')"; }
+wait_for "the agent to refuse the claim on $victim" 15 claimed || fail "the claim was not refused: $(node_status 1 | jq -c .flows)"
+in_node 1 timeout 4 tcpdump -nli kvthief0p -c1 icmp > "$CLUSTER_DIR/thief.txt" 2>/dev/null &
+sniffer=$!
+sleep 0.5
+out=$(in_pod 2 1 ping -c3 -i0.2 -W1 -q "$victim") || fail "pod 1/1 lost its traffic to a row claiming its address:
+$out"
+wait "$sniffer" || true
+! grep -q "ICMP echo" "$CLUSTER_DIR/thief.txt" || fail "the row claiming $victim received its traffic:
+$(cat "$CLUSTER_DIR/thief.txt")"
+doctor_finds "a row claiming a pod's address" "FAIL  flows.*kvthief0: $victim is"
+in_node 1 ovs-vsctl del-port br-int kvthief0
+in_node 1 ip link del kvthief0
+pass "a port row claiming a running pod's address is refused: the pod keeps its traffic, the row gets none, status and doctor name it"
 
 # A peer whose pod CIDR would capture node 1's own pods is refused by every
 # agent (never installed), and named by status and doctor.
