@@ -67,7 +67,16 @@ FlowReconciler::~FlowReconciler() {
 
 void FlowReconciler::start() {
     started_ = true;
-    reconcile(true);
+    // vswitchd keeps the table across an agent restart: which pod holds a
+    // contested address is read back from it before the first render.
+    bridge_.dumpFlows([this](std::optional<FlowDump> dump, const std::string&) {
+        try {
+            if (dump) holders_ = FlowTable::holdersIn(*dump, flowInputs(opts_, replica_, remotes_).pods);
+        } catch (const std::exception& e) {
+            spdlog::warn("flows: cannot read the pods' addresses back from {}: {}", opts_.bridge, e.what());
+        }
+        reconcile(true);
+    });
     scheduleReadBack();
 }
 

@@ -44,12 +44,20 @@ protected:
         db = std::make_unique<ovs::OvsdbClient>(loop, o);
         db->start();
         EXPECT_TRUE(db->waitReady(10s));
+        db->addChangeHandler([this] {
+            if (flows) flows->onDatabaseChange();
+        });
+        startReconciler();
+    }
+
+    // The flow job as the agent starts it (again, after a restart).
+    void startReconciler() {
+        flows.reset();
         flows::FlowReconcilerOptions f;
         f.rundir = ovs.dir();
         f.gatewayAddress = kovs::IpPrefix::parse("10.244.1.1/24");
         f.readBack = 1h;  // the tests ask for read-backs themselves
         flows = std::make_unique<flows::FlowReconciler>(loop, db->replica(), repairs, f);
-        db->addChangeHandler([this] { flows->onDatabaseChange(); });
         flows->setRemotes({remote("10.244.2.0/24", "172.18.0.3")});
         flows->start();
     }
@@ -164,6 +172,13 @@ TEST_F(FlowReconcilerTest, APortRowClaimingARunningPodsAddressIsRefusedAndThePod
     EXPECT_EQ(toPod.find("output:8"), std::string::npos) << toPod;
     auto fromThief = trace("in_port=8,dl_src=0a:58:0a:f4:01:66,ip,nw_src=10.244.1.5,nw_dst=10.244.2.7");
     EXPECT_NE(lastLine(fromThief).find("drop"), std::string::npos) << fromThief;
+    // A restarted agent reads the holder back from the table vswitchd kept.
+    startReconciler();
+    ASSERT_TRUE(runUntil([&] { return status().value("installs", 0) > 0 && status()["podsLeftOut"].size() == 1; }))
+        << status().dump();
+    EXPECT_NE(status()["podsLeftOut"].dump().find("pod thief: 10.244.1.5 is pod1's, which holds it: refused"), std::string::npos)
+        << status().dump();
+    EXPECT_NE(flows->desired().find("output:7"), std::string::npos) << flows->desired();
     // kovsctl doctor's dry run reads the holders back from the bridge, as vswitchd prints the table.
     auto holders = flows::FlowTable::holdersIn(flows::parseFlowDump(dump()), {{"pod1", kPodMac, {}, 7}, {"thief", "", {}, 8}});
     EXPECT_EQ(holders, (std::map<std::string, std::string>{{"10.244.1.5", "pod1"}, {kPodMac, "pod1"}})) << dump();
