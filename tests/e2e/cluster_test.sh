@@ -196,9 +196,16 @@ wait "$sniffer" || true
 ! grep -q "ICMP echo" "$CLUSTER_DIR/thief.txt" || fail "the row claiming $victim received its traffic:
 $(cat "$CLUSTER_DIR/thief.txt")"
 doctor_finds "a row claiming a pod's address" "FAIL  flows.*kvthief0: $victim is"
+# The same for a pod's MAC (pod 1/2's, with a free address).
+victim_mac=$(jq -r '.interfaces[1].mac' "$(node_dir 1)/pod-2.result")
+in_node 1 ovs-vsctl set Interface kvthief0 external_ids:attached-mac="\"$victim_mac\"" external_ids:ip-address='"10.244.1.250/24"'
+mac_claimed() { grep -q "kvthief0: $victim_mac is .*, which holds it: refused" <<<"$(node_status 1 | jq -r '.flows.podsLeftOut[]')"; }
+wait_for "the agent to refuse the claim on $victim_mac" 15 mac_claimed || fail "the MAC claim was not refused: $(node_status 1 | jq -c .flows)"
+out=$(in_pod 2 1 ping -c2 -i0.2 -W1 -q "$(pod_ip 1 2)") || fail "pod 1/2 lost its traffic to a row claiming its MAC:
+$out"
 in_node 1 ovs-vsctl del-port br-int kvthief0
 in_node 1 ip link del kvthief0
-pass "a port row claiming a running pod's address is refused: the pod keeps its traffic, the row gets none, status and doctor name it"
+pass "a port row claiming a running pod's address or MAC is refused: the pod keeps its traffic, the row gets none, status and doctor name it"
 
 # A peer whose pod CIDR would capture node 1's own pods is refused by every
 # agent (never installed), and named by status and doctor.
