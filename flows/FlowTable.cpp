@@ -23,6 +23,7 @@ struct Pod {
     MacAddress mac;
     std::vector<IpPrefix> ips;  // host prefixes (/32)
     int ofport = -1;
+    std::vector<std::string> claims;  // its MAC and addresses as text: what no other pod may have
 };
 
 std::string macHex(const MacAddress& mac) {
@@ -86,6 +87,8 @@ Pod checkPod(const FlowPod& row, const FlowInputs& in, const IpPrefix& local) {
         if (std::find(pod.ips.begin(), pod.ips.end(), ip) == pod.ips.end()) pod.ips.push_back(ip);
     }
     if (pod.ips.empty()) throw Error(name + ": no IPv4 address");
+    pod.claims.push_back(pod.mac.str());
+    for (const auto& ip : pod.ips) pod.claims.push_back(ip.addressString());
     return pod;
 }
 
@@ -100,25 +103,20 @@ std::vector<Pod> usablePods(const FlowInputs& in, const IpPrefix& local, FlowTab
             out.skipped.push_back(e.what());
         }
     }
-    auto keys = [](const Pod& p) {
-        std::vector<std::string> k{p.mac.str()};
-        for (const auto& ip : p.ips) k.push_back(ip.addressString());
-        return k;
-    };
-    std::map<std::string, std::vector<std::string>> claims;  // address or MAC -> the ports that claim it
+    std::map<std::string, std::vector<std::string>> claimants;  // address or MAC -> the ports that claim it, sorted
     for (const auto& p : checked) {
-        for (const auto& k : keys(p)) claims[k].push_back(p.port);
+        for (const auto& k : p.claims) claimants[k].push_back(p.port);
     }
+    for (auto& [_, ports] : claimants) std::sort(ports.begin(), ports.end());
     std::vector<Pod> pods;
     for (auto& p : checked) {
         std::string refused;
-        for (const auto& k : keys(p)) {
-            auto& ports = claims[k];
+        for (const auto& k : p.claims) {
+            const auto& ports = claimants[k];
             if (ports.size() < 2) continue;
             auto holder = in.holders.find(k);
             bool held = holder != in.holders.end() && std::find(ports.begin(), ports.end(), holder->second) != ports.end();
             if (held && holder->second == p.port) continue;
-            std::sort(ports.begin(), ports.end());
             refused = held ? fmt::format("{} is {}'s, which holds it", k, holder->second)
                            : fmt::format("{} is claimed by {}, and none holds it", k, fmt::join(ports, ", "));
         }
@@ -127,7 +125,7 @@ std::vector<Pod> usablePods(const FlowInputs& in, const IpPrefix& local, FlowTab
             continue;
         }
         if (!p.port.empty()) out.ports.insert(p.port);
-        for (const auto& k : keys(p)) out.holders[k] = p.port;
+        for (const auto& k : p.claims) out.holders[k] = p.port;
         pods.push_back(std::move(p));
     }
     return pods;
