@@ -115,11 +115,11 @@ void Agent::startPeers() {
     if (tunnel_) peers_->subscribe([this](const peers::PeerSet& p) { tunnel_->setPeers(p); });
     if (flows_) {
         peers_->subscribe([this](const peers::PeerSet& p) {
-            flows_->setRemotes(flowRemotes(p));
+            flows_->setPeers(flowPeers(p));
             // The node kernel reaches remote pods through gw0; the flow table
-            // answers its ARP and tunnels the packets.
+            // answers its ARP and neighbour solicitations and tunnels the packets.
             auto routes = extraGatewayRoutes(config_);
-            for (auto& r : peerGatewayRoutes(p)) routes.push_back(std::move(r));
+            for (auto& r : peerGatewayRoutes(p, flowOptions(config_).gatewayAddresses)) routes.push_back(std::move(r));
             gateway_->setRoutes(std::move(routes));
         });
     }

@@ -108,9 +108,7 @@ flows::FlowReconcilerOptions flowOptions(const Config& c) {
     o.rundir = c.ovs.rundir;
     o.gatewayPort = c.bridge.gateway;
     o.tunnelPort = c.bridge.tunnel;
-    for (const auto& a : gatewayAddresses(c)) {
-        if (a.family == AF_INET) o.gatewayAddress = a;
-    }
+    o.gatewayAddresses = gatewayAddresses(c);
     o.serviceReplyPath = c.flows.conntrack;
     o.ofctlTimeout = c.flows.ofctlTimeout;
     o.readBack = c.resync;

@@ -61,20 +61,21 @@ std::string PeerFanout::notReady() const {
     return sourceConfigured_ && !known_ ? "peer list not received yet" : "";
 }
 
-std::vector<flows::FlowRemoteSubnet> flowRemotes(const peers::PeerSet& peers) {
-    std::vector<flows::FlowRemoteSubnet> out;
-    for (const auto& [_, p] : peers) {
-        if (p.tunnelIP().family != AF_INET) continue;
-        for (const auto& cidr : p.podCIDRs) {
-            if (cidr.family == AF_INET) out.push_back({cidr, p.tunnelIP()});
-        }
-    }
+std::vector<flows::FlowPeer> flowPeers(const peers::PeerSet& peers) {
+    std::vector<flows::FlowPeer> out;
+    for (const auto& [_, p] : peers) out.push_back({p.tunnelIP(), p.podCIDRs, p.nodeIPs});
     return out;
 }
 
-std::vector<gateway::GatewayRoute> peerGatewayRoutes(const peers::PeerSet& peers) {
+std::vector<gateway::GatewayRoute> peerGatewayRoutes(const peers::PeerSet& peers, const std::vector<IpPrefix>& gatewayAddresses) {
     std::vector<gateway::GatewayRoute> out;
-    for (const auto& r : flowRemotes(peers)) out.push_back({r.cidr, std::nullopt});
+    for (const auto& [_, p] : peers) {
+        for (const auto& cidr : p.podCIDRs) {
+            bool served = std::any_of(gatewayAddresses.begin(), gatewayAddresses.end(),
+                                      [&](const IpPrefix& g) { return g.family == cidr.family; });
+            if (served) out.push_back({cidr, std::nullopt});
+        }
+    }
     return out;
 }
 

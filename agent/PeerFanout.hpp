@@ -54,11 +54,12 @@ private:
     bool known_ = false;
 };
 
-// The flow table's remotes: IPv4 pod CIDRs of peers with an IPv4 node address
-// (flows and gw0 routes are IPv4 only for now; a route to an IPv6-underlay
-// peer's pods would only blackhole).
-std::vector<flows::FlowRemoteSubnet> flowRemotes(const peers::PeerSet& peers);
-std::vector<gateway::GatewayRoute> peerGatewayRoutes(const peers::PeerSet& peers);
+// The peers as the flow table takes them: every family (the table leaves out
+// pod CIDRs of a family this node has none of).
+std::vector<flows::FlowPeer> flowPeers(const peers::PeerSet& peers);
+// gw0 routes to the peers' pod CIDRs of the families gw0 has an address of
+// (`gatewayAddresses`): the node kernel reaches remote pods through gw0.
+std::vector<gateway::GatewayRoute> peerGatewayRoutes(const peers::PeerSet& peers, const std::vector<IpPrefix>& gatewayAddresses);
 // What the egress job must not masquerade: pod -> peer pod and pod -> peer node.
 struct PeerNetworks {
     std::vector<IpPrefix> podCidrs;

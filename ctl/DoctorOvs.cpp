@@ -233,7 +233,7 @@ void Doctor::checkFlows(const ovs::OvsdbReplica& replica, std::vector<DoctorChec
     auto held = flows::parseFlowDump(shown.out);
     flows::FlowTable::Rendered want;
     try {
-        auto in = flows::flowInputs(opts, replica, agent::flowRemotes(*peers));
+        auto in = flows::flowInputs(opts, replica, agent::flowPeers(*peers));
         // Of two rows claiming one address, the pod the installed table serves keeps it, as in the agent.
         in.holders = flows::FlowTable::holdersIn(held, in.pods);
         want = flows::FlowTable::render(in);

@@ -21,10 +21,10 @@ std::optional<int> ofportOf(const nlohmann::json& row) {
 
 }  // namespace
 
-FlowInputs flowInputs(const FlowReconcilerOptions& opts, const ovs::OvsdbReplica& replica, std::vector<FlowRemoteSubnet> remotes) {
+FlowInputs flowInputs(const FlowReconcilerOptions& opts, const ovs::OvsdbReplica& replica, std::vector<FlowPeer> peers) {
     FlowInputs in;
-    in.gatewayAddress = opts.gatewayAddress;
-    in.remotes = std::move(remotes);
+    in.gatewayAddresses = opts.gatewayAddresses;
+    in.peers = std::move(peers);
     in.serviceReplyPath = opts.serviceReplyPath;
     // Only br-int's interfaces: an ofport means nothing on another bridge.
     std::set<std::string> onBridge;
@@ -50,8 +50,7 @@ FlowInputs flowInputs(const FlowReconcilerOptions& opts, const ovs::OvsdbReplica
         // pod it leaves out (no ofport yet, a bad or contested field).
         auto ids = ovs::PodPortIds::parse(ovsdb::mapValue(row.value("external_ids", nlohmann::json())));
         if (!ids.madeByKovsCni() || ids.mac.empty() || ids.ipAddresses.empty()) continue;
-        auto v4 = ids.ipv4Addresses();
-        if (!v4.empty()) in.pods.push_back({name, ids.mac, std::move(v4), ofport.value_or(-1)});
+        in.pods.push_back({name, ids.mac, ids.addresses(), ofport.value_or(-1)});
     }
     return in;
 }
@@ -71,7 +70,7 @@ void FlowReconciler::start() {
     // contested address is read back from it before the first render.
     bridge_.dumpFlows([this](std::optional<FlowDump> dump, const std::string&) {
         try {
-            if (dump) holders_ = FlowTable::holdersIn(*dump, flowInputs(opts_, replica_, remotes_).pods);
+            if (dump) holders_ = FlowTable::holdersIn(*dump, flowInputs(opts_, replica_, peers_).pods);
         } catch (const std::exception& e) {
             spdlog::warn("flows: cannot read the pods' addresses back from {}: {}", opts_.bridge, e.what());
         }
@@ -87,8 +86,8 @@ void FlowReconciler::scheduleReadBack() {
     });
 }
 
-void FlowReconciler::setRemotes(std::vector<FlowRemoteSubnet> remotes) {
-    remotes_ = std::move(remotes);
+void FlowReconciler::setPeers(std::vector<FlowPeer> peers) {
+    peers_ = std::move(peers);
     if (started_) reconcile(false);
 }
 
@@ -122,7 +121,7 @@ void FlowReconciler::reconcile(bool readBack) {
 }
 
 void FlowReconciler::pass(bool readBack) {
-    auto in = flowInputs(opts_, replica_, remotes_);
+    auto in = flowInputs(opts_, replica_, peers_);
     in.holders = holders_;
     auto rendered = FlowTable::render(in);
     holders_ = std::move(rendered.holders);
@@ -216,14 +215,12 @@ void FlowReconciler::notifyWaiters() {
 }
 
 void FlowReconciler::countDrops(const FlowDump& dump) {
-    auto update = [&](DropCounter& c, uint64_t cookie) {
-        auto it = dump.packetsByCookie.find(cookie);
+    for (auto& c : drops_) {
+        auto it = dump.packetsByCookie.find(c.cookie);
         uint64_t now = it == dump.packetsByCookie.end() ? 0 : it->second;
         if (now < c.last) c.base += c.last;  // the flows were re-created
         c.last = now;
-    };
-    update(tunnelUnknownSource_, FlowTable::kCookieTunnelUnknownSource);
-    update(podSpoofed_, FlowTable::kCookiePodSpoofed);
+    }
 }
 
 std::string FlowReconciler::notReady() const { return error_.empty() ? "" : "flows: " + error_.str(); }
@@ -235,17 +232,16 @@ void FlowReconciler::status(nlohmann::json& out) const {
                     {"error", error_.str()},
                     {"podsLeftOut", skipped_},
                     {"serviceReplyPath", opts_.serviceReplyPath},
-                    {"dropped", {{"tunnelUnknownSource", tunnelUnknownSource_.total()}, {"podSpoofed", podSpoofed_.total()}}}};
+                    {"dropped", nlohmann::json::object()}};
+    for (const auto& c : drops_) out["flows"]["dropped"][c.statusKey] = c.total();
 }
 
 void FlowReconciler::metrics(MetricsText& out) const {
     out.counter("kovs_flow_installs_total", "Flow table installs (replace-flows bundles).", static_cast<double>(installs_));
     out.counter("kovs_flow_readback_repairs_total", "Reinstalls because the bridge held another table than the one installed.",
                 static_cast<double>(readBackRepairs_));
-    const char* help = "Packets dropped by br-int's ingress checks, by reason.";
-    out.counter("kovs_flow_drops_total", help, static_cast<double>(tunnelUnknownSource_.total()),
-                {{"reason", "tunnel_unknown_source"}});
-    out.counter("kovs_flow_drops_total", help, static_cast<double>(podSpoofed_.total()), {{"reason", "pod_spoofed"}});
+    const char* help = "Packets dropped by br-int's ingress checks (pods, tunnel), by reason.";
+    for (const auto& c : drops_) out.counter("kovs_flow_drops_total", help, static_cast<double>(c.total()), {{"reason", c.reason}});
 }
 
 }  // namespace kovs::flows

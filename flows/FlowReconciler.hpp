@@ -34,7 +34,7 @@ struct FlowReconcilerOptions {
     std::string rundir = "/var/run/openvswitch";
     std::string gatewayPort = "gw0";
     std::string tunnelPort = "tun0";
-    IpPrefix gatewayAddress;  // gw0's IPv4 address and pod CIDR length, "10.244.1.1/24"
+    std::vector<IpPrefix> gatewayAddresses;  // gw0's, one per family with its pod CIDR's length (FlowInputs)
     bool serviceReplyPath = true;
     std::chrono::milliseconds readBack{std::chrono::seconds(30)};
     // Each ovs-ofctl call: a vswitchd that does not answer by then is given up on (and retried).
@@ -44,7 +44,7 @@ struct FlowReconcilerOptions {
 // What FlowTable::render takes, from the replica (the ports, their ofports
 // and addresses) and the peers: the agent's flow job and `kovsctl doctor`'s
 // dry run of it read the same inputs the same way.
-FlowInputs flowInputs(const FlowReconcilerOptions& opts, const ovs::OvsdbReplica& replica, std::vector<FlowRemoteSubnet> remotes);
+FlowInputs flowInputs(const FlowReconcilerOptions& opts, const ovs::OvsdbReplica& replica, std::vector<FlowPeer> peers);
 
 class FlowReconciler : public Job {
 public:
@@ -55,8 +55,8 @@ public:
 
     // First install and the periodic read-back.
     void start();
-    // The peers' IPv4 pod CIDRs and node IPs, already validated (peers/PeerFilter).
-    void setRemotes(std::vector<FlowRemoteSubnet> remotes);
+    // The peers, already validated (peers/PeerFilter).
+    void setPeers(std::vector<FlowPeer> peers);
     // The replica changed.
     void onDatabaseChange();
     // Read the table back soon (coalesced): vswitchd restarted, or may have.
@@ -93,7 +93,7 @@ private:
     RepairLog& repairs_;
     FlowReconcilerOptions opts_;
     OpenFlowBridge bridge_;
-    std::vector<FlowRemoteSubnet> remotes_;
+    std::vector<FlowPeer> peers_;
     std::map<std::string, std::string> holders_;  // the last render's, for the next (FlowInputs::holders)
     bool started_ = false;
 
@@ -110,10 +110,16 @@ private:
     uint64_t readBackRepairs_ = 0;
     // Drop counters survive the flows' own counters being reset (reinstall, vswitchd restart).
     struct DropCounter {
+        uint64_t cookie;
+        const char* statusKey;  // in status' flows.dropped
+        const char* reason;     // the metric's label
         uint64_t base = 0, last = 0;
         uint64_t total() const { return base + last; }
     };
-    DropCounter tunnelUnknownSource_, podSpoofed_;
+    std::vector<DropCounter> drops_{{FlowTable::kCookieTunnelUnknownSource, "tunnelUnknownSource", "tunnel_unknown_source"},
+                                    {FlowTable::kCookieTunnelForgedSource, "tunnelForgedSource", "tunnel_forged_source"},
+                                    {FlowTable::kCookiePodSpoofed, "podSpoofed", "pod_spoofed"},
+                                    {FlowTable::kCookiePodRouterMessage, "podRouterMessage", "pod_router_message"}};
 
     RetryTimer retry_{loop_, std::chrono::milliseconds(200), std::chrono::seconds(10), [this] { reconcile(true); }};
     struct Waiter {

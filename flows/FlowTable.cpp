@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -15,21 +16,70 @@
 namespace kovs::flows {
 namespace {
 
-enum Table { kIngress = 0, kConntrack = 10, kConntrackState = 20, kForward = 30, kFromTunnel = 40, kTunnelDelivery = 41 };
+enum Table {
+    kIngress = 0,
+    kPodNeighbour = 5,
+    kConntrack = 10,
+    kConntrackState = 20,
+    kForward = 30,
+    kNeighbourReply = 31,
+    kFromTunnel = 40,
+    kTunnelDelivery = 41,
+};
+
+// ICMPv6 types of neighbour discovery (RFC 4861).
+constexpr int kRouterAdvert = 134, kNeighbourSolicit = 135, kNeighbourAdvert = 136, kRedirect = 137;
+
+// The OpenFlow spelling of one address family's fields.
+struct Fields {
+    const char* proto;  // "ip", "ipv6"
+    const char* src;
+    const char* dst;
+};
+Fields fieldsOf(int family) { return family == AF_INET ? Fields{"ip", "nw_src", "nw_dst"} : Fields{"ipv6", "ipv6_src", "ipv6_dst"}; }
+// The tunnel header's fields of the underlay's family.
+const char* tunSrc(const IpPrefix& underlay) { return underlay.family == AF_INET ? "tun_src" : "tun_ipv6_src"; }
+const char* tunDst(const IpPrefix& underlay) { return underlay.family == AF_INET ? "tun_dst" : "tun_ipv6_dst"; }
 
 // A pod whose row passed every check: the only shape a stage builds pod flows from.
 struct Pod {
     std::string port;
     MacAddress mac;
-    std::vector<IpPrefix> ips;  // host prefixes (/32)
+    std::vector<IpPrefix> ips;  // host prefixes (/32, /128)
+    std::optional<IpPrefix> linkLocal;  // with an IPv6 address: fe80::/64 EUI-64 of its MAC, what the kernel gives it
     int ofport = -1;
     std::vector<std::string> claims;  // its MAC and addresses as text: what no other pod may have
+
+    // The IPv6 sources it may send from: its addresses and its link-local.
+    std::vector<IpPrefix> ipv6Sources() const {
+        std::vector<IpPrefix> out;
+        for (const auto& ip : ips) {
+            if (ip.family == AF_INET6) out.push_back(ip);
+        }
+        if (linkLocal) out.push_back(*linkLocal);
+        return out;
+    }
 };
 
 std::string macHex(const MacAddress& mac) {
     std::string hex = "0x";
     for (auto b : mac.bytes) hex += fmt::format("{:02x}", b);
     return hex;
+}
+
+// fe80::/64 with the modified EUI-64 interface identifier of `mac` (RFC 4291
+// appendix A): the link-local address a Linux interface takes by default
+// (addr_gen_mode eui64, which kovs-cni sets on the pod's interface).
+IpPrefix eui64LinkLocal(const MacAddress& mac) {
+    IpPrefix ll;
+    ll.family = AF_INET6;
+    ll.prefixLen = 128;
+    ll.bytes[0] = 0xfe;
+    ll.bytes[1] = 0x80;
+    const auto& m = mac.bytes;
+    std::array<uint8_t, 8> id{static_cast<uint8_t>(m[0] ^ 0x02), m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]};
+    std::copy(id.begin(), id.end(), ll.bytes.begin() + 8);
+    return ll;
 }
 
 class Flows {
@@ -54,20 +104,24 @@ private:
 struct Plan {
     int gw = -1, tun = -1;
     MacAddress gwMac;
-    IpPrefix localCidr;
+    std::vector<IpPrefix> gateways;  // one per family, with the pod CIDR's length
     std::vector<Pod> pods;
-    const std::vector<FlowRemoteSubnet>* remotes = nullptr;
+    std::vector<FlowPeer> peers;  // pod CIDRs only of the families in `gateways`
     std::string toGateway;  // the action that hands a packet to the node's kernel
+
+    const IpPrefix* gatewayOf(int family) const {
+        for (const auto& g : gateways) {
+            if (g.family == family) return &g;
+        }
+        return nullptr;
+    }
+    bool hasIPv6() const { return gatewayOf(AF_INET6) != nullptr; }
 };
 
-void checkIPv4(const IpPrefix& p, const std::string& what) {
-    if (p.family != AF_INET) throw Error("flow table: " + what + ": not IPv4: " + p.str());
-}
-
 // One pod row's fields, checked; throws naming the port and the field.
-Pod checkPod(const FlowPod& row, const FlowInputs& in, const IpPrefix& local) {
+Pod checkPod(const FlowPod& row, const Plan& plan) {
     const std::string name = "flow table: pod " + (row.port.empty() ? std::string("(no port name)") : row.port);
-    Pod pod{row.port, {}, {}, row.ofport};
+    Pod pod{row.port, {}, {}, std::nullopt, row.ofport, {}};
     auto mac = MacAddress::tryParse(row.mac);
     if (!mac) throw Error(name + ": not a MAC address: '" + row.mac + "'");
     if (mac->multicast() || mac->zero()) throw Error(name + ": not a unicast MAC address: " + mac->str());
@@ -80,13 +134,17 @@ Pod checkPod(const FlowPod& row, const FlowInputs& in, const IpPrefix& local) {
         } catch (const Error&) {
             throw Error(name + ": not an IP address: '" + text + "'");
         }
-        if (ip.family != AF_INET) throw Error(name + ": not an IPv4 address: " + ip.addressString());
+        const auto* gateway = plan.gatewayOf(ip.family);
+        if (!gateway) throw Error(name + ": " + ip.addressString() + ": this node has no pod CIDR of its family");
+        const auto local = gateway->network();
         if (!local.contains(ip)) throw Error(name + ": " + ip.addressString() + " is outside this node's pod CIDR " + local.str());
-        if (ip == local.host() || ip == in.gatewayAddress.host())
+        if (ip == local.host() || ip == gateway->host())
             throw Error(name + ": " + ip.addressString() + " is the pod CIDR's " + (ip == local.host() ? "network" : "gateway") + " address");
         if (std::find(pod.ips.begin(), pod.ips.end(), ip) == pod.ips.end()) pod.ips.push_back(ip);
     }
-    if (pod.ips.empty()) throw Error(name + ": no IPv4 address");
+    if (pod.ips.empty()) throw Error(name + ": no IP address");
+    if (std::any_of(pod.ips.begin(), pod.ips.end(), [](const IpPrefix& ip) { return ip.family == AF_INET6; }))
+        pod.linkLocal = eui64LinkLocal(pod.mac);
     pod.claims.push_back(pod.mac.str());
     for (const auto& ip : pod.ips) pod.claims.push_back(ip.addressString());
     return pod;
@@ -94,11 +152,11 @@ Pod checkPod(const FlowPod& row, const FlowInputs& in, const IpPrefix& local) {
 
 // The pods whose rows pass checkPod and claim no address or MAC that another
 // row holds, or claims as well while nobody holds it.
-std::vector<Pod> usablePods(const FlowInputs& in, const IpPrefix& local, FlowTable::Rendered& out) {
+std::vector<Pod> usablePods(const FlowInputs& in, const Plan& plan, FlowTable::Rendered& out) {
     std::vector<Pod> checked;
     for (const auto& row : in.pods) {
         try {
-            checked.push_back(checkPod(row, in, local));
+            checked.push_back(checkPod(row, plan));
         } catch (const Error& e) {
             out.skipped.push_back(e.what());
         }
@@ -134,21 +192,58 @@ std::vector<Pod> usablePods(const FlowInputs& in, const IpPrefix& local, FlowTab
 // Table 0.
 void ingress(Flows& f, const Plan& p) {
     f.add(kIngress, 200, "in_port={} actions=goto_table:{}", p.gw, kConntrack);
-    std::set<std::string> peerNodes;
-    for (const auto& r : *p.remotes) peerNodes.insert(r.nodeIP.addressString());
-    for (const auto& ip : peerNodes) f.add(kIngress, 200, "in_port={},tun_src={} actions=goto_table:{}", p.tun, ip, kConntrack);
+    for (const auto& peer : p.peers)
+        f.add(kIngress, 200, "in_port={},{}={} actions=goto_table:{}", p.tun, tunSrc(peer.tunnelIP), peer.tunnelIP.addressString(),
+              kConntrack);
     f.add(kIngress, 190, "cookie={:#x},in_port={} actions=drop", FlowTable::kCookieTunnelUnknownSource, p.tun);
     for (const auto& pod : p.pods) {
         const auto mac = pod.mac.str();
         for (const auto& ip : pod.ips) {
+            if (ip.family != AF_INET) continue;
             const auto a = ip.addressString();
             f.add(kIngress, 200, "in_port={},dl_src={},ip,nw_src={} actions=goto_table:{}", pod.ofport, mac, a, kConntrack);
             f.add(kIngress, 200, "in_port={},dl_src={},arp,arp_spa={},arp_sha={} actions=goto_table:{}", pod.ofport, mac, a, mac,
                   kConntrack);
         }
+        for (const auto& ip : pod.ipv6Sources())
+            f.add(kIngress, 200, "in_port={},dl_src={},ipv6,ipv6_src={} actions=goto_table:{}", pod.ofport, mac, ip.addressString(),
+                  kPodNeighbour);
+        // Duplicate address detection of its link-local (the kernel's, from ::).
+        if (pod.linkLocal)
+            f.add(kIngress, 200, "in_port={},dl_src={},icmp6,icmp_type={},ipv6_src=:: actions=goto_table:{}", pod.ofport, mac,
+                  kNeighbourSolicit, kPodNeighbour);
         f.add(kIngress, 190, "cookie={:#x},in_port={} actions=drop", FlowTable::kCookiePodSpoofed, pod.ofport);
     }
     f.add(kIngress, 0, "actions=drop");  // ports kovs knows nothing of (yet)
+}
+
+// Table 5: what a pod's IPv6 packets say about neighbours (addresses and MACs
+// that other hosts' caches take from them) must be its own.
+void podNeighbour(Flows& f, const Plan& p) {
+    if (!p.hasIPv6()) return;
+    constexpr const char* kNone = "00:00:00:00:00:00";  // no link-layer address option
+    for (const auto& pod : p.pods) {
+        const auto mac = pod.mac.str();
+        for (const auto& ip : pod.ipv6Sources()) {
+            const auto a = ip.addressString();
+            for (const auto* lla : {mac.c_str(), kNone})
+                f.add(kPodNeighbour, 200, "in_port={},icmp6,icmp_type={},nd_target={},nd_tll={} actions=goto_table:{}", pod.ofport,
+                      kNeighbourAdvert, a, lla, kConntrack);
+            f.add(kPodNeighbour, 210, "in_port={},icmp6,icmp_type={},ipv6_src=::,nd_target={},nd_sll={} actions=goto_table:{}",
+                  pod.ofport, kNeighbourSolicit, a, kNone, kConntrack);
+        }
+        if (!pod.linkLocal) continue;
+        f.add(kPodNeighbour, 205, "cookie={:#x},in_port={},icmp6,icmp_type={},ipv6_src=:: actions=drop", FlowTable::kCookiePodSpoofed,
+              pod.ofport, kNeighbourSolicit);
+        for (const auto* lla : {mac.c_str(), kNone})
+            f.add(kPodNeighbour, 200, "in_port={},icmp6,icmp_type={},nd_sll={} actions=goto_table:{}", pod.ofport, kNeighbourSolicit, lla,
+                  kConntrack);
+    }
+    for (int type : {kNeighbourSolicit, kNeighbourAdvert})
+        f.add(kPodNeighbour, 190, "cookie={:#x},icmp6,icmp_type={} actions=drop", FlowTable::kCookiePodSpoofed, type);
+    for (int type : {kRouterAdvert, kRedirect})
+        f.add(kPodNeighbour, 190, "cookie={:#x},icmp6,icmp_type={} actions=drop", FlowTable::kCookiePodRouterMessage, type);
+    f.add(kPodNeighbour, 0, "actions=goto_table:{}", kConntrack);
 }
 
 // Tables 10 and 20, only where a reply of a kernel-forwarded connection can be.
@@ -156,53 +251,108 @@ void conntrack(Flows& f, const Plan& p, bool serviceReplyPath) {
     f.add(kConntrack, 0, "actions=goto_table:{}", kForward);
     if (!serviceReplyPath) return;
     const auto lookup = fmt::format("ct(table={},zone={})", kConntrackState, FlowTable::kCtZone);
-    f.add(kConntrack, 100, "in_port={},ip actions={}", p.gw, lookup);
-    f.add(kConntrack, 100, "in_port={},ip actions={}", p.tun, lookup);
-    f.add(kConntrack, 90, "ip,nw_dst={} actions={}", p.localCidr.str(), lookup);
-    for (const auto& r : *p.remotes) f.add(kConntrack, 90, "ip,nw_dst={} actions={}", r.cidr.str(), lookup);
-    f.add(kConntrackState, 200, "ct_state=+new+trk,in_port={},ip actions=ct(commit,zone={},exec(set_field:0x1/0x1->ct_mark)),goto_table:{}",
-          p.gw, FlowTable::kCtZone, kForward);
+    // Neighbour discovery is no connection: straight on.
+    if (p.hasIPv6()) {
+        for (int type : {kNeighbourSolicit, kNeighbourAdvert})
+            f.add(kConntrack, 110, "icmp6,icmp_type={} actions=goto_table:{}", type, kForward);
+    }
+    for (const auto& gateway : p.gateways) {
+        const auto x = fieldsOf(gateway.family);
+        f.add(kConntrack, 100, "in_port={},{} actions={}", p.gw, x.proto, lookup);
+        f.add(kConntrack, 100, "in_port={},{} actions={}", p.tun, x.proto, lookup);
+        f.add(kConntrack, 90, "{},{}={} actions={}", x.proto, x.dst, gateway.network().str(), lookup);
+        f.add(kConntrackState, 200, "ct_state=+new+trk,in_port={},{} actions=ct(commit,zone={},exec(set_field:0x1/0x1->ct_mark)),goto_table:{}",
+              p.gw, x.proto, FlowTable::kCtZone, kForward);
+        f.add(kConntrackState, 190, "ct_state=+rpl+trk,ct_mark=0x1/0x1,{} actions={}", x.proto, p.toGateway);
+    }
+    for (const auto& peer : p.peers) {
+        for (const auto& cidr : peer.podCIDRs) {
+            const auto x = fieldsOf(cidr.family);
+            f.add(kConntrack, 90, "{},{}={} actions={}", x.proto, x.dst, cidr.str(), lookup);
+        }
+    }
     f.add(kConntrackState, 195, "in_port={} actions=goto_table:{}", p.gw, kForward);
-    f.add(kConntrackState, 190, "ct_state=+rpl+trk,ct_mark=0x1/0x1,ip actions={}", p.toGateway);
     f.add(kConntrackState, 0, "actions=goto_table:{}", kForward);
 }
 
-// Table 30.
+// Tables 30 and 31.
 void forward(Flows& f, const Plan& p) {
     const auto gwMac = p.gwMac.str();
     f.add(kForward, 150, "in_port={} actions=goto_table:{}", p.tun, kFromTunnel);
-    for (const auto& r : *p.remotes) {
-        // Answer the node kernel's ARP for any address of a peer's pod CIDR
-        // with the gateway MAC: swap sender/target and reply out the same port.
-        f.add(kForward, 200,
-              "arp,arp_op=1,arp_tpa={} actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:{}->eth_src,"
-              "load:0x2->NXM_OF_ARP_OP[],move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],load:{}->NXM_NX_ARP_SHA[],"
-              "move:NXM_OF_ARP_TPA[]->NXM_NX_REG0[],move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],"
-              "move:NXM_NX_REG0[]->NXM_OF_ARP_SPA[],IN_PORT",
-              r.cidr.str(), gwMac, macHex(p.gwMac));
-        f.add(kForward, 100, "ip,nw_dst={} actions=set_field:{}->tun_dst,output:{}", r.cidr.str(), r.nodeIP.addressString(), p.tun);
+    for (const auto& peer : p.peers) {
+        for (const auto& cidr : peer.podCIDRs) {
+            const auto x = fieldsOf(cidr.family);
+            if (cidr.family == AF_INET) {
+                // Answer the node kernel's ARP for any address of a peer's pod CIDR
+                // with the gateway MAC: swap sender/target and reply out the same port.
+                f.add(kForward, 200,
+                      "arp,arp_op=1,arp_tpa={} actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:{}->eth_src,"
+                      "load:0x2->NXM_OF_ARP_OP[],move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],load:{}->NXM_NX_ARP_SHA[],"
+                      "move:NXM_OF_ARP_TPA[]->NXM_NX_REG0[],move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],"
+                      "move:NXM_NX_REG0[]->NXM_OF_ARP_SPA[],IN_PORT",
+                      cidr.str(), gwMac, macHex(p.gwMac));
+            } else {
+                // The same for a neighbour solicitation: it becomes a solicited,
+                // overriding advertisement from the target. OVS takes nd_tll only
+                // in a flow that matches an advertisement, so table 31 sets it
+                // after the message type has become one.
+                f.add(kForward, 200,
+                      "icmp6,icmp_type={},nd_target={} actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:{}->eth_src,"
+                      "move:NXM_NX_IPV6_SRC[]->NXM_NX_IPV6_DST[],move:NXM_NX_ND_TARGET[]->NXM_NX_IPV6_SRC[],"
+                      "set_field:{}->icmpv6_type,set_field:0x60000000->nd_reserved,set_field:2->nd_options_type,resubmit(,{})",
+                      kNeighbourSolicit, cidr.str(), gwMac, kNeighbourAdvert, kNeighbourReply);
+            }
+            f.add(kForward, 100, "{},{}={} actions=set_field:{}->{},output:{}", x.proto, x.dst, cidr.str(), peer.tunnelIP.addressString(),
+                  tunDst(peer.tunnelIP), p.tun);
+        }
     }
     for (const auto& pod : p.pods) {
-        for (const auto& ip : pod.ips)
-            f.add(kForward, 100, "ip,nw_dst={} actions=set_field:{}->eth_dst,output:{}", ip.addressString(), pod.mac.str(), pod.ofport);
+        auto deliver = [&](const IpPrefix& ip) {
+            f.add(kForward, 100, "{},{}={} actions=set_field:{}->eth_dst,output:{}", fieldsOf(ip.family).proto, fieldsOf(ip.family).dst,
+                  ip.addressString(), pod.mac.str(), pod.ofport);
+        };
+        for (const auto& ip : pod.ips) deliver(ip);
+        if (pod.linkLocal) deliver(*pod.linkLocal);
     }
-    f.add(kForward, 50, "ip actions={}", p.toGateway);  // the node, Services, the world
+    for (const auto& gateway : p.gateways)
+        f.add(kForward, 50, "{} actions={}", fieldsOf(gateway.family).proto, p.toGateway);  // the node, Services, the world
+    if (p.hasIPv6()) {
+        for (int type : {kNeighbourSolicit, kNeighbourAdvert}) f.add(kForward, 60, "icmp6,icmp_type={} actions=NORMAL", type);
+        f.add(kForward, 55, "ipv6,ipv6_dst=ff00::/8 actions=drop");  // other multicast stays on the link it was sent on
+        f.add(kNeighbourReply, 100, "icmp6,icmp_type={} actions=set_field:{}->nd_tll,IN_PORT", kNeighbourAdvert, gwMac);
+        f.add(kNeighbourReply, 0, "actions=drop");
+    }
     f.add(kForward, 10, "arp actions=NORMAL");
     f.add(kForward, 0, "actions=drop");
 }
 
 // Tables 40 and 41.
 void fromTunnel(Flows& f, const Plan& p) {
-    for (const auto& r : *p.remotes) f.add(kFromTunnel, 100, "ip,nw_src={} actions=goto_table:{}", r.cidr.str(), kTunnelDelivery);
-    f.add(kFromTunnel, 50, "ip actions={}", p.toGateway);
-    f.add(kFromTunnel, 0, "actions=drop");
+    for (const auto& peer : p.peers) {
+        const auto outer = fmt::format("{}={}", tunSrc(peer.tunnelIP), peer.tunnelIP.addressString());
+        for (const auto& cidr : peer.podCIDRs) {
+            const auto x = fieldsOf(cidr.family);
+            f.add(kFromTunnel, 100, "{},{},{}={} actions=goto_table:{}", outer, x.proto, x.src, cidr.str(), kTunnelDelivery);
+        }
+        for (const auto& ip : peer.nodeIPs) {
+            if (!p.gatewayOf(ip.family)) continue;
+            const auto x = fieldsOf(ip.family);
+            f.add(kFromTunnel, 100, "{},{},{}={} actions={}", outer, x.proto, x.src, ip.addressString(), p.toGateway);
+        }
+    }
+    f.add(kFromTunnel, 0, "cookie={:#x},actions=drop", FlowTable::kCookieTunnelForgedSource);
     for (const auto& pod : p.pods) {
-        for (const auto& ip : pod.ips)
-            f.add(kTunnelDelivery, 100, "ip,nw_dst={} actions=set_field:{}->eth_src,set_field:{}->eth_dst,output:{}", ip.addressString(),
-                  p.gwMac.str(), pod.mac.str(), pod.ofport);
+        for (const auto& ip : pod.ips) {
+            const auto x = fieldsOf(ip.family);
+            f.add(kTunnelDelivery, 100, "{},{}={} actions=set_field:{}->eth_src,set_field:{}->eth_dst,output:{}", x.proto, x.dst,
+                  ip.addressString(), p.gwMac.str(), pod.mac.str(), pod.ofport);
+        }
     }
     // The gateway's own address (replies to the node), and pods without flows yet.
-    f.add(kTunnelDelivery, 90, "ip,nw_dst={} actions={}", p.localCidr.str(), p.toGateway);
+    for (const auto& gateway : p.gateways) {
+        const auto x = fieldsOf(gateway.family);
+        f.add(kTunnelDelivery, 90, "{},{}={} actions={}", x.proto, x.dst, gateway.network().str(), p.toGateway);
+    }
     f.add(kTunnelDelivery, 0, "actions=drop");
 }
 
@@ -215,24 +365,29 @@ FlowTable::Rendered FlowTable::render(const FlowInputs& in) {
     if (in.gateway.ofport <= 0) throw Error("flow table: gateway: no OpenFlow port yet");
     auto gwMac = MacAddress::tryParse(in.gateway.mac);
     if (!gwMac) throw Error("flow table: gateway: not a MAC address: '" + in.gateway.mac + "'");
-    if (in.gatewayAddress == IpPrefix{}) throw Error("flow table: no IPv4 gateway address (node.podCIDRs has no IPv4 CIDR)");
-    checkIPv4(in.gatewayAddress, "gateway address");
-    if (in.gatewayAddress.prefixLen == 0 || in.gatewayAddress.prefixLen >= 31)
-        throw Error("flow table: gateway address " + in.gatewayAddress.str() + ": no pod CIDR around it");
-    for (const auto& r : in.remotes) {
-        checkIPv4(r.cidr, "peer pod CIDR");
-        checkIPv4(r.nodeIP, "peer node IP");
+    if (in.gatewayAddresses.empty()) throw Error("flow table: no gateway address (node.podCIDRs is empty)");
+    for (const auto& g : in.gatewayAddresses) {
+        if (p.gatewayOf(g.family)) throw Error("flow table: two gateway addresses of one family: " + joinPrefixes(in.gatewayAddresses));
+        if (g.prefixLen == 0 || g.prefixLen >= g.maxPrefixLen() - 1)
+            throw Error("flow table: gateway address " + g.str() + ": no pod CIDR around it");
+        p.gateways.push_back(g);
+    }
+    for (const auto& peer : in.peers) {
+        FlowPeer kept{peer.tunnelIP, {}, peer.nodeIPs};
+        for (const auto& cidr : peer.podCIDRs) {
+            if (p.gatewayOf(cidr.family)) kept.podCIDRs.push_back(cidr);
+        }
+        p.peers.push_back(std::move(kept));
     }
     p.gw = in.gateway.ofport;
     p.tun = in.tunnelOfport;
     p.gwMac = *gwMac;
-    p.localCidr = in.gatewayAddress.network();
-    p.remotes = &in.remotes;
     p.toGateway = fmt::format("set_field:{}->eth_dst,output:{}", p.gwMac.str(), p.gw);
-    p.pods = usablePods(in, p.localCidr, out);
+    p.pods = usablePods(in, p, out);
 
     Flows f;
     ingress(f, p);
+    podNeighbour(f, p);
     conntrack(f, p, in.serviceReplyPath);
     forward(f, p);
     fromTunnel(f, p);
@@ -247,6 +402,7 @@ std::map<std::string, std::string> FlowTable::holdersIn(const FlowDump& dump, co
     std::istringstream lines(dump.flows);
     for (std::string line; std::getline(lines, line);) {
         // "cookie=0x0, table=0, priority=200,ip,in_port=7,dl_src=0a:58:0a:f4:01:05,nw_src=10.244.1.5 actions=goto_table:10"
+        // (ipv6 and ipv6_src for IPv6; a pod's link-local comes along, which no pod claims)
         if (auto t = line.find("table="); t != std::string::npos && line.compare(t, 9, "table=0, ") != 0) continue;
         auto match = line.substr(0, line.find(" actions="));
         match = match.substr(match.rfind(", ") + 2);
@@ -256,11 +412,12 @@ std::map<std::string, std::string> FlowTable::holdersIn(const FlowDump& dump, co
             auto eq = part.find('=');
             field[part.substr(0, eq)] = eq == std::string::npos ? "" : part.substr(eq + 1);
         }
-        if (!field.count("ip") || !field.count("in_port") || !field.count("dl_src") || !field.count("nw_src")) continue;
+        const char* src = field.count("ip") ? "nw_src" : field.count("ipv6") ? "ipv6_src" : nullptr;
+        if (!src || !field.count("in_port") || !field.count("dl_src") || !field.count(src)) continue;
         int ofport = std::atoi(field["in_port"].c_str());
         auto port = portAt.find(ofport);
         if (port == portAt.end()) continue;
-        holders[field["nw_src"]] = port->second;
+        holders[field[src]] = port->second;
         holders[field["dl_src"]] = port->second;
     }
     return holders;

@@ -6,12 +6,12 @@
 // pipeline with the reasons; in short:
 //
 //   table 0  ingress: gw0 is trusted; tun0 only from known peer node IPs; a pod
-//            port only with its own MAC and IP (no spoofing of the gateway or
-//            of another pod); anything else is dropped and counted.
-//
-// render builds the table stage by stage (one function per table above) from
-// typed inputs: every address that reaches a flow is an IpPrefix or a
-// MacAddress that render parsed and checked, never text passed through.
+//            port only with its own MAC and addresses (IPv6: also its
+//            link-local, EUI-64 from its MAC), so no spoofing of the gateway
+//            or of another pod; anything else is dropped and counted.
+//   table 5  a pod's IPv6 neighbour discovery: solicitations and
+//            advertisements only for its own addresses and MAC; router
+//            advertisements and redirects from pods dropped and counted.
 //   table 10 conntrack lookup (zone kCtZone) for IP traffic that may be the
 //            reply of a connection the node's kernel forwarded (kube-proxy's
 //            Service DNAT lives there): everything from gw0 and tun0, and from
@@ -22,12 +22,19 @@
 //            DNAT (or SNAT) sees the reply and undoes it.
 //   table 30 L3 forwarding: peer pod CIDR -> tunnel (tun_dst = peer node IP);
 //            local pod -> its port; everything else -> gw0 (the node's
-//            kernel: Services, the node, the world). ARP among local ports
-//            goes NORMAL; ARP from the node for a peer pod is answered here.
-//   table 40 from the tunnel: a remote pod's packet is delivered to the local
-//            pod; any other source (a peer node's own address replying to a
-//            pod, e.g. a hostNetwork Service backend) goes to gw0, because the
-//            request left this node through its kernel and the uplink.
+//            kernel: Services, the node, the world). ARP and neighbour
+//            discovery among local ports go NORMAL; the node's ARP and
+//            neighbour solicitations for a peer's pod are answered here
+//            (table 31 finishes the advertisement).
+//   table 40 from the tunnel, the inner source bound to the outer: from peer
+//            X only X's pod CIDRs (delivered to the local pod, table 41) and
+//            X's node addresses (through gw0: a hostNetwork backend replying);
+//            anything else is forged, dropped and counted.
+//
+// render builds the table stage by stage (one function per table above) from
+// typed inputs, for each address family this node has a pod CIDR of: every
+// address that reaches a flow is an IpPrefix or a MacAddress that render
+// parsed and checked, never text passed through.
 #include <cstdint>
 #include <map>
 #include <set>
@@ -50,23 +57,30 @@ struct FlowPort {
 struct FlowPod {
     std::string port;                    // the OVS port's name
     std::string mac;                     // attached-mac
-    std::vector<std::string> addresses;  // its IPv4 ip-address entries, "10.244.1.5/24" or "10.244.1.5"
+    std::vector<std::string> addresses;  // its ip-address entries, "10.244.1.5/24", "fd00:10:244:1::5" ...
     int ofport = -1;
 };
 
-struct FlowRemoteSubnet {
-    IpPrefix cidr;    // an IPv4 pod CIDR of a peer (network prefix)
-    IpPrefix nodeIP;  // the peer's IPv4 underlay address (tun_dst, and the tun_src accepted)
+// A peer node (validated by peers/PeerFilter).
+struct FlowPeer {
+    // Its underlay address: the tun_dst (tun_ipv6_dst) of what is sent to
+    // it, the only outer source accepted from it.
+    IpPrefix tunnelIP;
+    std::vector<IpPrefix> podCIDRs;  // network prefixes, either family
+    // Its node addresses: besides its pod CIDRs, the only inner sources it
+    // may send from.
+    std::vector<IpPrefix> nodeIPs;
 };
 
 struct FlowInputs {
     int tunnelOfport = -1;
     FlowPort gateway;  // gw0
-    // gw0's IPv4 address with the length of this node's pod CIDR
-    // ("10.244.1.1/24"): its network is the local pod CIDR.
-    IpPrefix gatewayAddress;
+    // gw0's addresses, at most one per family, each with the length of this
+    // node's pod CIDR of its family ("10.244.1.1/24", "fd00:10:244:1::1/64"):
+    // their networks are the local pod CIDRs, and the families the table has.
+    std::vector<IpPrefix> gatewayAddresses;
     std::vector<FlowPod> pods;
-    std::vector<FlowRemoteSubnet> remotes;  // validated by peers/PeerFilter
+    std::vector<FlowPeer> peers;
     // Address or MAC -> the pod port that had it in the table rendered last
     // (Rendered::holders of the agent's previous pass): against a newer row
     // claiming the same, the holder keeps it.
@@ -83,6 +97,8 @@ public:
     // Cookies of the drop flows whose packet counts are exported as metrics.
     static constexpr uint64_t kCookieTunnelUnknownSource = 0x6b01;
     static constexpr uint64_t kCookiePodSpoofed = 0x6b02;
+    static constexpr uint64_t kCookieTunnelForgedSource = 0x6b03;
+    static constexpr uint64_t kCookiePodRouterMessage = 0x6b04;
 
     struct Rendered {
         std::string flows;                 // one per line, sorted
@@ -92,11 +108,13 @@ public:
     };
 
     // Throws kovs::Error when an input the whole table needs is unusable
-    // (tunnel or gateway without an ofport, a bad gateway MAC, no IPv4
-    // gateway address, a peer that is not IPv4). A pod that is unusable only
-    // loses its own flows, and is named in `skipped`: no ofport yet; a MAC in
-    // its row that is malformed or not unicast; an address that is malformed,
-    // outside the local pod CIDR, or the CIDR's network or gateway address;
+    // (tunnel or gateway without an ofport, a bad gateway MAC, no gateway
+    // address, two of one family, or one with no room for pods). A peer pod
+    // CIDR of a family this node has none of is left out. A pod that is
+    // unusable only loses its own flows, and is named in `skipped`: no ofport
+    // yet; a MAC in its row that is malformed or not unicast; an address that
+    // is malformed, of a family this node has no pod CIDR of, outside the
+    // local pod CIDR, or the CIDR's network or gateway address;
     // an address or MAC another pod's row claims too: the holder (see
     // FlowInputs::holders) keeps it and the others are refused, and where
     // none holds it all are (nothing in OVSDB says which is the real pod).

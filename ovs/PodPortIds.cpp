@@ -34,11 +34,11 @@ std::map<std::string, std::string> PodPortIds::toMap() const {
     return ids;
 }
 
-std::vector<std::string> PodPortIds::ipv4Addresses() const {
+std::vector<std::string> PodPortIds::addresses() const {
     std::vector<std::string> out;
     std::stringstream list(ipAddresses);
     for (std::string cidr; std::getline(list, cidr, ',');) {
-        if (!cidr.empty() && cidr.find(':') == std::string::npos) out.push_back(cidr.substr(0, cidr.find('/')));
+        if (!cidr.empty()) out.push_back(cidr.substr(0, cidr.find('/')));
     }
     return out;
 }

@@ -33,8 +33,8 @@ struct PodPortIds {
     std::map<std::string, std::string> toMap() const;
 
     bool madeByKovsCni() const { return owner == kCniOwner; }
-    // The IPv4 addresses of ip-address, without their prefix length.
-    std::vector<std::string> ipv4Addresses() const;
+    // The addresses of ip-address (both families), without their prefix length.
+    std::vector<std::string> addresses() const;
 };
 
 }  // namespace kovs::ovs

@@ -15,6 +15,7 @@
 #include "base/RepairLog.hpp"
 #include "flows/FlowDump.hpp"
 #include "flows/FlowReconciler.hpp"
+#include "base/Process.hpp"
 #include "ovs/OvsdbClient.hpp"
 #include "tests/support/OvsSandbox.hpp"
 
@@ -26,7 +27,7 @@ namespace {
 
 constexpr const char* kPodMac = "0a:58:0a:f4:01:05";
 
-flows::FlowRemoteSubnet remote(const char* cidr, const char* nodeIP) { return {IpPrefix::parse(cidr), IpPrefix::parse(nodeIP)}; }
+flows::FlowPeer peer(const char* nodeIP, const char* cidr) { return {IpPrefix::parse(nodeIP), {IpPrefix::parse(cidr)}, {IpPrefix::parse(nodeIP)}}; }
 
 class FlowReconcilerTest : public ::testing::Test {
 protected:
@@ -51,14 +52,15 @@ protected:
     }
 
     // The flow job as the agent starts it (again, after a restart).
-    void startReconciler() {
+    void startReconciler(std::vector<IpPrefix> gatewayAddresses = {IpPrefix::parse("10.244.1.1/24")},
+                         std::vector<flows::FlowPeer> peers = {peer("172.18.0.3", "10.244.2.0/24")}) {
         flows.reset();
         flows::FlowReconcilerOptions f;
         f.rundir = ovs.dir();
-        f.gatewayAddress = kovs::IpPrefix::parse("10.244.1.1/24");
+        f.gatewayAddresses = std::move(gatewayAddresses);
         f.readBack = 1h;  // the tests ask for read-backs themselves
         flows = std::make_unique<flows::FlowReconciler>(loop, db->replica(), repairs, f);
-        flows->setRemotes({remote("10.244.2.0/24", "172.18.0.3")});
+        flows->setPeers(std::move(peers));
         flows->start();
     }
 
@@ -121,7 +123,7 @@ TEST_F(FlowReconcilerTest, InstallsTheTableAndRepairsOneThatChangedUnderIt) {
 
 TEST_F(FlowReconcilerTest, APeerChangeReplacesOnlyWhatChanged) {
     ASSERT_TRUE(installedWithPod());
-    flows->setRemotes({remote("10.244.3.0/24", "172.18.0.4")});
+    flows->setPeers({peer("172.18.0.4", "10.244.3.0/24")});
     ASSERT_TRUE(runUntil([&] { return dump().find("10.244.3.0/24") != std::string::npos; })) << dump();
     EXPECT_EQ(dump().find("10.244.2.0/24"), std::string::npos) << "the old peer's flows are gone:\n" << dump();
     EXPECT_EQ(dump().find("tun_src=172.18.0.3"), std::string::npos) << dump();
@@ -202,6 +204,88 @@ TEST_F(FlowReconcilerTest, APortRowClaimingARunningPodsAddressIsRefusedAndThePod
     ASSERT_TRUE(runUntil([&] { return status()["podsLeftOut"].empty(); })) << status().dump();
 }
 
+// A VXLAN packet proves nothing about its sender: before the inner source
+// was bound to the outer, a packet from a known peer's address was delivered
+// with any source in any peer's pod CIDR, and anything else went to gw0.
+TEST_F(FlowReconcilerTest, FromTheTunnelAPeerSpeaksOnlyForItsOwnPodsAndItself) {
+    startReconciler({IpPrefix::parse("10.244.1.1/24")}, {peer("172.18.0.3", "10.244.2.0/24"), peer("172.18.0.4", "10.244.3.0/24")});
+    ASSERT_TRUE(installedWithPod()) << status().dump();
+    ASSERT_TRUE(runUntil([&] { return dump().find("10.244.3.0/24") != std::string::npos; })) << dump();
+    auto own = trace("in_port=2,tun_src=172.18.0.3,tun_dst=172.18.0.2,ip,nw_src=10.244.2.7,nw_dst=10.244.1.5", "trk,new");
+    EXPECT_NE(own.find("output:7"), std::string::npos) << own;
+    // From 172.18.0.3: the other peer's pod, a local pod, this node's gateway, an address outside every CIDR.
+    for (const char* src : {"10.244.3.7", "10.244.1.9", "10.244.1.1", "192.0.2.1"}) {
+        auto forged = trace(std::string("in_port=2,tun_src=172.18.0.3,tun_dst=172.18.0.2,ip,nw_src=") + src + ",nw_dst=10.244.1.5",
+                            "trk,new");
+        EXPECT_NE(lastLine(forged).find("Datapath actions: drop"), std::string::npos) << src << ":\n" << forged;
+        EXPECT_EQ(forged.find("output:1"), std::string::npos) << src << " must not reach the node's kernel either:\n" << forged;
+    }
+    // Real packets: two forged frames from the tunnel port are counted.
+    for (int i = 0; i < 2; ++i) {
+        // Ethernet + IPv4 from 10.244.3.7 (the other peer's pod) to 10.244.1.5, UDP.
+        ovs.ofctl({"packet-out", "br-int",
+                   "in_port=2,packet=aabbcc000001" "0a580af40307" "0800"
+                   "4500001c000100004011" "0000" "0af40307" "0af40105" "303930390008" "0000"
+                   ",actions=set_field:172.18.0.3->tun_src,resubmit(,0)"});
+    }
+    flows->verifySoon();
+    ASSERT_TRUE(runUntil([&] { return status()["dropped"]["tunnelForgedSource"] == 2; })) << status().dump() << dump();
+    MetricsText m;
+    flows->metrics(m);
+    EXPECT_NE(m.str().find("kovs_flow_drops_total{reason=\"tunnel_forged_source\"} 2"), std::string::npos) << m.str();
+}
+
+// kind's `ipFamily: dual`: vswitchd takes the IPv6 stages as rendered, they
+// decide as flows/FlowTable.hpp says, and the node's kernel accepts the
+// advertisement the table makes for a peer's pod.
+TEST_F(FlowReconcilerTest, ADualStackTableDecidesBothFamiliesAndAnswersTheNodesSolicitations) {
+    ovs.vsctl({"set", "interface", "pod1", "external_ids:ip-address=\"10.244.1.5/24,fd00:10:244:1::5/64\""});
+    flows::FlowPeer dual{IpPrefix::parse("172.18.0.3"),
+                         {IpPrefix::parse("10.244.2.0/24"), IpPrefix::parse("fd00:10:244:2::/64")},
+                         {IpPrefix::parse("172.18.0.3"), IpPrefix::parse("fc00:f853:ccd:e793::3")}};
+    startReconciler({IpPrefix::parse("10.244.1.1/24"), IpPrefix::parse("fd00:10:244:1::1/64")}, {dual});
+    ASSERT_TRUE(runUntil([&] { return status().value("installs", 0) > 0 && dump().find("ipv6_dst=fd00:10:244:1::5 ") != std::string::npos; }))
+        << status().dump() << dump();
+    const auto& desired = flows->desired();
+    EXPECT_EQ(flows::parseFlowDump(dump()).count, static_cast<size_t>(std::count(desired.begin(), desired.end(), '\n')))
+        << "every flow rendered is on the bridge:\n" << desired << dump();
+
+    auto in6 = trace("in_port=2,tun_src=172.18.0.3,tun_dst=172.18.0.2,ipv6,ipv6_src=fd00:10:244:2::7,ipv6_dst=fd00:10:244:1::5", "trk,new");
+    EXPECT_NE(in6.find("output:7"), std::string::npos) << in6;
+    const std::string pod = std::string("in_port=7,dl_src=") + kPodMac + ",";
+    auto out6 = trace(pod + "ipv6,ipv6_src=fd00:10:244:1::5,ipv6_dst=fd00:10:244:2::7", "trk,new");
+    EXPECT_NE(out6.find("set_field:172.18.0.3->tun_dst"), std::string::npos) << out6;
+    EXPECT_NE(out6.find("output:2"), std::string::npos) << out6;
+    auto forged6 = trace("in_port=2,tun_src=172.18.0.3,tun_dst=172.18.0.2,ipv6,ipv6_src=fd00:10:244:1::9,ipv6_dst=fd00:10:244:1::5");
+    EXPECT_NE(lastLine(forged6).find("Datapath actions: drop"), std::string::npos) << forged6;
+    auto spoofed6 = trace(pod + "ipv6,ipv6_src=fd00:10:244:1::1,ipv6_dst=fd00:10:244:2::7");
+    EXPECT_NE(lastLine(spoofed6).find("drop"), std::string::npos) << spoofed6;
+    // The pod may announce itself, not the gateway, and not be a router.
+    auto ownNa = trace(pod + "icmp6,ipv6_src=fd00:10:244:1::5,ipv6_dst=ff02::1,icmpv6_type=136,nd_target=fd00:10:244:1::5,nd_tll=" + kPodMac);
+    EXPECT_EQ(lastLine(ownNa).find("drop"), std::string::npos) << ownNa;
+    auto gatewayNa = trace(pod + "icmp6,ipv6_src=fd00:10:244:1::5,ipv6_dst=ff02::1,icmpv6_type=136,nd_target=fd00:10:244:1::1,nd_tll=" + kPodMac);
+    EXPECT_NE(lastLine(gatewayNa).find("drop"), std::string::npos) << gatewayNa;
+    auto ra = trace(pod + "icmp6,ipv6_src=fe80::858:aff:fef4:105,ipv6_dst=ff02::1,icmpv6_type=134");
+    EXPECT_NE(lastLine(ra).find("drop"), std::string::npos) << ra;
+
+    // Real packets: the node's kernel solicits a peer's pod on gw0 and takes
+    // the table's answer (gw0 as the address; the tunnel carries the rest).
+    runChecked({"ip", "link", "set", "gw0", "up"});
+    runChecked({"ip", "-6", "addr", "add", "fd00:10:244:1::1/64", "dev", "gw0", "nodad"});
+    runChecked({"ip", "-6", "route", "add", "fd00:10:244:2::/64", "dev", "gw0"});
+    auto link = runChecked({"ip", "-o", "link", "show", "gw0"});  // "... link/ether aa:bb:.. brd ..."
+    auto at = link.find("link/ether ");
+    ASSERT_NE(at, std::string::npos) << link;
+    auto gwMac = link.substr(at + 11, 17);
+    std::string neigh;
+    ASSERT_TRUE(runUntil([&] {
+        runProcess({"ping", "-6", "-c1", "-W1", "fd00:10:244:2::7"});
+        neigh = runChecked({"ip", "-6", "neigh", "show", "fd00:10:244:2::7", "dev", "gw0"});
+        return neigh.find("lladdr " + gwMac) != std::string::npos;
+    }, 10s)) << neigh << dump();
+    EXPECT_EQ(neigh.find("FAILED"), std::string::npos) << neigh;
+}
+
 TEST_F(FlowReconcilerTest, TheReplyOfAConnectionTheKernelForwardedGoesBackToIt) {
     ASSERT_TRUE(installedWithPod());
     // A connection the node's kernel DNATed (a Service) comes in from gw0 and is committed with a mark...
@@ -257,12 +341,12 @@ TEST_F(FlowReconcilerTest, AStoppedVswitchdDoesNotStallTheLoop) {
     ASSERT_TRUE(installedWithPod());
     flows::FlowReconcilerOptions f;
     f.rundir = ovs.dir();
-    f.gatewayAddress = kovs::IpPrefix::parse("10.244.1.1/24");
+    f.gatewayAddresses = {kovs::IpPrefix::parse("10.244.1.1/24")};
     f.readBack = 1h;
     f.ofctlTimeout = 500ms;
     RepairLog log;
     flows::FlowReconciler slow(loop, db->replica(), log, f);
-    slow.setRemotes({remote("10.244.9.0/24", "172.18.0.9")});  // another table than `flows` installed: an install is due
+    slow.setPeers({peer("172.18.0.9", "10.244.9.0/24")});  // another table than `flows` installed: an install is due
     ::kill(ovs.vswitchdPid(), SIGSTOP);
     slow.start();
     auto largestGap = std::chrono::steady_clock::duration::zero();
