@@ -25,6 +25,8 @@ packages=(
   # the kind-node provider: the test pods' image (static busybox), the kubelet
   # runner's manifest reader, conntrack for the leak checks
   busybox-static python3-yaml conntrack
+  # hostile-input tests: forged VXLAN packets sent from the underlay
+  python3-scapy
   # rebuilds: meson uses ccache by itself when it is installed
   ccache
   # the OVN companion scenario (tests/e2e/ovn_companion_test.sh): OVN 23.03 as

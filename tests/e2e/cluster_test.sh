@@ -221,4 +221,45 @@ mv "$CLUSTER_DIR/peers.yaml.good" "$CLUSTER_DIR/peers.yaml"
 wait_for "doctor clean once the peer is gone" 30 kovsctl 1 doctor
 pass "a peer with an overlapping pod CIDR is refused, shown by status and doctor, never installed"
 
+# Forged VXLAN: VXLAN has no authentication, so anything on the kind network
+# can send to node 1 from node 2's address (scapy, from the underlay: the
+# Docker host's side of the network, where any container sits). From peer X
+# only X's pod CIDRs and X's node addresses may come; before that binding,
+# every inner source here but the outside one was delivered to pod 1/1, and
+# that one went into node 1's kernel through gw0. The genuine-looking packet
+# (node 2's pod) is the control: it must arrive, or the forging proves nothing.
+dev=$(in_underlay ip -j route get "$(node_ip 1)" | jq -r '.[0].dev')
+br_phy_mac=$(in_node 1 cat /sys/class/net/br-phy/address)
+target=$(pod_ip 1 1)
+forge() {  # TAG INNER_SRC
+    in_underlay /usr/bin/python3 "$root/tests/cluster/forge_vxlan.py" --dev "$dev" --dst-mac "$br_phy_mac" \
+        --outer-src "$(node_ip 2)" --outer-dst "$(node_ip 1)" --inner-src "$2" --inner-dst "$target" --port 9999 --count 3 --tag "$1"
+}
+forged_drops() {
+    in_node 1 ovs-ofctl dump-flows "unix:$(node_dir 1)/run/br-int.mgmt" table=40,cookie=0x6b03/-1 |
+        grep -o 'n_packets=[0-9]*' | cut -d= -f2 | paste -sd+ | bc
+}
+drops_before=$(forged_drops)
+in_pod 1 1 timeout 40 tcpdump -nli eth0 -A -c 3 udp port 9999 > "$CLUSTER_DIR/forged.txt" 2>/dev/null &
+sniffer=$!
+sleep 1
+forge forged-other-nodes-pod "$(pod_ip 3 1)"
+forge forged-local-pod "$(pod_ip 1 2)"
+forge forged-gateway "$(node_gw_ip 1)"
+forge forged-this-node "$(node_ip 1)"
+forge forged-outside 192.0.2.1
+forge genuine-peer-pod "$(pod_ip 2 1)"
+wait "$sniffer" || true
+! grep -q forged- "$CLUSTER_DIR/forged.txt" || fail "a forged inner source was delivered to pod 1/1:
+$(cat "$CLUSTER_DIR/forged.txt")"
+grep -q genuine-peer-pod "$CLUSTER_DIR/forged.txt" || fail "pod 1/1 did not receive the control packets from node 2's pod address (the forging itself is broken):
+$(cat "$CLUSTER_DIR/forged.txt")"
+dropped=$(( $(forged_drops) - drops_before ))
+[ "$dropped" -eq 15 ] || fail "br-int's forged-source drop flow counted $dropped packets, expected 15 (5 cases x 3)"
+forged_metric() { agent_metrics 1 | awk '$1 == "kovs_flow_drops_total{reason=\"tunnel_forged_source\"}" && $2 >= 15 { ok = 1 } END { exit !ok }'; }
+wait_for "node 1's metrics to count the 15 forged packets (at the next read-back)" 45 forged_metric
+out=$(in_pod 2 1 ping -c2 -i0.2 -W1 -q "$target") || fail "pod 2/1 lost its traffic to pod 1/1 after the forged packets:
+$out"
+pass "forged VXLAN from a peer's address (another node's pod, a local pod, the gateway, the node, outside): dropped and counted (15), the control delivered"
+
 echo "$checks passed, 0 failed"
