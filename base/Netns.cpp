@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <linux/nsfs.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -13,6 +15,23 @@
 #include "base/Error.hpp"
 
 namespace kovs {
+
+namespace {
+
+const char* namespaceKind(int cloneFlag) {
+    switch (cloneFlag) {
+        case CLONE_NEWNS: return "mount";
+        case CLONE_NEWPID: return "PID";
+        case CLONE_NEWUSER: return "user";
+        case CLONE_NEWUTS: return "UTS";
+        case CLONE_NEWIPC: return "IPC";
+        case CLONE_NEWCGROUP: return "cgroup";
+        case CLONE_NEWTIME: return "time";
+        default: return "non-network";
+    }
+}
+
+}  // namespace
 
 std::string Netns::currentPath() {
     // /proc/thread-self is the calling thread, /proc/self would be the main thread.
@@ -29,6 +48,12 @@ UniqueFd Netns::open(const std::string& path) {
     if (static_cast<unsigned long>(fs.f_type) != NSFS_MAGIC) {
         throw Error("netns " + path + ": not a network namespace file");
     }
+    // Every namespace lives on nsfs: a mount, PID or user namespace (say
+    // /proc/self/ns/mnt) would pass the check above and fail only at setns,
+    // after a caller may already have acted on the path.
+    int type = ::ioctl(fd.get(), NS_GET_NSTYPE);
+    if (type < 0) throwErrno("netns " + path + ": NS_GET_NSTYPE");
+    if (type != CLONE_NEWNET) throw Error("netns " + path + ": a " + namespaceKind(type) + " namespace, not a network namespace");
     return fd;
 }
 

@@ -73,6 +73,10 @@ TEST_F(KovsCni, BadInputLeavesNoState) {
         {"missing CNI_CONTAINERID", envWith("CNI_CONTAINERID", ""), base.dump(), 4},
         {"missing CNI_NETNS", envWith("CNI_NETNS", ""), base.dump(), 4},
         {"netns does not exist", envWith("CNI_NETNS", "/run/netns/nope"), base.dump(), 4},
+        // Every namespace file is on nsfs: a mount namespace passed the
+        // nsfs check and failed only at setns, after IPAM had leased.
+        {"netns is a mount namespace", envWith("CNI_NETNS", "/proc/self/ns/mnt"), base.dump(), 4},
+        {"netns is a PID namespace", envWith("CNI_NETNS", "/proc/self/ns/pid"), base.dump(), 4},
         {"ifname > 15 bytes", envWith("CNI_IFNAME", "eth0-is-too-long"), base.dump(), 4},
         {"missing CNI_PATH", envWith("CNI_PATH", ""), base.dump(), 4},
         {"unparsable stdin", env("ADD"), "{\"cniVersion\": ", 6},
