@@ -307,6 +307,7 @@ Config parseConfig(const std::string& text) {
                   {"kubernetes", Config::PeerSourceKind::Kubernetes}});
     peers.str("file", c.peers.file);
     peers.str("kubeconfig", c.peers.kubeconfig);
+    peers.flag("allowUnprotectedToken", c.peers.allowUnprotectedToken);
     peers.rejectUnknown();
 
     top.duration("resync", c.resync);

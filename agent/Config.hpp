@@ -90,6 +90,9 @@ struct Config {
         PeerSourceKind source = PeerSourceKind::None;
         std::string file = "/etc/kovs/peers.yaml";
         std::string kubeconfig;               // empty: in-cluster config
+        // Send the bearer token over http:// or with insecure-skip-tls-verify
+        // (refused otherwise: kube::KubeCredentials::allowUnprotectedToken).
+        bool allowUnprotectedToken = false;
     } peers;
 
     std::chrono::milliseconds resync{30000};  // periodic full resync of every reconciler

@@ -97,6 +97,7 @@ std::unique_ptr<peers::PeerSource> makePeerSource(EventLoop& loop, const Config&
         case Config::PeerSourceKind::Kubernetes: {
             auto creds = config.peers.kubeconfig.empty() ? kube::inClusterCredentials()
                                                          : kube::kubeconfigCredentials(config.peers.kubeconfig);
+            creds.allowUnprotectedToken = config.peers.allowUnprotectedToken;
             return std::make_unique<peers::KubernetesPeerSource>(loop, std::move(creds));
         }
     }

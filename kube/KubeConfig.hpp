@@ -19,6 +19,10 @@ struct KubeCredentials {
     std::string clientCertData, clientCertFile;
     std::string clientKeyData, clientKeyFile;
     bool insecureSkipTlsVerify = false;
+    // A bearer token goes only to a server that TLS has proven (https://,
+    // certificate verified): KubeHttpClient refuses anything else unless
+    // this is set, on purpose (a test bed's plain-http API server).
+    bool allowUnprotectedToken = false;
 
     std::string bearerToken() const;  // throws when tokenFile cannot be read
 };

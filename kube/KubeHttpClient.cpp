@@ -192,6 +192,15 @@ KubeHttpClient::Url KubeHttpClient::parseUrl(const std::string& server) {
 KubeHttpClient::KubeHttpClient(KubeCredentials creds)
     : creds_(std::move(creds)), url_(parseUrl(creds_.server)), wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
     if (!wake_) throwErrno("eventfd");
+    // The token is the agent's identity to the whole API: over http:// anyone
+    // on the path reads it, and with insecure-skip-tls-verify anyone who
+    // answers in the server's place is handed it.
+    const bool hasToken = !creds_.token.empty() || !creds_.tokenFile.empty();
+    if (hasToken && !creds_.allowUnprotectedToken && (!url_.tls || creds_.insecureSkipTlsVerify)) {
+        throw Error("API server " + creds_.server + ": refusing to send the bearer token " +
+                    (url_.tls ? "with insecure-skip-tls-verify (any server could take it)" : "over plain http (anyone on the path could read it)") +
+                    "; use https with the cluster's CA, or set peers.allowUnprotectedToken: true on purpose");
+    }
 }
 
 void KubeHttpClient::interrupt() {

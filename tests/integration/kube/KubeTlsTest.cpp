@@ -8,6 +8,7 @@
 
 #include <future>
 
+#include "base/Error.hpp"
 #include "base/Process.hpp"
 #include "kube/KubeHttpClient.hpp"
 #include "tests/integration/kube/KubeApiTestServer.hpp"
@@ -123,9 +124,18 @@ TEST(KubeTls, UntrustedOrUnusableCaIsNamed) {
     EXPECT_THAT(getNodes(c).r.error, HasSubstr("CA file " + c.caFile + ": cannot read"));
     EXPECT_EQ(api.lists(), 0);
 
-    // insecure-skip-tls-verify: any certificate, any name.
+    // insecure-skip-tls-verify: any certificate, any name; the token goes
+    // there only with the flag that says so on purpose.
     c = trusting("https://localhost:" + std::to_string(api.port()), other);
     c.insecureSkipTlsVerify = true;
+    try {
+        getNodes(c);
+        ADD_FAILURE() << "the token was sent to a server nobody verified";
+    } catch (const kovs::Error& e) {
+        EXPECT_THAT(e.what(), HasSubstr("refusing to send the bearer token with insecure-skip-tls-verify"));
+    }
+    EXPECT_EQ(api.lists(), 0);
+    c.allowUnprotectedToken = true;
     Got insecure = getNodes(c);
     EXPECT_TRUE(insecure.r.complete) << insecure.r.error;
     EXPECT_EQ(api.lists(), 1);
