@@ -96,7 +96,8 @@ nlohmann::json MainMode::add() {
     std::optional<int> gatewayMtu;
     if (!conf.mtu && !conf.uplinkMtu) gatewayMtu = internal("ADD", [&] { return gatewayInterfaceMtu(lease); });
     const int mtu = conf.podMtu(gatewayMtu);
-    auto ends = internal("ADD", [&] { return VethPair::create(hostName, req_.netns, req_.ifname, mtu); });
+    const bool ipv6 = std::any_of(lease.ips.begin(), lease.ips.end(), [](const ResultIp& ip) { return ip.isV6(); });
+    auto ends = internal("ADD", [&] { return VethPair::create(hostName, req_.netns, req_.ifname, mtu, ipv6); });
     rollback.push("delete veth " + hostName, [hostName] { VethPair::remove(hostName); });
 
     auto routes = internal("ADD " + req_.netns + ":" + req_.ifname, [&] {

@@ -51,6 +51,10 @@ std::vector<ResultRoute> PodAddressing::apply(const std::string& ifname, const C
         auto local = nl::parseAddr(ip.address);
         rtnl_addr_set_ifindex(addr.get(), index);
         nl::check(rtnl_addr_set_local(addr.get(), local.get()), "address " + ip.address + " on " + ifname + ": set");
+        // Usable at once, as kindnet's pods are: duplicate address detection
+        // would hold an IPv6 address tentative for about a second, and the
+        // pod's first connections (a DNS query) would fail. IPAM made it unique.
+        if (ip.isV6()) rtnl_addr_set_flags(addr.get(), IFA_F_NODAD);
         nl::check(rtnl_addr_add(sock.get(), addr.get(), 0), "address " + ip.address + " on " + ifname + ": add");
     }
     auto gatewayFor = [&](bool v6) -> std::string {

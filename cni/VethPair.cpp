@@ -1,5 +1,7 @@
 #include "cni/VethPair.hpp"
 
+#include <linux/if_link.h>
+#include <netlink/route/link/inet6.h>
 #include <netlink/route/link/veth.h>
 #include <net/if.h>
 
@@ -31,6 +33,18 @@ void setUp(nl_sock* sock, const std::string& name) {
     nl::check(rtnl_link_change(sock, current.get(), change.get(), 0), "link " + name + ": set up");
 }
 
+// The pod end's IPv6 link-local from its MAC (modified EUI-64), whatever
+// the namespace's default (stable_privacy, random): the flow table knows a
+// pod's link-local only from its MAC, and drops other sources.
+void setEui64LinkLocal(nl_sock* sock, const std::string& name) {
+    rtnl_link* raw = nullptr;
+    nl::check(rtnl_link_get_kernel(sock, 0, name.c_str(), &raw), "link " + name + ": get");
+    nl::Link current(raw);
+    nl::Link change(rtnl_link_alloc());
+    nl::check(rtnl_link_inet6_set_addr_gen_mode(change.get(), IN6_ADDR_GEN_MODE_EUI64), "link " + name + ": addrgenmode eui64");
+    nl::check(rtnl_link_change(sock, current.get(), change.get(), 0), "link " + name + ": addrgenmode eui64");
+}
+
 }  // namespace
 
 std::string VethPair::hostNameFor(const std::string& containerId, const std::string& ifname) {
@@ -44,7 +58,8 @@ std::string VethPair::hostNameFor(const std::string& containerId, const std::str
     return buf;
 }
 
-VethEnds VethPair::create(const std::string& hostName, const std::string& podNetns, const std::string& podIfname, int mtu) {
+VethEnds VethPair::create(const std::string& hostName, const std::string& podNetns, const std::string& podIfname, int mtu,
+                          bool ipv6) {
     auto what = "veth " + hostName + " <-> " + podNetns + ":" + podIfname;
     auto nsFd = Netns::open(podNetns);
     auto sock = nl::connectRoute();
@@ -69,6 +84,7 @@ VethEnds VethPair::create(const std::string& hostName, const std::string& podNet
         Netns in(podNetns);
         auto podSock = nl::connectRoute();
         ends.podMac = macOf(podSock.get(), podIfname);
+        if (ipv6) setEui64LinkLocal(podSock.get(), podIfname);  // before up: the link-local is made then
         setUp(podSock.get(), podIfname);
     } catch (...) {
         remove(hostName);

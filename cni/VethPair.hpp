@@ -20,8 +20,10 @@ public:
     // ADD/DEL/CHECK/GC, unique per attachment, and within IFNAMSIZ.
     static std::string hostNameFor(const std::string& containerId, const std::string& ifname);
 
-    // Creates the pair from the calling thread's netns, both ends up, MTU set.
-    static VethEnds create(const std::string& hostName, const std::string& podNetns, const std::string& podIfname, int mtu);
+    // Creates the pair from the calling thread's netns, both ends up, MTU set;
+    // with `ipv6`, the pod end's link-local is the EUI-64 of its MAC.
+    static VethEnds create(const std::string& hostName, const std::string& podNetns, const std::string& podIfname, int mtu,
+                           bool ipv6);
     // Deletes the pair through its host end; false when it does not exist.
     static bool remove(const std::string& hostName);
     static bool exists(const std::string& hostName);

@@ -4,6 +4,8 @@
 // files, `ethtool -k`) is the judge.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -147,5 +149,69 @@ TEST_F(KovsCni, DelSucceedsWhenTheNetnsIsGone) {
     EXPECT_EQ(del.exitCode, 0) << del.out << del.err;
     EXPECT_EQ(ports(), "");
     EXPECT_FALSE(linkExists("", host));
+    EXPECT_TRUE(leases(data.path(), "kovs-test").empty());
+}
+
+// kind's `ipFamily: dual`: host-local with one range per family (the node's
+// podCIDRs in order) gives the pod an address of each, both usable at once
+// (no DAD: the first packet of a pod must not wait a second for it), default
+// routes of both families, TX checksumming off for both, and DEL returns both.
+TEST_F(KovsCni, DualStackAddGivesBothFamiliesUsableAtOnce) {
+    auto conf = mainConf();
+    conf["ipam"]["ranges"] = json::array({json::array({{{"subnet", "10.244.0.0/24"}, {"gateway", "10.244.0.1"}}}),
+                                          json::array({{{"subnet", "fd00:10:244::/64"}, {"gateway", "fd00:10:244::1"}}})});
+    // A namespace whose new links take random link-locals (addr_gen_mode 3):
+    // the pod's must still be the EUI-64 of its MAC, which the flows allow.
+    kovs::runChecked({"ip", "netns", "exec", pod.name(), "sysctl", "-qw", "net.ipv6.conf.default.addr_gen_mode=3"});
+    auto add = call(env("ADD"), conf);
+    ASSERT_EQ(add.exitCode, 0) << add.out << add.err;
+    auto res = add.json();
+    auto host = VethPair::hostNameFor("c1", "eth0");
+    ASSERT_EQ(res.at("ips").size(), 2u) << res;
+    EXPECT_EQ(res["ips"][0]["address"], "10.244.0.2/24");
+    EXPECT_EQ(res["ips"][1]["address"], "fd00:10:244::2/64");
+    EXPECT_EQ(res["ips"][1]["gateway"], "fd00:10:244::1");
+    EXPECT_NE(res["routes"].dump().find(R"({"dst":"::/0","gw":"fd00:10:244::1"})"), std::string::npos) << res["routes"];
+
+    // Right after ADD, the IPv6 address is neither tentative nor failed DAD.
+    auto addr6 = pod.exec({"ip", "-6", "-o", "addr", "show", "dev", "eth0", "scope", "global"}).out;
+    EXPECT_NE(addr6.find("inet6 fd00:10:244::2/64"), std::string::npos) << addr6;
+    EXPECT_EQ(addr6.find("tentative"), std::string::npos) << addr6;
+    EXPECT_EQ(addr6.find("dadfailed"), std::string::npos) << addr6;
+    EXPECT_NE(pod.exec({"ip", "-6", "route", "show", "default"}).out.find("default via fd00:10:244::1 dev eth0"), std::string::npos);
+    // The link-local the flow table allows (fe80:: + EUI-64 of the MAC) is the one the pod has.
+    auto mac = res["interfaces"][1]["mac"].get<std::string>();
+    auto ll = pod.exec({"ip", "-6", "-o", "addr", "show", "dev", "eth0", "scope", "link"}).out;
+    unsigned b[6] = {};
+    ASSERT_EQ(std::sscanf(mac.c_str(), "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]), 6) << mac;
+    char eui[64];
+    std::snprintf(eui, sizeof eui, "fe80::%x:%x:%x:%x", ((b[0] ^ 2) << 8) | b[1], (b[2] << 8) | 0xff, 0xfe00 | b[3], (b[4] << 8) | b[5]);
+    EXPECT_NE(ll.find(std::string("inet6 ") + eui + "/64"), std::string::npos) << eui << " not in " << ll;
+    for (const char* feature : {"tx-checksum-ipv6", "tx-checksum-ip-generic", "tx-checksum-ipv4"}) {
+        auto v = ethtoolFeature(pod.name(), "eth0", feature);
+        EXPECT_TRUE(v == "off" || v == "") << feature << ": " << v;
+    }
+    EXPECT_EQ(ethtoolFeature(pod.name(), "eth0", "tx-checksumming"), "off");
+    auto ids = portIds(host);
+    EXPECT_NE(ids.find("ip-address=\"10.244.0.2/24,fd00:10:244::2/64\""), std::string::npos) << ids;
+    auto leased = leases(data.path(), "kovs-test");
+    std::sort(leased.begin(), leased.end());
+    EXPECT_EQ(leased, (std::vector<std::string>{"10.244.0.2", "fd00:10:244::2"}));
+
+    auto checkConf = conf;
+    checkConf["prevResult"] = res;
+    auto check = call(env("CHECK"), checkConf);
+    EXPECT_EQ(check.exitCode, 0) << check.out << check.err;
+    kovs::runChecked({"ip", "-n", pod.name(), "-6", "addr", "del", "fd00:10:244::2/64", "dev", "eth0"});
+    check = call(env("CHECK"), checkConf);
+    EXPECT_EQ(check.code(), 101) << check.out;
+    EXPECT_NE(check.json().value("msg", "").find("fd00:10:244::2/64 is missing"), std::string::npos) << check.out;
+
+    auto delConf = conf;
+    delConf["prevResult"] = res;
+    auto del = call(env("DEL"), delConf);
+    EXPECT_EQ(del.exitCode, 0) << del.out << del.err;
+    EXPECT_EQ(ports(), "");
+    EXPECT_FALSE(linkExists(pod.name(), "eth0"));
     EXPECT_TRUE(leases(data.path(), "kovs-test").empty());
 }
