@@ -10,7 +10,7 @@
 // pass finds gw0 and runs one step per kind of kernel object, in this order
 // (each step's header says what it keeps and why):
 //   gateway/GatewayLink       up, MTU (with the MTU-repair throttle)
-//   gateway/GatewaySysctls    rp_filter, send_redirects
+//   gateway/GatewaySysctls    rp_filter, send_redirects; IPv6 forwarding, accept_ra
 //   gateway/GatewayAddresses  addresses (plan: gateway/GatewayAddressPlan)
 //   gateway/GatewayRoutes     routes (plan: gateway/GatewayRoutePlan)
 // A missing gw0 is not created (the bridge reconciler owns the OVS port);
@@ -66,7 +66,7 @@ struct GatewayGuardStats {
     uint64_t addressesRemoved = 0;
     uint64_t routesAdded = 0;
     uint64_t routesRemoved = 0;
-    uint64_t sysctlsFixed = 0;   // rp_filter, send_redirects
+    uint64_t sysctlsFixed = 0;   // rp_filter, send_redirects, IPv6 forwarding and accept_ra
     uint64_t mtuHeld = 0;        // MTU repairs the throttle held back
     bool mtuContested = false;   // the MTU keeps being changed under the guard
     uint64_t failures = 0;       // reconciles that failed (gw0 changed under them, or an error); retried

@@ -366,3 +366,23 @@ TEST_F(GatewayGuardTest, KeepsReversePathFilteringLooseAndRedirectsOff) {
     EXPECT_EQ(sysctl("rp_filter"), "0");
     EXPECT_GE(guard_->stats().sysctlsFixed, 3u);
 }
+
+// gw0 is the pods' IPv6 router and must not take a router advertisement's
+// address or route (a pod's RA that got past the flows, or anyone's).
+TEST_F(GatewayGuardTest, KeepsIpv6ForwardingOnAndRouterAdvertisementsIgnored) {
+    auto path = [&](const char* key) { return "/proc/sys/net/ipv6/conf/" + dev_ + "/" + key; };
+    auto sysctl = [&](const char* key) {
+        std::string v;
+        std::ifstream(path(key)) >> v;
+        return v;
+    };
+    std::ofstream(path("forwarding")) << "0";
+    std::ofstream(path("accept_ra")) << "1";
+    ASSERT_EQ(sysctl("accept_ra"), "1");
+    opt_.resyncInterval = 100ms;
+    startGuard();
+    EXPECT_TRUE(pollUntil([&] { return sysctl("forwarding") == "1" && sysctl("accept_ra") == "0"; }, 2s))
+        << "forwarding " << sysctl("forwarding") << ", accept_ra " << sysctl("accept_ra");
+    std::ofstream(path("accept_ra")) << "2";
+    EXPECT_TRUE(pollUntil([&] { return sysctl("accept_ra") == "0"; }, 2s)) << sysctl("accept_ra");
+}

@@ -1,6 +1,6 @@
-// The gateway's sysctl step on a directory laid out as
-// /proc/sys/net/ipv4/conf: which values it keeps, which it changes, and
-// that a link without IPv4 settings fails nothing. (The real /proc/sys:
+// The gateway's sysctl step on a directory laid out as /proc/sys/net
+// (ipv4/conf, ipv6/conf): which values it keeps, which it changes, and that a
+// link without a family's settings fails nothing. (The real /proc/sys:
 // tests/integration/gateway/GatewayGuardTest.cpp.)
 #include "gateway/GatewaySysctls.hpp"
 
@@ -18,14 +18,15 @@ namespace {
 
 class GatewaySysctlsTest : public ::testing::Test {
 protected:
-    void SetUp() override { std::filesystem::create_directory(dir_ / "gw0"); }
-    void set(const std::string& key, const std::string& value, const std::string& link = "gw0") {
-        std::filesystem::create_directories(std::filesystem::path(dir_ / link));
-        std::ofstream(std::filesystem::path(dir_ / link) / key) << value << "\n";
+    void SetUp() override { std::filesystem::create_directories(dir_ / "ipv4/conf/gw0"); }
+    void set(const std::string& key, const std::string& value, const std::string& link = "gw0", const std::string& family = "ipv4") {
+        auto d = std::filesystem::path(dir_.path()) / family / "conf" / link;
+        std::filesystem::create_directories(d);
+        std::ofstream(d / key) << value << "\n";
     }
-    std::string get(const std::string& key) {
+    std::string get(const std::string& key, const std::string& family = "ipv4") {
         std::string v;
-        std::ifstream(dir_ / ("gw0/" + key)) >> v;
+        std::ifstream(std::filesystem::path(dir_.path()) / family / "conf/gw0" / key) >> v;
         return v;
     }
     kovs::test::TempDir dir_{"kovs-sysctls"};
@@ -71,6 +72,28 @@ TEST_F(GatewaySysctlsTest, NoFilteringOnTheGatewayUnderStrictFilteringForAllBeco
 TEST_F(GatewaySysctlsTest, ALinkWithoutIpv4SettingsIsLeftAlone) {
     GatewayRepairs r;
     EXPECT_NO_THROW(GatewaySysctls("gw1", dir_.path()).reconcile(r));
-    EXPECT_FALSE(std::filesystem::exists(dir_ / "gw1"));
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "ipv4/conf/gw1"));
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "ipv6/conf/gw1"));
     EXPECT_EQ(r.sysctl, 0u);
+}
+
+// With IPv6 on the link (a dual-stack or IPv6 node), gw0 is the pods' router
+// and takes nothing from router advertisements; without it (IPv6 disabled,
+// no conf/gw0 there) the IPv4 settings are kept all the same.
+TEST_F(GatewaySysctlsTest, OnIpv6TheGatewayIsARouterThatAcceptsNoAdvertisements) {
+    set("rp_filter", "2");
+    set("send_redirects", "0");
+    set("forwarding", "0", "gw0", "ipv6");
+    set("accept_ra", "1", "gw0", "ipv6");
+    GatewaySysctls step("gw0", dir_.path());
+    GatewayRepairs r;
+    step.reconcile(r);
+    EXPECT_EQ(get("forwarding", "ipv6"), "1");
+    EXPECT_EQ(get("accept_ra", "ipv6"), "0");
+    EXPECT_EQ(r.sysctl, 2u);
+    set("accept_ra", "2", "gw0", "ipv6");  // "even when forwarding": the value that would take a pod's RA
+    GatewayRepairs again;
+    step.reconcile(again);
+    EXPECT_EQ(get("accept_ra", "ipv6"), "0");
+    EXPECT_EQ(again.sysctl, 1u);
 }
