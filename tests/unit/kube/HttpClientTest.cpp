@@ -187,38 +187,38 @@ KubeCredentials plain(const std::string& url) {
     return c;
 }
 
+// What constructing a client with `c` throws; "" when it does not.
+std::string refusal(const KubeCredentials& c) {
+    try {
+        KubeHttpClient client(c);
+    } catch (const kovs::Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
 // Before this refusal the token went out over http:// and to any server
 // when insecure-skip-tls-verify was set; now that needs a flag on purpose.
 TEST(KubeHttpClient, RefusesToSendTheTokenUnprotected) {
     auto overHttp = plain("http://127.0.0.1:6443");
     overHttp.allowUnprotectedToken = false;
-    try {
-        KubeHttpClient c(overHttp);
-        ADD_FAILURE() << "a token over plain http was accepted";
-    } catch (const kovs::Error& e) {
-        EXPECT_THAT(e.what(), HasSubstr("API server http://127.0.0.1:6443: refusing to send the bearer token over plain http"));
-        EXPECT_THAT(e.what(), HasSubstr("peers.allowUnprotectedToken"));
-    }
+    EXPECT_THAT(refusal(overHttp), HasSubstr("API server http://127.0.0.1:6443: refusing to send the bearer token over plain http"));
+    EXPECT_THAT(refusal(overHttp), HasSubstr("peers.allowUnprotectedToken"));
     auto fromFile = overHttp;
     fromFile.token.clear();
     fromFile.tokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token";
-    EXPECT_THROW(KubeHttpClient{fromFile}, kovs::Error);
+    EXPECT_THAT(refusal(fromFile), HasSubstr("over plain http"));
     auto unverified = overHttp;
     unverified.server = "https://127.0.0.1:6443";
     unverified.insecureSkipTlsVerify = true;
-    try {
-        KubeHttpClient c(unverified);
-        ADD_FAILURE() << "a token to an unverified server was accepted";
-    } catch (const kovs::Error& e) {
-        EXPECT_THAT(e.what(), HasSubstr("refusing to send the bearer token with insecure-skip-tls-verify"));
-    }
+    EXPECT_THAT(refusal(unverified), HasSubstr("refusing to send the bearer token with insecure-skip-tls-verify"));
     // No token, nothing to protect; https with a verified certificate, or the flag: accepted.
     auto anonymous = overHttp;
     anonymous.token.clear();
-    EXPECT_NO_THROW(KubeHttpClient{anonymous});
+    EXPECT_EQ(refusal(anonymous), "");
     unverified.insecureSkipTlsVerify = false;
-    EXPECT_NO_THROW(KubeHttpClient{unverified});
-    EXPECT_NO_THROW(KubeHttpClient{plain("http://127.0.0.1:6443")});
+    EXPECT_EQ(refusal(unverified), "");
+    EXPECT_EQ(refusal(plain("http://127.0.0.1:6443")), "");
 }
 
 TEST(KubeHttpClient, StreamsAChunkedBodyAndSendsTheToken) {
