@@ -10,6 +10,8 @@
 #    with peers from the API (list + watch);
 #  - the demo's connectivity matrix over pods that containerd made;
 #  - a node leaves and joins through the API, and the agents follow;
+#  - the DaemonSet's seccomp profile, token placement and memory limit are
+#    in force in the running containers;
 #  - an agent that stops answering its liveness probe is restarted by the
 #    runner, and the node comes back.
 export KOVS_PROVIDER=kind-node
@@ -73,6 +75,31 @@ for n in 1 2 3; do
     in_agent "$n" grep -qx "  podCIDRs: \['$(node_pod_cidr "$n")'\]" /etc/kovs/agent.yaml || fail "node $n: agent.yaml lacks the podCIDRs"
 done
 pass "init container -> agent on every node: podCIDR from the Node, conflist + plugin in containerd's dirs, peers listed and watched"
+
+# What the shipped DaemonSet asks for beyond capabilities is in force: every
+# container under a seccomp filter (containerd's default profile; the agent
+# became ready under it), the API token in the agent only, not in ovs, and
+# the agent's cgroup memory limit.
+sa=/var/run/secrets/kubernetes.io/serviceaccount
+for c in ovs kovs-agent; do
+    mode=$(in_container 1 "$c" sh -c 'sed -n "s/^Seccomp:[[:space:]]*//p" /proc/self/status') || fail "node 1: cannot read $c's seccomp mode"
+    [ "$mode" = 2 ] || fail "node 1: container $c runs with seccomp mode '$mode', not 2 (filter): RuntimeDefault not applied"
+done
+in_agent 1 test -s "$sa/token" || fail "node 1: the agent has no service-account token at $sa"
+! in_container 1 ovs test -e "$sa/token" || fail "node 1: the ovs container was given the API token"
+agent_pid=$(ctr_in 1 tasks ls | awk -v id="$(container_id 1 kovs-agent)" '$1 == id {print $2}')
+# cgroup v1 (these machines: the memory hierarchy) or v2 (the unified one).
+if cgroup=$(in_node 1 grep -m1 '^[0-9]*:\([^:]*,\)\?memory\(,[^:]*\)\?:' "/proc/$agent_pid/cgroup"); then
+    limit_file=/sys/fs/cgroup/memory${cgroup##*:}/memory.limit_in_bytes
+else
+    limit_file=/sys/fs/cgroup$(in_node 1 sed -n 's/^0:://p' "/proc/$agent_pid/cgroup")/memory.max
+fi
+limit=$(in_node 1 cat "$limit_file") || fail "node 1: cannot read the agent's memory limit ($limit_file)"
+[ "$limit" = $((128 * 1024 * 1024)) ] || fail "node 1: the agent's cgroup memory limit is '$limit', not 128Mi"
+# Under the filter, pidfd_getfd (SYS_PTRACE) still reaches vswitchd's sockets.
+sized() { in_agent 1 kovsctl --config /etc/kovs/agent.yaml status --json | jq -e '.socketBuffers | .resized > 0 and .error == ""'; }
+wait_for "node 1's agent to size vswitchd's socket buffers under seccomp" 30 sized || fail "node 1: socket buffers not sized under seccomp"
+pass "RuntimeDefault seccomp on ovs and kovs-agent (pidfd_getfd still sizes vswitchd's sockets), the API token only in the agent, the agent's memory limit 128Mi"
 
 for n in 1 2 3; do for p in 1 2; do pod_add "$n" "$p"; done; done
 grep -q 'ADD k8s.io-pod-1-1/eth0' < <(in_node 1 cat /var/log/kovs/cni.log) || fail "kovs-cni logged no ADD from containerd"

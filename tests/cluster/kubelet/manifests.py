@@ -140,8 +140,10 @@ CONTAINER = {
                "protocol": {"TCP", "UDP"}}],
     "startupProbe": PROBE, "livenessProbe": PROBE, "readinessProbe": PROBE,
     "resources": {"requests": {"cpu": "scheduling only: no effect on a node",
-                               "memory": "scheduling only: no effect on a node"}},
-    "securityContext": {"privileged": {False}, "capabilities": {"add": ANY, "drop": ANY}},
+                               "memory": "scheduling only: no effect on a node"},
+                  "limits": {"memory": "the container's cgroup memory limit (ctr run --memory-limit)"}},
+    "securityContext": {"privileged": {False}, "capabilities": {"add": ANY, "drop": ANY},
+                        "seccompProfile": {"type": {"RuntimeDefault", "Unconfined"}}},
     "volumeMounts": [{"name": ANY, "mountPath": ANY, "readOnly": ANY,
                       "mountPropagation": {"None", "HostToContainer"}}],
 }
@@ -149,7 +151,14 @@ VOLUME = {"name": ANY,
           "hostPath": {"path": ANY, "type": {"", "DirectoryOrCreate", "Directory", "FileOrCreate", "File",
                                              "Socket", "CharDevice", "BlockDevice"}},
           "configMap": {"name": ANY},
-          "emptyDir": {}}
+          "emptyDir": {},
+          # What kubelet makes of automountServiceAccountToken, written out:
+          # for a token in one container only.
+          "projected": {"defaultMode": ANY, "sources": [{
+              "serviceAccountToken": {"path": ANY, "expirationSeconds": "the runner's token does not expire"},
+              "configMap": {"name": {"kube-root-ca.crt"}, "items": [{"key": {"ca.crt"}, "path": ANY}]},
+              "downwardAPI": {"items": [{"path": ANY, "fieldRef": {"apiVersion": {"v1"},
+                                                                    "fieldPath": {"metadata.namespace"}}}]}}]}}
 ALLOWED = {
     "apiVersion": {"apps/v1"}, "kind": {"DaemonSet"},
     "metadata": {"name": ANY, "namespace": ANY, "labels": "copied to the pod"},
@@ -160,6 +169,8 @@ ALLOWED = {
             "metadata": {"labels": "copied to the pod", "annotations": "copied to the pod"},
             "spec": {
                 "serviceAccountName": ANY,
+                "automountServiceAccountToken": {True, False},
+                "securityContext": {"seccompProfile": {"type": {"RuntimeDefault", "Unconfined"}}},
                 "shareProcessNamespace": ANY,   # a sandbox task holds the PID namespace the containers join
                 "hostNetwork": {True},  # the CNI's own pod cannot wait for a pod network
                 "dnsPolicy": {"ClusterFirstWithHostNet", "Default"},   # no cluster DNS here: the node's resolv.conf

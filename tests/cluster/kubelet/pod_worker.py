@@ -5,8 +5,11 @@ Test harness, not product. Like kubelet's pod worker for that pod it:
     the directory, CharDevice must be one, ...), configMap (kubelet's atomic
     writer layout: ..data -> timestamped directory, one symlink per key),
     emptyDir (one per pod, kept across container restarts and node reboots),
-    and the projected service account volume (token, ca.crt, namespace) every
-    container gets at /var/run/secrets/kubernetes.io/serviceaccount;
+    projected volumes of a service account token, kube-root-ca.crt and the
+    namespace, and the projected service account volume (token, ca.crt,
+    namespace) every container gets at
+    /var/run/secrets/kubernetes.io/serviceaccount unless the pod says
+    automountServiceAccountToken: false;
   - with shareProcessNamespace, starts the pod's sandbox first: a task that
     only holds the PID namespace every container then joins, as PID 1 reaping
     what is orphaned in it (CRI's pause container; kind's pause image cannot
@@ -22,7 +25,9 @@ Test harness, not product. Like kubelet's pod worker for that pod it:
     propagation as containerd's CRI maps them (None -> rprivate,
     HostToContainer -> rslave, after checking the source is a shared or slave
     mount), the capabilities (the runtime's defaults, less drop, plus add),
-    hostNetwork (the node's network and UTS namespaces);
+    hostNetwork (the node's network and UTS namespaces), the seccomp profile
+    (RuntimeDefault: containerd's default profile, `ctr run --seccomp`; pod
+    level, or the container's over it) and limits.memory (its cgroup's limit);
   - restartPolicy Always: a container that exits is started again after
     kubelet's back-off (0 s, then 10 s doubling to 300 s; reset after 10 min);
   - probes: startupProbe, then livenessProbe and readinessProbe, httpGet with
@@ -108,6 +113,17 @@ def write_json(path, doc):
 def now_iso():
     now = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".%03dZ" % (now * 1000 % 1000)
+
+
+def quantity_bytes(q):
+    """A Kubernetes memory quantity ("128Mi", "1G", "1048576") in bytes."""
+    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "k": 10**3, "M": 10**6, "G": 10**9}
+    for suffix, factor in units.items():
+        if q.endswith(suffix) and q[:-len(suffix)].isdigit():
+            return int(q[:-len(suffix)]) * factor
+    if q.isdigit():
+        return int(q)
+    raise RuntimeError(f"memory quantity {q!r}: not one the runner reads (digits with Ki, Mi, Gi, k, M, G)")
 
 
 class PodWorker:
@@ -200,16 +216,41 @@ class PodWorker:
                 self.mounts[name] = path
             elif "emptyDir" in v:
                 self.mounts[name] = self.volume_path("empty-dir", name)
+            elif "projected" in v:
+                path = self.volume_path("projected", name)
+                self.atomic_write(path, self.projected(v["projected"]["sources"], name))
+                self.mounts[name] = path
             else:
                 raise RuntimeError(f"volume {name}: no source the runner implements")
         # The projected service account volume (automountServiceAccountToken).
-        path = self.volume_path("projected", "kube-api-access-" + self.uid[:5])
+        self.sa_path = None
+        if self.spec.get("automountServiceAccountToken", True):
+            path = self.volume_path("projected", "kube-api-access-" + self.uid[:5])
+            self.atomic_write(path, {"token": self.token(), "ca.crt": self.ca(), "namespace": self.namespace})
+            self.sa_path = path
+
+    def token(self):
         with open(self.token_file, encoding="utf-8") as f:
-            token = f.read().strip()
+            return f.read().strip()
+
+    def ca(self):
         with open(self.ca_file, encoding="utf-8") as f:
-            ca = f.read()
-        self.atomic_write(path, {"token": token, "ca.crt": ca, "namespace": self.namespace})
-        self.sa_path = path
+            return f.read()
+
+    def projected(self, sources, name):
+        files = {}
+        for s in sources:
+            if "serviceAccountToken" in s:
+                files[s["serviceAccountToken"]["path"]] = self.token()
+            elif "configMap" in s and s["configMap"]["name"] == "kube-root-ca.crt":
+                for item in s["configMap"]["items"]:
+                    files[item["path"]] = self.ca()
+            elif "downwardAPI" in s:
+                for item in s["downwardAPI"]["items"]:
+                    files[item["path"]] = self.namespace
+            else:
+                raise RuntimeError(f"volume {name}: a projected source the runner does not implement: {s}")
+        return files
 
     @staticmethod
     def host_path(hp, name):
@@ -306,9 +347,15 @@ class PodWorker:
         final = (set() if "ALL" in drop else DEFAULT_CAPS - drop) | {x.upper() for x in caps.get("add", [])}
         args += [f"--cap-add=CAP_{x}" for x in sorted(final - DEFAULT_CAPS)]
         args += [f"--cap-drop=CAP_{x}" for x in sorted(DEFAULT_CAPS - final)]
+        seccomp = c.get("securityContext", {}).get("seccompProfile") or self.spec.get("securityContext", {}).get("seccompProfile")
+        if seccomp and seccomp["type"] == "RuntimeDefault":
+            args.append("--seccomp")
+        memory = c.get("resources", {}).get("limits", {}).get("memory")
+        if memory:
+            args += ["--memory-limit", str(quantity_bytes(memory))]
         for k, v in self.env(c).items():
             args += ["--env", f"{k}={v}"]
-        mounts = [(SA_DIR, self.sa_path, True, "None")]
+        mounts = [(SA_DIR, self.sa_path, True, "None")] if self.sa_path else []
         for m in c.get("volumeMounts", []):
             mounts.append((m["mountPath"], self.mounts[m["name"]], m.get("readOnly", False), m.get("mountPropagation", "None")))
         # Shallow paths first, as CRI sorts them, so no mount hides another.

@@ -140,6 +140,43 @@ TEST_F(KindFiles, CapabilitiesAreExactlyTheDocumentedOnesPerContainer) {
     }
 }
 
+// Least privilege beyond capabilities: the runtime's default seccomp profile
+// for the whole pod (Kubernetes' default is Unconfined), the API token only
+// in the containers that talk to the API server, and a memory limit only
+// where an OOM kill costs no traffic (the agent; never the datapath's ovs
+// container).
+TEST_F(KindFiles, PodRunsUnderRuntimeDefaultSeccompWithTheTokenOnlyWhereUsed) {
+    EXPECT_EQ(podSpec_["securityContext"]["seccompProfile"]["type"].as<std::string>(), "RuntimeDefault");
+    EXPECT_FALSE(podSpec_["automountServiceAccountToken"].as<bool>());
+    for (const auto& c : allContainers(podSpec_)) {
+        EXPECT_FALSE(c["securityContext"]["seccompProfile"]) << c["name"] << " overrides the pod's seccomp profile";
+    }
+    const std::string saDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+    std::string tokenVolume;
+    for (const auto& v : podSpec_["volumes"]) {
+        if (!v["projected"]) continue;
+        for (const auto& s : v["projected"]["sources"]) {
+            if (s["serviceAccountToken"]) tokenVolume = v["name"].as<std::string>();
+        }
+    }
+    ASSERT_FALSE(tokenVolume.empty()) << "no projected service account token volume";
+    std::set<std::string> withToken;
+    for (const auto& c : allContainers(podSpec_)) {
+        for (const auto& m : c["volumeMounts"]) {
+            if (m["name"].as<std::string>() != tokenVolume) continue;
+            withToken.insert(c["name"].as<std::string>());
+            EXPECT_EQ(m["mountPath"].as<std::string>(), saDir) << c["name"];
+            EXPECT_TRUE(m["readOnly"].as<bool>()) << c["name"];
+        }
+    }
+    EXPECT_EQ(withToken, (std::set<std::string>{"install-cni", "kovs-agent"}));
+    auto agent = containerNamed(podSpec_, "kovs-agent");
+    EXPECT_EQ(agent["resources"]["limits"]["memory"].as<std::string>(), "128Mi");
+    auto ovs = containerNamed(podSpec_, "ovs");
+    EXPECT_FALSE(ovs["resources"]["limits"]) << "an OOM kill of the ovs container takes the node's pod network down";
+    EXPECT_TRUE(ovs["resources"]["requests"]["memory"]);
+}
+
 // The datapath's own container (docs/architecture.md, "Restarts, rollouts and
 // reboots"): kovs-agent --ovs-daemons with the same rendered config, so it
 // runs the daemons where the agent and kovs-cni look for them; no liveness or
