@@ -308,8 +308,9 @@ void forward(Flows& f, const Plan& p) {
     }
     for (const auto& pod : p.pods) {
         auto deliver = [&](const IpPrefix& ip) {
-            f.add(kForward, 100, "{},{}={} actions=set_field:{}->eth_dst,output:{}", fieldsOf(ip.family).proto, fieldsOf(ip.family).dst,
-                  ip.addressString(), pod.mac.str(), pod.ofport);
+            const auto x = fieldsOf(ip.family);
+            f.add(kForward, 100, "{},{}={} actions=set_field:{}->eth_dst,output:{}", x.proto, x.dst, ip.addressString(), pod.mac.str(),
+                  pod.ofport);
         };
         for (const auto& ip : pod.ips) deliver(ip);
         if (pod.linkLocal) deliver(*pod.linkLocal);

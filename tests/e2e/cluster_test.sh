@@ -240,9 +240,9 @@ forged_drops() {
         grep -o 'n_packets=[0-9]*' | cut -d= -f2 | paste -sd+ | bc
 }
 drops_before=$(forged_drops)
-in_pod 1 1 timeout 40 tcpdump -nli eth0 -A -c 3 udp port 9999 > "$CLUSTER_DIR/forged.txt" 2>/dev/null &
+in_pod 1 1 timeout 40 tcpdump -nli eth0 -A -c 3 udp port 9999 > "$CLUSTER_DIR/forged.txt" 2> "$CLUSTER_DIR/forged.err" &
 sniffer=$!
-sleep 1
+wait_for "tcpdump in pod 1/1 to listen" 10 grep -q "listening on" "$CLUSTER_DIR/forged.err"
 forge forged-other-nodes-pod "$(pod_ip 3 1)"
 forge forged-local-pod "$(pod_ip 1 2)"
 forge forged-gateway "$(node_gw_ip 1)"
