@@ -45,15 +45,20 @@ void PeerFanout::status(nlohmann::json& out) const {
     }
     out["peers"] = peers;
     auto rejected = nlohmann::json::array();
-    for (const auto& r : rejected_) rejected.push_back({{"name", r.name}, {"reason", r.reason}});
+    for (const auto& r : rejected_) rejected.push_back({{"name", r.name}, {"reason", r.reason}, {"kind", peers::refusalLabel(r.refusal)}});
     out["rejectedPeers"] = rejected;
 }
 
 void PeerFanout::metrics(MetricsText& m) const {
     m.gauge("kovs_peers", "Peer nodes programmed.", static_cast<double>(accepted_.size()));
-    m.gauge("kovs_peers_rejected",
-            "Peer nodes refused (unreadable, or a pod CIDR or node address that would take another's traffic).",
-            static_cast<double>(rejected_.size()));
+    for (auto r : peers::kRefusals) {
+        auto n = std::count_if(rejected_.begin(), rejected_.end(),
+                               [r](const peers::RejectedPeer& p) { return p.refusal == r; });
+        m.gauge("kovs_peers_rejected",
+                "Nodes refused as peers, by reason (unreadable, or a pod CIDR or node address that would take "
+                "another's traffic).",
+                static_cast<double>(n), {{"reason", peers::refusalLabel(r)}});
+    }
     if (source_) source_->metrics(m);
 }
 

@@ -100,8 +100,9 @@ void Doctor::checkRefusedPeers(std::vector<DoctorCheck>& out) {
     if (agentStatus_.is_null() || !agentStatus_.contains("rejectedPeers")) return;
     for (const auto& r : agentStatus_["rejectedPeers"]) {
         out.push_back(fail("peers-refused", fmt::format("peer {} is not programmed: {}", r.value("name", "?"), r.value("reason", "")),
-                           "fix that Node's podCIDR (or the peers file): pod CIDRs must not overlap each other, this node's, "
-                           "or a node address, and be no wider than /8"));
+                           "fix or delete that Node (or its peers file entry): node addresses must be unique, pod CIDRs "
+                           "must not overlap each other, this node's, the Service CIDRs or a node address, and be no "
+                           "wider than /12 (/36 for IPv6); of two Nodes in conflict the newer one is refused"));
     }
 }
 

@@ -21,7 +21,7 @@ KubernetesPeerSource::KubernetesPeerSource(EventLoop& loop, kube::KubeCredential
 void KubernetesPeerSource::start(Callback onPeers) {
     nodes_.start([onPeers = std::move(onPeers)](const kube::Snapshot<Peer>& s) {
         std::vector<RejectedPeer> unreadable;
-        for (const auto& [name, why] : s.rejected) unreadable.push_back({name, why});
+        for (const auto& [name, why] : s.rejected) unreadable.push_back({name, why, Refusal::Unreadable});
         onPeers(PeerSet(s.items.begin(), s.items.end()), unreadable);
     });
 }

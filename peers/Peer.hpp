@@ -38,11 +38,32 @@ struct Peer {
 // never deltas, so a consumer can simply reconcile against it.
 using PeerSet = std::map<std::string, Peer>;
 
+// Why a node is not a peer, one value per rule: the label of the refusal
+// metric (kovs_peers_rejected{reason=...}).
+enum class Refusal {
+    Unreadable,            // the Node did not decode (a podCIDR with host bits set)
+    NoNodeAddress,         // no InternalIP
+    ThisNodesAddress,      // claims an address of this node
+    WideCidr,              // a pod CIDR wider than the filter allows (0.0.0.0/0)
+    OverlapsThisNode,      // a pod CIDR overlapping this node's
+    OverlapsServiceCidr,   // ... or cluster.serviceCIDRs
+    HoldsNodeAddress,      // a pod CIDR holding a node's underlay address
+    DuplicateNodeAddress,  // an address an older peer already has
+    OverlapsPeer,          // a pod CIDR overlapping an older peer's
+};
+inline constexpr Refusal kRefusals[] = {
+    Refusal::Unreadable,       Refusal::NoNodeAddress,       Refusal::ThisNodesAddress,
+    Refusal::WideCidr,         Refusal::OverlapsThisNode,    Refusal::OverlapsServiceCidr,
+    Refusal::HoldsNodeAddress, Refusal::DuplicateNodeAddress, Refusal::OverlapsPeer,
+};
+const char* refusalLabel(Refusal r);  // "duplicate_node_address"
+
 // A node that is not a peer, and why: it did not decode (a podCIDR with host
 // bits set), or the peer filter refused it (an overlap, a stolen address).
 struct RejectedPeer {
     std::string name;
     std::string reason;  // "pod CIDR 10.244.1.0/24 overlaps this node's 10.244.1.0/24"
+    Refusal refusal;
     bool operator==(const RejectedPeer&) const = default;
 };
 

@@ -10,39 +10,52 @@ int minPrefixLen(const IpPrefix& p, const PeerFilterOptions& o) {
     return p.family == AF_INET ? o.minIPv4PrefixLen : o.minIPv4PrefixLen + 24;
 }
 
+struct Problem {
+    Refusal refusal;
+    std::string why;
+};
+
 // What is wrong with a peer on its own, or against this node.
-std::optional<std::string> ownProblem(const Peer& p, const std::vector<IpPrefix>& localNodeIPs,
+std::optional<Problem> ownProblem(const Peer& p, const std::vector<IpPrefix>& localNodeIPs,
                                       const std::vector<IpPrefix>& everyNodeIP, const PeerFilterOptions& o) {
-    if (p.nodeIPs.empty()) return "no node address";
+    if (p.nodeIPs.empty()) return Problem{Refusal::NoNodeAddress, "no node address"};
     for (const auto& ip : p.nodeIPs) {
         if (std::find(localNodeIPs.begin(), localNodeIPs.end(), ip) != localNodeIPs.end())
-            return "node address " + ip.addressString() + " is this node's";
+            return Problem{Refusal::ThisNodesAddress, "node address " + ip.addressString() + " is this node's"};
     }
     for (const auto& c : p.podCIDRs) {
         if (c.prefixLen < minPrefixLen(c, o))
-            return "pod CIDR " + c.str() + " is wider than /" + std::to_string(minPrefixLen(c, o));
+            return Problem{Refusal::WideCidr,
+                           "pod CIDR " + c.str() + " is wider than /" + std::to_string(minPrefixLen(c, o))};
         for (const auto& local : o.localPodCidrs) {
-            if (c.overlaps(local)) return "pod CIDR " + c.str() + " overlaps this node's " + local.str();
+            if (c.overlaps(local))
+                return Problem{Refusal::OverlapsThisNode, "pod CIDR " + c.str() + " overlaps this node's " + local.str()};
         }
         for (const auto& svc : o.serviceCidrs) {
-            if (c.overlaps(svc)) return "pod CIDR " + c.str() + " overlaps the Service CIDR " + svc.str();
+            if (c.overlaps(svc))
+                return Problem{Refusal::OverlapsServiceCidr,
+                               "pod CIDR " + c.str() + " overlaps the Service CIDR " + svc.str()};
         }
         for (const auto& ip : everyNodeIP) {
-            if (c.contains(ip)) return "pod CIDR " + c.str() + " holds the node address " + ip.addressString();
+            if (c.contains(ip))
+                return Problem{Refusal::HoldsNodeAddress,
+                               "pod CIDR " + c.str() + " holds the node address " + ip.addressString()};
         }
     }
     return std::nullopt;
 }
 
 // What `p` would take from `owner`, a peer already accepted.
-std::optional<std::string> conflict(const Peer& p, const Peer& owner) {
+std::optional<Problem> conflict(const Peer& p, const Peer& owner) {
     for (const auto& ip : p.nodeIPs) {
         if (std::find(owner.nodeIPs.begin(), owner.nodeIPs.end(), ip) != owner.nodeIPs.end())
-            return "node address " + ip.addressString() + " is already " + owner.name + "'s";
+            return Problem{Refusal::DuplicateNodeAddress,
+                           "node address " + ip.addressString() + " is already " + owner.name + "'s"};
     }
     for (const auto& c : p.podCIDRs) {
         for (const auto& o : owner.podCIDRs) {
-            if (c.overlaps(o)) return "pod CIDR " + c.str() + " overlaps " + o.str() + " of " + owner.name;
+            if (c.overlaps(o))
+                return Problem{Refusal::OverlapsPeer, "pod CIDR " + c.str() + " overlaps " + o.str() + " of " + owner.name};
         }
     }
     return std::nullopt;
@@ -78,7 +91,7 @@ FilteredPeers filterPeers(const PeerSet& all, const PeerFilterOptions& opts) {
         for (size_t i = 0; !why && i < older.size(); ++i) why = conflict(*p, *older[i]);
         if (standsAlone) older.push_back(p);
         if (why) {
-            out.rejected.push_back({p->name, *why});
+            out.rejected.push_back({p->name, why->why, why->refusal});
         } else {
             out.accepted.emplace(p->name, *p);
         }

@@ -32,8 +32,10 @@ struct PeerFilterOptions {
     std::vector<IpPrefix> localNodeIPs;  // this node's underlay addresses known from the config
     std::vector<IpPrefix> serviceCidrs;  // cluster.serviceCIDRs
     // Pod CIDRs wider than this are rejected (IPv4; IPv6 uses the same
-    // count of host bits less: /8 -> /32).
-    int minIPv4PrefixLen = 8;
+    // count of host bits less: /12 -> /36). kube-controller-manager hands
+    // each node a /24 and a /64 by default; a /16 per node is a big cluster
+    // network's choice; a /8 is one node taking the network.
+    int minIPv4PrefixLen = 12;
 };
 
 FilteredPeers filterPeers(const PeerSet& all, const PeerFilterOptions& opts);

@@ -37,6 +37,14 @@ std::string reasonFor(const FilteredPeers& f, const std::string& name) {
     return "";
 }
 
+// The metric label of a refusal, "" when the peer was not refused.
+std::string labelFor(const FilteredPeers& f, const std::string& name) {
+    for (const auto& r : f.rejected) {
+        if (r.name == name) return refusalLabel(r.refusal);
+    }
+    return "";
+}
+
 }  // namespace
 
 TEST(PeerFilter, AcceptsADualStackKindClusterAndDropsItself) {
@@ -65,12 +73,17 @@ TEST(PeerFilter, RejectsWideCidrsOverlapsWithThisNodeAndTheServiceCidrs) {
     EXPECT_TRUE(f.accepted.count("good"));
     EXPECT_EQ(reasonFor(f, "mine"), "pod CIDR 10.244.1.128/25 overlaps this node's 10.244.1.0/24");
     EXPECT_EQ(reasonFor(f, "mine6"), "pod CIDR fd00:10:244:1:8000::/65 overlaps this node's fd00:10:244:1::/64");
-    EXPECT_EQ(reasonFor(f, "world"), "pod CIDR 0.0.0.0/0 is wider than /8");
-    EXPECT_EQ(reasonFor(f, "slash8"), "pod CIDR 10.0.0.0/8 overlaps this node's 10.244.1.0/24");
-    EXPECT_EQ(reasonFor(f, "world6"), "pod CIDR fd00::/8 is wider than /32");
+    EXPECT_EQ(reasonFor(f, "world"), "pod CIDR 0.0.0.0/0 is wider than /12");
+    EXPECT_EQ(reasonFor(f, "slash8"), "pod CIDR 10.0.0.0/8 is wider than /12");
+    EXPECT_EQ(reasonFor(f, "world6"), "pod CIDR fd00::/8 is wider than /36");
     EXPECT_EQ(reasonFor(f, "nodes"), "pod CIDR 172.18.0.0/24 holds the node address 172.18.0.2");
     EXPECT_EQ(reasonFor(f, "svc"), "pod CIDR 10.96.0.0/12 overlaps the Service CIDR 10.96.0.0/16");
     EXPECT_EQ(reasonFor(f, "svc6"), "pod CIDR fd00:10:96::/64 overlaps the Service CIDR fd00:10:96::/112");
+    EXPECT_EQ(labelFor(f, "mine6"), "overlaps_this_node");
+    EXPECT_EQ(labelFor(f, "world"), "wide_pod_cidr");
+    EXPECT_EQ(labelFor(f, "world6"), "wide_pod_cidr");
+    EXPECT_EQ(labelFor(f, "nodes"), "holds_node_address");
+    EXPECT_EQ(labelFor(f, "svc6"), "overlaps_service_cidr");
 }
 
 // This node's own Node object says which addresses are this node's, so a
@@ -83,6 +96,7 @@ TEST(PeerFilter, APeerClaimingThisNodesAddressIsRefused) {
     EXPECT_TRUE(f.accepted.empty());
     EXPECT_EQ(reasonFor(f, "thief"), "node address 172.18.0.2 is this node's");
     EXPECT_EQ(reasonFor(f, "thief6"), "node address fc00::2 is this node's");
+    EXPECT_EQ(labelFor(f, "thief6"), "this_nodes_address");
 }
 
 // The victim was there first: the newcomer is refused, never both, on every
@@ -102,6 +116,8 @@ TEST(PeerFilter, BetweenTwoConflictingPeersTheNewcomerIsRefused) {
         << "a refused node still owns its address";
     EXPECT_TRUE(f.accepted.count("c"));
     EXPECT_EQ(reasonFor(f, "d"), "pod CIDR 10.245.3.0/24 overlaps 10.245.0.0/16 of c") << "same age: the name decides";
+    EXPECT_EQ(labelFor(f, "a-thief"), "duplicate_node_address");
+    EXPECT_EQ(labelFor(f, "d"), "overlaps_peer");
 
     // Without b-overlap the victim stands and the thief is refused.
     all.erase("b-overlap");
