@@ -109,7 +109,8 @@ class Api:
         self.rv = 1000
         self.nodes = {}      # name -> (peer tuple, Node object)
         self.events = []     # (resourceVersion, type, Node object), oldest first
-        self.index = 0       # node objects made, for their uids and stamps
+        self.index = 0       # nodes added, for their uids and creationTimestamps
+        self.created = {}    # name -> its index when it was added
         self.update(peers)
         self.events.clear()  # the first nodes are the initial state, not events
         self.oldest = self.rv
@@ -122,6 +123,7 @@ class Api:
             for name in [n for n in self.nodes if n not in wanted]:
                 self.rv += 1
                 _, node = self.nodes.pop(name)
+                del self.created[name]
                 gone = json.loads(json.dumps(node))
                 gone["metadata"]["resourceVersion"] = str(self.rv)
                 self.events.append((self.rv, "DELETED", gone))
@@ -130,8 +132,10 @@ class Api:
                     continue
                 self.rv += 1
                 kind = "MODIFIED" if name in self.nodes else "ADDED"
-                node = self.make(*peer, str(self.rv), self.index)
-                self.index += 1
+                if kind == "ADDED":  # a Node keeps its uid and creationTimestamp through changes
+                    self.created[name] = self.index
+                    self.index += 1
+                node = self.make(*peer, str(self.rv), self.created[name])
                 self.nodes[name] = (peer, node)
                 self.events.append((self.rv, kind, node))
             self.changed.notify_all()

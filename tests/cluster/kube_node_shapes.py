@@ -5,7 +5,7 @@ against, conditions, images and all) and the fields kovs reads ("minimal")."""
 
 def kind_node(name, ip, cidrs, rv, index):
     """A Node as kind v0.20 / Kubernetes 1.27 serialises a worker."""
-    stamp = "2026-11-30T08:00:%02dZ" % (index % 60)
+    stamp = "2026-11-30T08:%02d:%02dZ" % (index // 60 % 60, index % 60)  # later added, later stamp
     uid = "5f0c%04x-1d2e-4c3b-9a8f-%012x" % (index, index * 7919)
     kib = {"cpu": "8", "ephemeral-storage": "102626232Ki", "hugepages-1Gi": "0", "hugepages-2Mi": "0",
            "memory": "32803380Ki", "pods": "110"}

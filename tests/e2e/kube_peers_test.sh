@@ -7,7 +7,13 @@
 #  - the bad Nodes are named with their reason in `kovsctl status`
 #    (rejectedPeers) and counted in /metrics;
 #  - a watch event for another bad Node is skipped and the watch goes on (a
-#    later event is taken), with no relist and no new watch.
+#    later event is taken), with no relist and no new watch;
+#  - poisoned Nodes (issue 26), each added after the real ones: one claiming
+#    node 2's InternalIP, a podCIDR holding node addresses, one overlapping
+#    node 2's podCIDR, one overlapping the Service CIDR, a /8. Each newcomer is
+#    refused with its reason and counted by reason on every agent; node 2 is
+#    never refused, nothing of theirs reaches the tunnel, flows or gw0's routes,
+#    and TCP still crosses between every pair of nodes.
 # On the tree before the informer the whole NodeList was refused: no agent
 # ever became ready ("list nodes failed ... keeping 0 known peers").
 source "$(dirname "$0")/lib.sh"
@@ -34,6 +40,7 @@ kube_api_up "$api_peers" --watch-peers --node-shape kind
 for n in $(seq 1 "$nodes"); do
     agent_stop "$n"
     use_kubernetes_source "$n"
+    echo "cluster: {serviceCIDRs: [10.96.0.0/16]}" >> "$(node_dir "$n")/agent.yaml"
     agent_start "$n"
 done
 for n in $(seq 1 "$nodes"); do
@@ -86,5 +93,89 @@ watches_after=$(grep -c '"GET /api/v1/nodes?watch=true' "$(api_dir)/requests.log
 [ "$lists_after" = "$lists_before" ] || fail "a bad watch event made the agents relist ($lists_before -> $lists_after lists)"
 [ "$watches_after" = "$watches_before" ] || fail "a bad watch event made the agents watch again ($watches_before -> $watches_after)"
 pass "a watch event for a bad Node is skipped and the watch goes on: no relist, no new watch ($lists_after lists, $watches_after watches for $nodes agents)"
+
+# Poisoned Nodes, added after the real ones (later creationTimestamps).
+poisoned='- name: dup-ip
+  nodeIP: 172.18.0.3
+  podCIDRs: [10.244.20.0/24]
+- name: holds-node
+  nodeIP: 172.18.0.50
+  podCIDRs: [172.18.0.0/28]
+- name: overlap-peer
+  nodeIP: 172.18.0.51
+  podCIDRs: [10.244.2.128/25]
+- name: overlap-svc
+  nodeIP: 172.18.0.52
+  podCIDRs: [10.96.0.0/24]
+- name: slash8
+  nodeIP: 172.18.0.53
+  podCIDRs: [11.0.0.0/8]
+'
+{ cat "$CLUSTER_DIR/peers.yaml"
+  printf -- '- name: bad-cidr\n  nodeIP: 172.18.0.40\n  podCIDRs: [10.244.9.1/24]\n'
+  printf '%s' "$poisoned"; } > "$api_peers.tmp"
+mv "$api_peers.tmp" "$api_peers"
+poisoned_names="dup-ip holds-node overlap-peer overlap-svc slash8"
+all_refused() { local name; for name in $poisoned_names; do names_rejected "$1" "$name" || return 1; done; }
+# What node N must say about a poisoned Node: node 2 sees its own address and
+# its own pod CIDR claimed, the others see node 2's.
+expect_refusal() {
+    local n=$1 name=$2 reason
+    case $name:$n in
+        dup-ip:2) reason="node address 172.18.0.3 is this node's" ;;
+        dup-ip:*) reason="node address 172.18.0.3 is already node2's" ;;
+        holds-node:*) reason="pod CIDR 172.18.0.0/28 holds the node address $(node_ip "$n")" ;;
+        overlap-peer:2) reason="pod CIDR 10.244.2.128/25 overlaps this node's 10.244.2.0/24" ;;
+        overlap-peer:*) reason="pod CIDR 10.244.2.128/25 overlaps 10.244.2.0/24 of node2" ;;
+        overlap-svc:*) reason="pod CIDR 10.96.0.0/24 overlaps the Service CIDR 10.96.0.0/16" ;;
+        slash8:*) reason="pod CIDR 11.0.0.0/8 is wider than /12" ;;
+    esac
+    [ "$(rejected_reason "$n" "$name")" = "$reason" ] ||
+        fail "node $n: $name refused for '$(rejected_reason "$n" "$name")', expected '$reason'"
+}
+for n in $(seq 1 "$nodes"); do
+    wait_for "node $n to refuse the five poisoned Nodes" 15 all_refused "$n" ||
+        fail "node $n did not refuse every poisoned Node: $(node_status "$n" | jq -c .rejectedPeers)"
+    for name in $poisoned_names; do expect_refusal "$n" "$name"; done
+    peers=$(node_status "$n" | jq -r '[.peers[].name] | sort | join(" ")')
+    want=$(for m in $(seq 1 "$nodes"); do [ "$m" = "$n" ] || echo "node$m"; done | sort | xargs)
+    [ "$peers" = "$want" ] || fail "node $n's peers are '$peers', expected '$want': a poisoned Node took a real one's place"
+done
+pass "every agent refuses each poisoned Node with its reason; node 2 stays a peer of every other node"
+
+counted() {
+    local n=$1 reason=$2 count=$3
+    metrics_has "$n" "^kovs_peers_rejected{reason=\"$reason\"} $count\$" ||
+        fail "node $n does not count $count refusal(s) for $reason: $(agent_metrics "$n" | grep kovs_peers_rejected)"
+}
+counted 1 duplicate_node_address 1; counted 2 this_nodes_address 1
+counted 1 overlaps_peer 1; counted 2 overlaps_this_node 1
+counted 1 holds_node_address 1; counted 1 overlaps_service_cidr 1; counted 1 wide_pod_cidr 1
+counted 1 unreadable 1
+pass "each refusal is counted by its reason in /metrics"
+
+for n in $(seq 1 "$nodes"); do
+    routes=$(in_node "$n" ovs-appctl ovs/route/show)
+    neighbours=$(in_node "$n" ovs-appctl tnl/neigh/show)
+    flows=$(in_node "$n" ovs-ofctl dump-flows "unix:$(node_dir "$n")/run/br-int.mgmt")
+    kernel=$(in_node "$n" ip route show)
+    for ip in 172.18.0.50 172.18.0.51 172.18.0.52 172.18.0.53; do
+        ! grep -q "$ip/32" <<<"$routes" || fail "node $n has an OVS route to the poisoned node $ip"
+        ! grep -q "^$ip " <<<"$neighbours" || fail "node $n has a tunnel neighbour for the poisoned node $ip"
+    done
+    for cidr in 10.244.20.0/24 172.18.0.0/28 10.244.2.128/25 10.96.0.0/24 11.0.0.0/8; do
+        ! grep -qF "$cidr" <<<"$flows" || fail "node $n has flows for the poisoned pod CIDR $cidr: $(grep -F "$cidr" <<<"$flows")"
+        ! grep -q "^$cidr " <<<"$kernel" || fail "node $n routes the poisoned pod CIDR $cidr: $(grep "^$cidr " <<<"$kernel")"
+    done
+done
+pass "nothing of the poisoned Nodes reaches any node's OVS routes, tunnel neighbours, br-int flows or kernel routes"
+
+for n in $(seq 1 "$nodes"); do
+    for m in $(seq 1 "$nodes"); do
+        [ "$m" = "$n" ] && continue
+        tcp_ok "$(pod_ip "$m" 1)" in_pod "$n" 1 || fail "TCP pod n$n/p1 -> n$m/p1 failed next to the poisoned Nodes"
+    done
+done
+pass "TCP still crosses the tunnel between every pair of nodes"
 
 echo "$checks checks passed"
