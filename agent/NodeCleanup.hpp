@@ -1,8 +1,9 @@
 #pragma once
 // kovs-agent --cleanup: removes what kovs created on the node (the networkd
 // drop-ins, the egress nftables table, the owned OVS rows) and gives the
-// uplink its original addressing back. What it cannot reach (an OVSDB that
-// is down) it leaves as it is and says so.
+// uplink its original addressing back. With the OVSDB down (the DaemonSet
+// deleted: the uninstall, kind/uninstall.yaml) the rows stay, and in
+// standalone mode the bridges' leftover tap devices are removed instead.
 #include "agent/Config.hpp"
 #include "base/EventLoop.hpp"
 
