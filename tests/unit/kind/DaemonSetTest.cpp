@@ -17,14 +17,6 @@ using namespace kovs::test::kind;
 
 namespace {
 
-// The name of the volume a container mounts at `path`; "" for none.
-std::string mountOf(const YAML::Node& container, const std::string& path) {
-    for (const auto& m : container["volumeMounts"]) {
-        if (m["mountPath"].as<std::string>() == path) return m["name"].as<std::string>();
-    }
-    return "";
-}
-
 TEST_F(KindFiles, DaemonSetSelectorMatchesItsPodLabels) {
     auto selector = ds_["spec"]["selector"]["matchLabels"];
     auto labels = ds_["spec"]["template"]["metadata"]["labels"];

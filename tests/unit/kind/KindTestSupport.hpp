@@ -93,6 +93,23 @@ inline YAML::Node containerNamed(const YAML::Node& podSpec, const std::string& n
     throw kovs::Error("no container named " + name);
 }
 
+// The name of the volume a container mounts at `path`; "" for none.
+inline std::string mountOf(const YAML::Node& container, const std::string& path) {
+    for (const auto& m : container["volumeMounts"]) {
+        if (m["mountPath"].as<std::string>() == path) return m["name"].as<std::string>();
+    }
+    return "";
+}
+
+// The node path behind the hostPath volume a container mounts at `path`; "" for none.
+inline std::string hostPathAt(const YAML::Node& podSpec, const YAML::Node& container, const std::string& path) {
+    auto name = mountOf(container, path);
+    for (const auto& v : podSpec["volumes"]) {
+        if (v["name"].as<std::string>() == name && v["hostPath"]) return v["hostPath"]["path"].as<std::string>();
+    }
+    return "";
+}
+
 inline std::string envValue(const YAML::Node& container, const std::string& name) {
     for (const auto& e : container["env"]) {
         if (e["name"].as<std::string>() == name) return e["value"] ? e["value"].as<std::string>() : "";

@@ -92,7 +92,27 @@ TEST_F(KovsKindDryRun, ListStepsIsWhatUpRuns) {
     EXPECT_NE(listed.out.find("build the image reg.io/kovs:1 from kind/Dockerfile"), std::string::npos) << listed.out;
     auto down = run({"down", "--list-steps"});
     EXPECT_EQ(down.exitCode, 2);
-    EXPECT_NE(down.err.find("only up has a list of steps"), std::string::npos) << down.err;
+    EXPECT_NE(down.err.find("only up and uninstall have a list of steps"), std::string::npos) << down.err;
+}
+
+// Uninstall: the DaemonSet goes first (nothing repairs kovs's state after
+// it), then the cleanup on every node, then the manifests.
+TEST_F(KovsKindDryRun, UninstallPrintsItsStepsInOrder) {
+    auto r = run({"uninstall", "--dry-run", "--name", "ci-1"});
+    ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+    auto s = src_.string();
+    std::vector<std::string> expected = {
+        "kubectl --context kind-ci-1 --namespace kovs-system delete daemonset kovs-agent --ignore-not-found --wait",
+        "kubectl --context kind-ci-1 --namespace kovs-system wait --for=delete pod --selector app.kubernetes.io/component=agent --timeout 300s",
+        "sed 's|image: kovs:dev$|image: kovs:dev|' " + s + "/kind/uninstall.yaml | kubectl --context kind-ci-1 apply -f -",
+        "kubectl --context kind-ci-1 --namespace kovs-system rollout status daemonset/kovs-cleanup --timeout 300s",
+        "kubectl --context kind-ci-1 delete -f " + s + "/kind/uninstall.yaml --ignore-not-found --wait",
+        "kubectl kustomize " + s + "/kind/manifests | kubectl --context kind-ci-1 delete --ignore-not-found -f -",
+    };
+    EXPECT_EQ(commands(r.out), expected) << r.out;
+    auto listed = run({"uninstall", "--list-steps"});
+    ASSERT_EQ(listed.exitCode, 0) << listed.err;
+    EXPECT_EQ(listed.out.substr(0, listed.out.find('\t')), "check_kubectl") << listed.out;
 }
 
 TEST_F(KovsKindDryRun, NameImageAndCompanionReachEveryStep) {
@@ -170,6 +190,9 @@ protected:
         fake("kubectl", "case \" $* \" in\n"
                         "  *' kustomize '*) exec cat \"${@: -1}/kovs.yaml\" ;;\n"
                         "  *' apply -f - '*) exec cat > " + (bin_ / "applied.yaml").string() + " ;;\n"
+                        "  *' delete --ignore-not-found -f - '*) exec cat > /dev/null ;;\n"
+                        "  *' get daemonset kovs-agent '*) printf %s \"${FAKE_AGENT_IMAGE:-}\" ;;\n"
+                        "  *' rollout status daemonset/kovs-cleanup '*) exit ${FAKE_CLEANUP_RC:-0} ;;\n"
                         "  *' get nodes '*) n=$(cat " + (bin_ / "polls").string() + " 2>/dev/null || echo 0)\n"
                         "     echo $((n + 1)) > " + (bin_ / "polls").string() + "\n"
                         "     if [ $n -lt 2 ]; then printf 'kovs-control-plane True\\nkovs-worker False\\nkovs-worker2 <none>\\n'\n"
@@ -240,6 +263,46 @@ TEST_F(KovsKindWithFakeTools, UpReusesAnExistingCluster) {
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_NE(r.out.find("cluster kovs exists; reusing it"), std::string::npos) << r.out;
     for (const auto& c : calls()) EXPECT_EQ(c.find("kind create cluster"), std::string::npos) << c;
+}
+
+// The cleanup runs the image the agents ran (loaded on every node), found on
+// the DaemonSet before it is deleted; the steps run in the dry run's order.
+TEST_F(KovsKindWithFakeTools, UninstallRunsTheCleanupWithTheAgentsImageThenDeletesTheManifests) {
+    auto r = runScript({(src_ / "kind/kovs-kind").string(), "uninstall"},
+                       {{"PATH", bin_.path()}, {"HOME", bin_.path()}, {"FAKE_AGENT_IMAGE", "reg.io/kovs:7"}});
+    ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("the cleanup will run the agents' image, reg.io/kovs:7"), std::string::npos) << r.out;
+    auto applied = readFile(bin_ / "applied.yaml");
+    auto cleanup = YAML::Load(applied);
+    EXPECT_EQ(cleanup["metadata"]["name"].as<std::string>(), "kovs-cleanup");
+    for (const auto& c : allContainers(cleanup["spec"]["template"]["spec"]))
+        EXPECT_EQ(c["image"].as<std::string>(), "reg.io/kovs:7") << c["name"];
+    std::vector<std::string> order = {"delete daemonset kovs-agent", "wait --for=delete pod", "apply -f -",
+                                      "rollout status daemonset/kovs-cleanup", "uninstall.yaml --ignore-not-found",
+                                      "delete --ignore-not-found -f -"};
+    auto ran = calls();
+    size_t at = 0;
+    for (const auto& want : order) {
+        while (at < ran.size() && ran[at].find(want) == std::string::npos) ++at;
+        EXPECT_LT(at, ran.size()) << "'" << want << "' was not run, or not in this order";
+    }
+}
+
+// A cleanup that does not finish on every node stops the uninstall before the
+// manifests go, with the cleanup's log and what to look at.
+TEST_F(KovsKindWithFakeTools, AnUnfinishedCleanupKeepsTheManifestsAndSaysWhy) {
+    auto r = runScript({(src_ / "kind/kovs-kind").string(), "uninstall"},
+                       {{"PATH", bin_.path()}, {"HOME", bin_.path()}, {"FAKE_CLEANUP_RC", "1"}});
+    EXPECT_EQ(r.exitCode, 1) << r.out;
+    EXPECT_NE(r.err.find("the cleanup did not finish on every node"), std::string::npos) << r.err;
+    for (const auto& c : calls()) {
+        EXPECT_EQ(c.find("delete -f"), std::string::npos) << "manifests deleted after a failed cleanup: " << c;
+        EXPECT_EQ(c.find("--ignore-not-found -f -"), std::string::npos) << c;
+    }
+    auto logs = std::any_of(calls().begin(), calls().end(), [](const std::string& c) {
+        return c.find("logs --selector app.kubernetes.io/component=cleanup") != std::string::npos;
+    });
+    EXPECT_TRUE(logs) << "the cleanup's log was not shown";
 }
 
 }  // namespace

@@ -276,4 +276,98 @@ TEST_F(CompanionOverlay, InitScriptGoesOnWithoutAPodCidrInCompanionModeOnly) {
     EXPECT_NE(standalone.err.find("has no spec.podCIDRs yet"), std::string::npos) << standalone.err;
 }
 
+// The uninstall's cleanup pod (kind/uninstall.yaml): the conflist and the
+// plugin go first, then kovs-agent --cleanup runs with the rendered config,
+// then kovs's directories on the node, by name: nothing else of the node's.
+class Uninstall : public CompanionOverlay {
+protected:
+    // A kovs-agent that records how it was called and exits with `rc`.
+    void fakeAgent(const TempDir& dir, int rc) const {
+        fs::create_directories(dir / "bin");
+        writeFile(dir / "bin/kovs-agent", "#!/bin/sh\necho \"$@\" > " + (dir / "agent-args").string() + "\nexit " +
+                                               std::to_string(rc) + "\n");
+        fs::permissions(dir / "bin/kovs-agent", fs::perms::owner_all);
+    }
+    // The node's /var/lib, /run and /var/log as the cleanup pod mounts them.
+    void nodeDirs(const TempDir& dir) const {
+        for (const char* d : {"host/var/lib/kovs/openvswitch", "host/run/kovs", "host/run/openvswitch", "host/var/log/kovs",
+                              "host/var/log/openvswitch", "host/var/lib/containerd", "host/run/containerd"})
+            fs::create_directories(dir / d);
+        writeFile(dir / "host/var/lib/kovs/openvswitch/conf.db", "OVSDB");
+        writeFile(dir / "host/run/openvswitch/kovs-uplink.json", "{}");
+    }
+    std::map<std::string, std::string> env(const TempDir& dir, std::map<std::string, std::string> more) const {
+        more["PATH"] = (dir / "bin").string();
+        more["KOVS_HOST_DIR"] = (dir / "host").string();
+        return more;
+    }
+};
+
+TEST_F(Uninstall, StandaloneRemovesTheConflistPluginAndKovsDirsAndRunsTheAgentsCleanup) {
+    TempDir dir;
+    auto data = configMapData(configMap_);
+    ASSERT_EQ(nodeInit(dir, data, {{"KOVS_POD_CIDR", "10.244.3.0/24"}}).exitCode, 0);
+    ASSERT_TRUE(fs::exists(dir / "net.d/10-kovs.conflist"));
+    fakeAgent(dir, 0);
+    nodeDirs(dir);
+    auto r = nodeInit(dir, data, env(dir, {{"KOVS_POD_CIDR", "10.244.3.0/24"}}), "uninstall");
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_FALSE(fs::exists(dir / "net.d/10-kovs.conflist"));
+    EXPECT_FALSE(fs::exists(dir / "opt-cni-bin/kovs"));
+    EXPECT_EQ(readFile(dir / "agent-args"), "--config " + (dir / "etc-kovs/agent.yaml").string() + " --cleanup\n");
+    for (const char* gone : {"var/lib/kovs", "run/kovs", "run/openvswitch", "var/log/kovs", "var/log/openvswitch"})
+        EXPECT_FALSE(fs::exists(dir / "host" / gone)) << gone;
+    EXPECT_TRUE(fs::exists(dir / "host/var/lib/containerd"));
+    EXPECT_TRUE(fs::exists(dir / "host/run/containerd"));
+    // Again, on a node with nothing left: nothing to do, no error.
+    auto again = nodeInit(dir, data, env(dir, {{"KOVS_POD_CIDR", "10.244.3.0/24"}}), "uninstall");
+    EXPECT_EQ(again.exitCode, 0) << again.err;
+}
+
+// The agent's cleanup failed (the uplink could not be restored): the state
+// directories stay, the uplink record with them, so that a second run can
+// still give eth0 its addressing back.
+TEST_F(Uninstall, AFailedAgentCleanupKeepsTheNodesStateForASecondRun) {
+    TempDir dir;
+    fakeAgent(dir, 1);
+    nodeDirs(dir);
+    auto r = nodeInit(dir, configMapData(configMap_), env(dir, {{"KOVS_POD_CIDR", "10.244.3.0/24"}}), "uninstall");
+    EXPECT_NE(r.exitCode, 0);
+    EXPECT_NE(r.err.find("kovs-agent --cleanup failed"), std::string::npos) << r.err;
+    EXPECT_TRUE(fs::exists(dir / "host/run/openvswitch/kovs-uplink.json"));
+    EXPECT_TRUE(fs::exists(dir / "host/var/lib/kovs/openvswitch/conf.db"));
+}
+
+TEST_F(Uninstall, WithoutTheNodesDirectoriesMountedItSaysSo) {
+    TempDir dir;
+    fakeAgent(dir, 0);
+    auto r = nodeInit(dir, configMapData(configMap_), env(dir, {{"KOVS_POD_CIDR", "10.244.3.0/24"}}), "uninstall");
+    EXPECT_NE(r.exitCode, 0);
+    EXPECT_NE(r.err.find("the node's /var is not mounted here"), std::string::npos) << r.err;
+}
+
+// Companion: kovs leaves the other CNI's chain, whose own plugins stay, and
+// the Open vSwitch directories (that CNI's OVS) stay too.
+TEST_F(Uninstall, CompanionTakesKovsOutOfTheOtherCnisChainOnly) {
+    auto data = configMapData(configMap_);
+    for (const auto& [k, v] : configMapData(patches_["ConfigMap/kovs-config"])) data[k] = v;
+    TempDir dir;
+    fs::create_directories(dir / "net.d");
+    Json antrea = {{"cniVersion", "0.3.0"}, {"name", "antrea"}, {"plugins", {{{"type", "antrea"}}, {{"type", "portmap"}}}}};
+    writeFile(dir / "net.d/10-antrea.conflist", antrea.dump(2));
+    std::map<std::string, std::string> chained = {{"KOVS_POD_CIDR", "10.244.1.0/24"}, {"KOVS_CNI_MODE", "chained"}};
+    ASSERT_EQ(nodeInit(dir, data, chained).exitCode, 0);
+    ASSERT_EQ(Json::parse(readFile(dir / "net.d/10-antrea.conflist"))["plugins"].size(), 3u);
+    fakeAgent(dir, 0);
+    nodeDirs(dir);
+    // The cleanup pod's manifest has no KOVS_CNI_MODE: the mode is the agent config's.
+    auto r = nodeInit(dir, data, env(dir, {{"KOVS_POD_CIDR", "10.244.1.0/24"}}), "uninstall");
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(Json::parse(readFile(dir / "net.d/10-antrea.conflist")), antrea);
+    EXPECT_FALSE(fs::exists(dir / "opt-cni-bin/kovs"));
+    EXPECT_FALSE(fs::exists(dir / "host/var/lib/kovs"));
+    EXPECT_TRUE(fs::exists(dir / "host/run/openvswitch")) << "next to another CNI, Open vSwitch is that CNI's";
+    EXPECT_TRUE(fs::exists(dir / "host/var/log/openvswitch"));
+}
+
 }  // namespace
