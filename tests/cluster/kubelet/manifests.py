@@ -4,7 +4,9 @@
   manifests.py DIR_OR_FILE --image IMAGE --daemonset DS.json --objects DIR
 
 DIR_OR_FILE is what `kubectl apply -k` / `-f` takes: kind/manifests, or
-kind/overlays/companion, whose kustomization.yaml builds on it. No kustomize
+kind/overlays/companion, whose kustomization.yaml builds on it, or
+kind/uninstall.yaml, whose pods mount the ConfigMap applied with the manifests
+before (found in DIR). No kustomize
 binary is needed here, so this does the part of `kubectl kustomize` that the
 shipped kustomizations use: `resources` (files and directories) and
 `patches` by `path`, applied as strategic merge patches: maps merge key by key,
@@ -207,8 +209,19 @@ def check(value, allowed, path):
             raise ManifestError(f"{path}: {value!r} is not implemented here (only {sorted(map(str, allowed))})")
 
 
-def render(source, image):
-    """The checked DaemonSet (image substituted) and the ConfigMaps its pods mount."""
+def stored_config_map(objects, namespace, name):
+    """A ConfigMap applied before (kind/uninstall.yaml mounts the manifests'
+    kovs-config), as the mock API server serves it; None when there is none."""
+    path = os.path.join(objects, namespace, "configmaps", name + ".json") if objects else None
+    if not path or not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def render(source, image, objects=None):
+    """The checked DaemonSet (image substituted) and the ConfigMaps its pods
+    mount: from the source, or already in the API (objects)."""
     docs = kustomize(source)
     ds = [d for d in docs if d["kind"] == "DaemonSet"]
     if len(ds) != 1:
@@ -228,9 +241,11 @@ def render(source, image):
             name = v["configMap"]["name"]
             found = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == name
                      and d["metadata"].get("namespace", "default") == namespace]
+            if not found and stored_config_map(objects, namespace, name):
+                continue  # in the API already: not written again
             if len(found) != 1:
                 raise ManifestError(f"DaemonSet.spec.template.spec.volumes[{v['name']}]: ConfigMap {namespace}/{name} "
-                                    f"found {len(found)} times in {source}")
+                                    f"found {len(found)} times in {source}, and not in the API")
             config_maps.append(found[0])
     for c in spec.get("initContainers", []) + spec["containers"]:
         if c["image"] == MANIFEST_IMAGE:
@@ -254,7 +269,7 @@ def main():
     p.add_argument("--objects", required=True, help="the mock API server's object directory: ConfigMaps go here")
     a = p.parse_args()
     try:
-        ds, config_maps = render(a.source, a.image)
+        ds, config_maps = render(a.source, a.image, a.objects)
         for cm in config_maps:
             ns = cm["metadata"].get("namespace", "default")
             write_json(os.path.join(a.objects, ns, "configmaps", cm["metadata"]["name"] + ".json"), cm)

@@ -9,9 +9,13 @@
 #                ds_rollout is its RollingUpdate with maxUnavailable 1: per
 #                node, delete the pod, wait until that node's runner reports it
 #                gone, create the new one, wait until it is Ready; ds_uninstall
-#                is `kubectl delete daemonset`
+#                is `kubectl delete daemonset`. The helpers take the
+#                DaemonSet's name (default kovs-agent): the uninstall's
+#                kovs-cleanup runs beside it
 #   kovs-kind    kind_load, `kind/kovs-kind load`: rebuild, load into every
-#                node, `kubectl rollout restart` (a new restartedAt annotation)
+#                node, `kubectl rollout restart` (a new restartedAt annotation);
+#                kind_uninstall, `kind/kovs-kind uninstall`, its steps from
+#                `kovs-kind uninstall --list-steps`
 #   probes       ping every 50 ms from a node, a pod or the Docker host side
 #                (where the API server is), and the longest gap between two
 #                replies in a time window
@@ -23,7 +27,8 @@
 # runner's status files (kubelet_dir/pods/<uid>/status.json) instead.
 
 DS_NAMESPACE=kovs-system
-ds_file() { echo "$CLUSTER_DIR/manifests/daemonset.json"; }
+# ds_file [NAME]: the DaemonSet as applied (kovs-agent's is daemonset.json).
+ds_file() { if [ "${1:-kovs-agent}" = kovs-agent ]; then echo "$CLUSTER_DIR/manifests/daemonset.json"; else echo "$CLUSTER_DIR/manifests/$1.json"; fi; }
 objects_dir() { echo "$(api_dir)/objects"; }
 _pods_dir() { echo "$(objects_dir)/$DS_NAMESPACE/pods"; }
 
@@ -39,25 +44,28 @@ ds_render() {
         --daemonset "$(ds_file)" --objects "$(objects_dir)" || die "the kubelet runner cannot run the manifests of $(ds_source)"
 }
 
-# The name of the pod bound to node N ("" if none).
+# ds_pod_name N [DS]: the name of DaemonSet DS's pod bound to node N ("" if none).
 ds_pod_name() {
     local f
     for f in "$(_pods_dir)"/*.json; do
         [ -e "$f" ] || continue
         # A file deleted meanwhile (ds_uninstall deletes in parallel) is no pod.
-        if [ "$(jq -r .spec.nodeName "$f" 2>/dev/null)" = "node$1" ]; then basename "$f" .json; return; fi
+        if [ "$(jq -r '"\(.spec.nodeName) \(.metadata.ownerReferences[0].name)"' "$f" 2>/dev/null)" = "node$1 ${2:-kovs-agent}" ]; then
+            basename "$f" .json; return
+        fi
     done
 }
 ds_pod_uid() {
-    local name; name=$(ds_pod_name "$1")
+    local name; name=$(ds_pod_name "$1" "${2:-}")
     if [ -n "$name" ]; then jq -r .metadata.uid "$(_pods_dir)/$name.json"; fi
 }
 
-# ds_pod_create N: node N's pod from the DaemonSet's current template.
+# ds_pod_create N [DS]: node N's pod from the DaemonSet's current template.
 ds_pod_create() {
-    local n=$1 name uid tmp chars=bcdfghjklmnpqrstvwxz2456789
+    local n=$1 file name uid tmp chars=bcdfghjklmnpqrstvwxz2456789
+    file=$(ds_file "${2:-}")
     # The controller's generateName: the DaemonSet's name and 5 characters.
-    name="$(jq -r .metadata.name "$(ds_file)")-"
+    name="$(jq -r .metadata.name "$file")-"
     for _ in 1 2 3 4 5; do name+=${chars:RANDOM % ${#chars}:1}; done
     uid=$(cat /proc/sys/kernel/random/uuid)
     mkdir -p "$(_pods_dir)"
@@ -69,18 +77,18 @@ ds_pod_create() {
                    annotations: (.spec.template.metadata.annotations // {}),
                    ownerReferences: [{apiVersion: "apps/v1", kind: "DaemonSet", name: .metadata.name,
                                       controller: true, blockOwnerDeletion: true}]},
-        spec: (.spec.template.spec + {nodeName: $node})}' "$(ds_file)" > "$tmp" && mv "$tmp" "$(_pods_dir)/$name.json"
+        spec: (.spec.template.spec + {nodeName: $node})}' "$file" > "$tmp" && mv "$tmp" "$(_pods_dir)/$name.json"
 }
 _pod_status_of() { cat "$(kubelet_dir "$1")/pods/$2/status.json" 2>/dev/null; }
 _pod_gone_from() { _pod_status_of "$1" "$2" | jq -e '.deleted' >/dev/null; }
 _pod_ready_on() { _pod_status_of "$1" "$2" | jq -e '.ready' >/dev/null; }
 
-# ds_pod_delete N: the API server deletes node N's pod; waits until the
+# ds_pod_delete N [DS]: the API server deletes node N's pod; waits until the
 # node's runner has stopped it (grace period included).
 ds_pod_delete() {
     local n=$1 name uid
-    name=$(ds_pod_name "$n"); [ -n "$name" ] || return 0
-    uid=$(ds_pod_uid "$n")
+    name=$(ds_pod_name "$n" "${2:-}"); [ -n "$name" ] || return 0
+    uid=$(ds_pod_uid "$n" "${2:-}")
     rm -f "$(_pods_dir)/$name.json"
     wait_for "node $n's kubelet to stop pod $name" 60 _pod_gone_from "$n" "$uid" || { node_debug "$n"; return 1; }
 }
@@ -137,6 +145,43 @@ kind_load() {
     for n in $(seq 1 "$CLUSTER_NODES"); do image_load "$n" "$KOVS_IMAGE"; done
     ds_restart_template
     ds_rollout
+}
+
+# kind_uninstall: `kind/kovs-kind uninstall`, step by step as it lists them.
+kind_uninstall() {
+    local id title steps
+    steps=$("$KOVS_REPO/kind/kovs-kind" uninstall --list-steps) || die "kind/kovs-kind uninstall --list-steps failed"
+    while IFS=$'\t' read -r -u 3 id title; do
+        declare -F "kind_uninstall_$id" >/dev/null ||
+            die "kind/kovs-kind uninstall has a step '$id' ($title) that the kind-node provider does not run: add kind_uninstall_$id"
+    done 3<<<"$steps"
+    while IFS=$'\t' read -r -u 3 id title; do
+        _log "  [kind-node] $title"
+        "kind_uninstall_$id" || return 1
+    done 3<<<"$steps"
+}
+kind_uninstall_check_kubectl() { :; }
+kind_uninstall_delete_daemonset() { ds_uninstall; }
+# kubectl apply -f kind/uninstall.yaml, then rollout status: a pod per node,
+# each Ready once its init container (the cleanup) has finished.
+kind_uninstall_run_cleanup() {
+    local n uid
+    python3 "$KOVS_REPO/tests/cluster/kubelet/manifests.py" "$KOVS_REPO/kind/uninstall.yaml" --image "$KOVS_IMAGE" \
+        --daemonset "$(ds_file kovs-cleanup)" --objects "$(objects_dir)" || die "the kubelet runner cannot run kind/uninstall.yaml"
+    for n in $(seq 1 "$CLUSTER_NODES"); do ds_pod_create "$n" kovs-cleanup; done
+    for n in $(seq 1 "$CLUSTER_NODES"); do
+        uid=$(ds_pod_uid "$n" kovs-cleanup)
+        wait_for "node $n's cleanup pod to be Ready" 120 _pod_ready_on "$n" "$uid" || { node_debug "$n"; return 1; }
+    done
+}
+# kubectl delete: the cleanup's pods, then the manifests' objects.
+kind_uninstall_delete_manifests() {
+    local n pids=() rc=0 pid
+    for n in $(seq 1 "$CLUSTER_NODES"); do ds_pod_delete "$n" kovs-cleanup & pids+=($!); done
+    for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+    rm -f "$(ds_file kovs-cleanup)"
+    rm -rf "${CLUSTER_DIR:?}/kube-api/objects/$DS_NAMESPACE"
+    return $rc
 }
 
 # image_derive NEW: a new image made from KOVS_IMAGE (a layer-free LABEL, so a
