@@ -41,6 +41,12 @@ over the node's network as kubelet does:
 A request without `Authorization: Bearer <the token>` gets the API server's 401
 Status; other paths 404, other methods 405.
 
+Signals, for the soak test (tests/soak/soak.sh): SIGUSR2 drops every open
+watch mid-stream, as a restarting API server or a lost connection does (the
+clients watch again from their resourceVersion); SIGUSR1 also compacts the
+event history first, as etcd does, so that every client's next watch gets the
+410 Gone ERROR event and must list again.
+
 Left out of the real API: every resource but nodes, pods and ConfigMaps (no
 DaemonSets, Services, leases, events), watches of pods, writes of any kind
 (pod status stays with the kubelet runner), label selectors and every field
@@ -109,6 +115,7 @@ class Api:
         self.rv = 1000
         self.nodes = {}      # name -> (peer tuple, Node object)
         self.events = []     # (resourceVersion, type, Node object), oldest first
+        self.generation = 0  # bumped by drop_watches: every open watch ends
         self.index = 0       # nodes added, for their uids and creationTimestamps
         self.created = {}    # name -> its index when it was added
         self.update(peers)
@@ -138,6 +145,17 @@ class Api:
                 node = self.make(*peer, str(self.rv), self.created[name])
                 self.nodes[name] = (peer, node)
                 self.events.append((self.rv, kind, node))
+            self.changed.notify_all()
+
+    def drop_watches(self, compact):
+        """Ends every open watch; with compact, the history goes too: any
+        resourceVersion a client holds is then too old (410 Gone)."""
+        with self.changed:
+            if compact:
+                self.rv += 1
+                self.events.clear()
+                self.oldest = self.rv + 1
+            self.generation += 1
             self.changed.notify_all()
 
     def list_body(self):
@@ -312,6 +330,7 @@ class Handler(BaseHTTPRequestHandler):
 
         try:
             last = int(rv)
+            generation = api.generation
             if last == 0:
                 # "Any version": the current state as ADDED events, then changes.
                 with api.changed:
@@ -328,6 +347,11 @@ class Handler(BaseHTTPRequestHandler):
                 now = time.monotonic()
                 if now >= end:
                     break
+                if api.generation != generation:
+                    # Dropped: no closing chunk, as when the connection is cut.
+                    self.server.log(f"{self.client_address[0]} watch dropped after {sent['events']} events")
+                    self.close_connection = True
+                    return
                 with api.changed:
                     pending = [e for e in api.events if e[0] > last]
                     if not pending:
@@ -422,6 +446,15 @@ def main():
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+
+    def drop(compact):
+        def handler(*_):
+            server.log("compacted; dropping every watch" if compact else "dropping every watch")
+            threading.Thread(target=api.drop_watches, args=(compact,), daemon=True).start()
+        return handler
+
+    signal.signal(signal.SIGUSR1, drop(True))
+    signal.signal(signal.SIGUSR2, drop(False))
     if a.parent:
         threading.Thread(target=watch_parent, args=(a.parent, server), daemon=True).start()
     if a.watch_peers:

@@ -30,6 +30,13 @@ kube_api_up() {
     wait_for "the mock API server to listen" 15 test -s "$d/ready" ||
         { tail -5 "$d/mock.log" "$d/requests.log" >&2 2>/dev/null; die "the mock API server did not start"; }
 }
+# kube_api_signal USR1|USR2: the mock API server compacts and drops every
+# watch (USR1: 410 Gone, a relist) or drops them only (USR2).
+kube_api_signal() {
+    local pid
+    pid=$(pgrep -f -- "--ready-file $(api_dir)/ready") || die "the mock API server of $(api_dir) is not running"
+    kill "-$1" "$pid"
+}
 # What the agent of node N reads its peers from in the kubernetes phase: a
 # kubeconfig like kind's, with a bearer token instead of a client certificate.
 kubeconfig() {
