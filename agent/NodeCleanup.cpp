@@ -2,10 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "base/RtnetlinkClient.hpp"
-
 #include "agent/JobOptions.hpp"
 #include "agent/NetworkdInterfaces.hpp"
+#include "base/RtnetlinkClient.hpp"
 #include "bridge/BridgeReconciler.hpp"
 #include "egress/NftablesNat.hpp"
 #include "gateway/NetworkdDropins.hpp"

@@ -45,7 +45,8 @@ void PeerFanout::status(nlohmann::json& out) const {
     }
     out["peers"] = peers;
     auto rejected = nlohmann::json::array();
-    for (const auto& r : rejected_) rejected.push_back({{"name", r.name}, {"reason", r.reason}, {"kind", peers::refusalLabel(r.refusal)}});
+    for (const auto& r : rejected_)
+        rejected.push_back({{"name", r.name}, {"reason", r.reason}, {"kind", peers::refusalLabel(r.refusal)}});
     out["rejectedPeers"] = rejected;
 }
 

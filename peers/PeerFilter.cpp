@@ -17,7 +17,7 @@ struct Problem {
 
 // What is wrong with a peer on its own, or against this node.
 std::optional<Problem> ownProblem(const Peer& p, const std::vector<IpPrefix>& localNodeIPs,
-                                      const std::vector<IpPrefix>& everyNodeIP, const PeerFilterOptions& o) {
+                                  const std::vector<IpPrefix>& everyNodeIP, const PeerFilterOptions& o) {
     if (p.nodeIPs.empty()) return Problem{Refusal::NoNodeAddress, "no node address"};
     for (const auto& ip : p.nodeIPs) {
         if (std::find(localNodeIPs.begin(), localNodeIPs.end(), ip) != localNodeIPs.end())

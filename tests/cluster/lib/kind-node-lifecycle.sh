@@ -180,7 +180,7 @@ kind_uninstall_delete_manifests() {
     for n in $(seq 1 "$CLUSTER_NODES"); do ds_pod_delete "$n" kovs-cleanup & pids+=($!); done
     for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
     rm -f "$(ds_file kovs-cleanup)"
-    rm -rf "${CLUSTER_DIR:?}/kube-api/objects/$DS_NAMESPACE"
+    rm -rf "${CLUSTER_DIR:?}/kube-api/objects/${DS_NAMESPACE:?}"   # the namespace's objects: it is deleted
     return $rc
 }
 
