@@ -186,7 +186,7 @@ leftovers() {
     grep -x "ip kovs" <<<"$tables" | sed 's/^/table /'
     in_node "$1" sh -c '
         for l in gw0 br-int br-phy ovs-netdev kovs-shim; do ip link show "$l" >/dev/null 2>&1 && echo "link $l"; done
-        for f in /etc/cni/net.d/10-kovs.conflist /opt/cni/bin/kovs /var/lib/kovs /run/kovs /var/log/kovs \
+        for f in /etc/cni/net.d/10-kovs.conflist /opt/cni/bin/kovs /opt/kovs /var/lib/kovs /run/kovs /var/log/kovs \
                  /run/openvswitch /var/log/openvswitch /run/systemd/network/10-kovs-*; do
             [ -e "$f" ] && echo "$f"
         done

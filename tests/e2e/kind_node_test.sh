@@ -12,6 +12,8 @@
 #  - a node leaves and joins through the API, and the agents follow;
 #  - the DaemonSet's seccomp profile, token placement and memory limit are
 #    in force in the running containers;
+#  - kovsctl doctor on the node itself (/opt/kovs, installed by the init
+#    container) while the agent does not answer;
 #  - an agent that stops answering its liveness probe is restarted by the
 #    runner, and the node comes back.
 export KOVS_PROVIDER=kind-node
@@ -119,11 +121,17 @@ pass "a node leaves and rejoins through the API server's watch; traffic to it wo
 # Liveness: a stopped agent answers no /healthz; the runner kills and restarts it.
 pid=$(ctr_in 1 tasks ls | awk -v id="$(container_id 1 kovs-agent)" '$1 == id {print $2}')
 in_node 1 kill -STOP "$pid"
+# Meanwhile, kovsctl as the init container installed it on the node itself
+# (/opt/kovs, the image's libraries with it): doctor runs with the agent not
+# answering, from OVS and the config alone.
+doc=$(in_node 1 /opt/kovs/bin/kovsctl doctor 2>&1) || true
+grep -q "^kovsctl doctor on node node1" <<<"$doc" && grep -qE '^  ok +ovsdb ' <<<"$doc" && grep -qE '^  ok +bridges ' <<<"$doc" &&
+    grep -q "did not answer" <<<"$doc" || fail "kovsctl on node 1 (/opt/kovs/bin/kovsctl doctor) with the agent stopped: $doc"
 restarted() { pod_status 1 | jq -e '.containerStatuses[] | select(.name == "kovs-agent") | .restartCount >= 1 and .state == "running"' >/dev/null; }
 wait_for "the runner to restart the agent after failed liveness probes" 120 restarted || fail "the agent was not restarted"
 grep -q 'Killing container kovs-agent .*failed liveness probe' "$(kubelet_dir 1)/kubelet.log" || fail "no liveness kill in the runner's log"
 wait_for "node 1 to be ready again" 90 node_ready 1 || fail "node 1 did not come back after the restart"
 wait_for "pod 1/1 to reach pod 2/1 again" 30 tcp_ok "$(pod_ip 2 1)" in_pod 1 1 || fail "traffic from node 1 did not come back"
-pass "an agent failing its liveness probe is killed and restarted, and node 1 is ready again"
+pass "kovsctl doctor runs on the node with the agent stopped; an agent failing its liveness probe is killed and restarted, and node 1 is ready again"
 
 echo "$checks passed, 0 failed"

@@ -163,6 +163,10 @@ protected:
         env["KOVS_CNI_BINARY"] = (dir / "kovs-cni").string();
         env["KOVS_CNI_BIN_DIR"] = (dir / "opt-cni-bin").string();
         env["KOVS_CNI_NET_DIR"] = (dir / "net.d").string();
+        // A real dynamic binary stands in for kovsctl: echo shows the arguments
+        // the node's wrapper gives it, through the bundled loader and libraries.
+        env["KOVS_KOVSCTL_BINARY"] = "/bin/echo";
+        env["KOVS_NODE_TOOLS_DIR"] = (dir / "opt-kovs").string();
         return runScript({(src_ / "kind/kovs-node-init").string(), command}, env);
     }
 

@@ -33,6 +33,30 @@ TEST_F(KindFiles, InitScriptFillsInThePodCidrAndInstallsPluginThenConflist) {
     }
 }
 
+// kovsctl on the node (/opt/kovs), with the image's libraries and loader and
+// this node's rendered config: it runs whatever the node's distribution, as
+// `docker exec <node> /opt/kovs/bin/kovsctl doctor`, with the agent down too.
+TEST_F(KindFiles, InitScriptInstallsKovsctlOnTheNodeWithItsLibrariesAndConfig) {
+    TempDir dir;
+    auto r = nodeInit(dir, configMapData(configMap_), {{"KOVS_POD_CIDR", "10.244.3.0/24"}});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    auto tools = dir / "opt-kovs";
+    EXPECT_EQ(readFile(tools / "agent.yaml"), readFile(dir / "etc-kovs/agent.yaml"));
+    ASSERT_TRUE(fs::exists(tools / "lib/kovsctl"));
+    bool libc = false;
+    for (const auto& e : fs::directory_iterator(tools / "lib")) libc |= e.path().filename().string().rfind("libc.so", 0) == 0;
+    EXPECT_TRUE(libc) << "the libraries kovsctl links are not bundled";
+    // Through a symlink, as a user might put it on PATH: the wrapper finds its bundle.
+    fs::create_symlink(tools / "bin/kovsctl", dir / "kovsctl");
+    auto run = runScript({(dir / "kovsctl").string(), "doctor"}, {{"PATH", "/usr/bin:/bin"}});
+    ASSERT_EQ(run.exitCode, 0) << run.err;
+    EXPECT_EQ(run.out, "--config " + (tools / "agent.yaml").string() + " doctor\n");
+    auto other = runScript({(tools / "bin/kovsctl").string(), "status"}, {{"PATH", "/usr/bin:/bin"}, {"KOVS_CONFIG", "/etc/x.yaml"}});
+    EXPECT_EQ(other.out, "--config /etc/x.yaml status\n");
+    for (const auto& e : fs::recursive_directory_iterator(tools))
+        EXPECT_EQ(e.path().filename().string().find(".kovsctl."), std::string::npos) << "left behind: " << e.path();
+}
+
 // kind's ipFamily: dual gives each Node a /24 and a /64, in that order: the
 // agent gets both, and host-local one range set per family, so every pod gets
 // an address of each (the CNI spec's ranges: one address per range set).
@@ -291,7 +315,8 @@ protected:
     // The node's /var/lib, /run and /var/log as the cleanup pod mounts them.
     void nodeDirs(const TempDir& dir) const {
         for (const char* d : {"host/var/lib/kovs/openvswitch", "host/run/kovs", "host/run/openvswitch", "host/var/log/kovs",
-                              "host/var/log/openvswitch", "host/var/lib/containerd", "host/run/containerd"})
+                              "host/var/log/openvswitch", "host/opt/kovs/bin", "host/var/lib/containerd", "host/run/containerd",
+                              "host/opt/containerd"})
             fs::create_directories(dir / d);
         writeFile(dir / "host/var/lib/kovs/openvswitch/conf.db", "OVSDB");
         writeFile(dir / "host/run/openvswitch/kovs-uplink.json", "{}");
@@ -315,9 +340,10 @@ TEST_F(Uninstall, StandaloneRemovesTheConflistPluginAndKovsDirsAndRunsTheAgentsC
     EXPECT_FALSE(fs::exists(dir / "net.d/10-kovs.conflist"));
     EXPECT_FALSE(fs::exists(dir / "opt-cni-bin/kovs"));
     EXPECT_EQ(readFile(dir / "agent-args"), "--config " + (dir / "etc-kovs/agent.yaml").string() + " --cleanup\n");
-    for (const char* gone : {"var/lib/kovs", "run/kovs", "run/openvswitch", "var/log/kovs", "var/log/openvswitch"})
+    for (const char* gone : {"var/lib/kovs", "run/kovs", "run/openvswitch", "var/log/kovs", "var/log/openvswitch", "opt/kovs"})
         EXPECT_FALSE(fs::exists(dir / "host" / gone)) << gone;
     EXPECT_TRUE(fs::exists(dir / "host/var/lib/containerd"));
+    EXPECT_TRUE(fs::exists(dir / "host/opt/containerd"));
     EXPECT_TRUE(fs::exists(dir / "host/run/containerd"));
     // Again, on a node with nothing left: nothing to do, no error.
     auto again = nodeInit(dir, data, env(dir, {{"KOVS_POD_CIDR", "10.244.3.0/24"}}), "uninstall");

@@ -35,8 +35,18 @@ TEST_F(UninstallManifest, ReachesEveryPathTheAgentsDaemonSetWritesOnTheNode) {
     EXPECT_EQ(cleanup["image"].as<std::string>(), install["image"].as<std::string>()) << "kovs-kind --image substitutes it";
     // The ConfigMap and the CNI directories where kovs-node-init finds them.
     for (const char* path : {"/etc/kovs-template", "/etc/kovs"}) EXPECT_EQ(mountOf(cleanup, path), mountOf(install, path)) << path;
-    for (const char* path : {"/host/opt/cni/bin", "/host/etc/cni/net.d"})
-        EXPECT_EQ(hostPathAt(cleanupSpec_, cleanup, path), hostPathAt(podSpec_, install, path)) << path;
+    // Every node directory install-cni writes (the CNI dirs, /opt/kovs) is
+    // reached at the same path, through a mount of it or of a parent.
+    for (const auto& m : install["volumeMounts"]) {
+        auto path = m["mountPath"].as<std::string>(), host = hostPathAt(podSpec_, install, path);
+        if (host.empty()) continue;
+        bool reached = false;
+        for (const auto& c : cleanup["volumeMounts"]) {
+            auto at = c["mountPath"].as<std::string>(), from = hostPathAt(cleanupSpec_, cleanup, at);
+            if (!from.empty() && (path == at || path.rfind(at + "/", 0) == 0)) reached |= host == from + path.substr(at.size());
+        }
+        EXPECT_TRUE(reached) << path << " (" << host << " on the node) is not where install-cni has it";
+    }
     // The agent config's paths, for kovs-agent --cleanup: the uplink record in
     // the OVS run directory, the networkd drop-ins.
     auto conf = kovs::agent::parseConfig("node: {podCIDR: 10.244.0.0/24}\n" + agentTemplate());
@@ -44,9 +54,9 @@ TEST_F(UninstallManifest, ReachesEveryPathTheAgentsDaemonSetWritesOnTheNode) {
         EXPECT_EQ(hostPathAt(cleanupSpec_, cleanup, path), hostPathAt(podSpec_, agent, path)) << path;
     // The parents of every hostPath directory of kovs's own, at KOVS_HOST_DIR.
     for (const auto& [host, mount] : std::map<std::string, std::string>{
-             {"/var/lib", "/host/var/lib"}, {"/run", "/host/run"}, {"/var/log", "/host/var/log"}})
+             {"/var/lib", "/host/var/lib"}, {"/run", "/host/run"}, {"/var/log", "/host/var/log"}, {"/opt", "/host/opt"}})
         EXPECT_EQ(hostPathAt(cleanupSpec_, cleanup, mount), host) << mount;
-    for (const char* dir : {"/var/lib/kovs/openvswitch", "/var/run/kovs", "/var/log/kovs"}) {
+    for (const char* dir : {"/var/lib/kovs/openvswitch", "/var/run/kovs", "/var/log/kovs", "/opt/kovs"}) {
         bool used = false;
         for (const auto& v : podSpec_["volumes"]) used |= v["hostPath"] && v["hostPath"]["path"].as<std::string>() == dir;
         EXPECT_TRUE(used) << dir << ": the agent's DaemonSet no longer writes there; kovs-node-init uninstall removes it";
