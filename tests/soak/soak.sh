@@ -30,7 +30,7 @@ source "$root/tests/cluster/lib/kube-api.sh"
 source "$root/tests/cluster/lib/networkd.sh"
 
 minutes=${KOVS_SOAK_MINUTES:-30}
-[[ $minutes =~ ^[1-9][0-9]*$ ]] && (( minutes <= 600 )) || fail "KOVS_SOAK_MINUTES: expected 1-600, got '$minutes'"
+if ! [[ $minutes =~ ^[1-9][0-9]*$ ]] || (( minutes > 600 )); then fail "KOVS_SOAK_MINUTES: expected 1-600, got '$minutes'"; fi
 window_s=$(( minutes * 60 / 3 < 300 ? minutes * 60 / 3 : 300 ))   # the RSS windows: 5 min, or a third of a short run
 nodes=3
 soak=$CLUSTER_DIR/soak
@@ -81,7 +81,7 @@ churn() {
         p=$(( p + 1 ))
         adds=$(( adds + 1 ))
         if pod_add "$n" "$p" 2>>"$soak/churn-$n.err"; then
-            echo "$(pod_ip "$n" "$p")" >> "$soak/churned.ips"
+            pod_ip "$n" "$p" >> "$soak/churned.ips"
             wait_for "pod $n/$p from node $other" 5 ping_ok "$(pod_ip "$n" "$p")" in_pod "$other" 1 >/dev/null 2>&1 ||
                 { unreached=$(( unreached + 1 )); log_event "churn: pod $n/$p not reached from node $other"; }
         else
@@ -150,7 +150,7 @@ kill -0 "$agent1_pid" 2>/dev/null || fail "node 1's agent (pid $agent1_pid) died
 
 # Node 2's and 3's agents may have been killed last: all must be back.
 for n in $(seq 1 "$nodes"); do
-    [ -e "$(node_dir "$n")/agent.pid" ] && kill -0 "$(cat "$(node_dir "$n")/agent.pid")" 2>/dev/null || agent_start "$n"
+    if ! { [ -e "$(node_dir "$n")/agent.pid" ] && kill -0 "$(cat "$(node_dir "$n")/agent.pid")" 2>/dev/null; }; then agent_start "$n"; fi
     wait_for "node $n to converge after the soak" 60 node_ready "$n" || fail "node $n did not converge after the soak"
 done
 pass "every agent converged after $minutes min"
@@ -186,7 +186,7 @@ for n in $(seq 1 "$nodes"); do
     veths=$(in_node "$n" ip -br link | grep -c '^kovs[0-9a-f]\{11\}' || true)
     leases=$(find "$(node_dir "$n")/ipam" -type f -name '10.244.*' | wc -l)
     netns=$(ip netns list | grep -c "^$(pod_ns "$n" "")[0-9]" || true)
-    [ "$ports" -eq 1 ] && [ "$veths" -eq 1 ] && [ "$leases" -eq 1 ] && [ "$netns" -eq 1 ] ||
+    [ "$ports$veths$leases$netns" = 1111 ] ||
         fail "node $n after the soak: $ports pod ports, $veths veths, $leases leases, $netns pod namespaces (expected 1 each: pod $n/1)"
     open_ct=$(in_node "$n" ovs-appctl dpctl/dump-conntrack 2>/dev/null | grep -F -f "$soak/churned.ips" | grep -c ESTABLISHED || true)
     [ "$open_ct" -eq 0 ] || fail "node $n: $open_ct ESTABLISHED datapath conntrack entries of deleted pods"
