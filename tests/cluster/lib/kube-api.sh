@@ -1,17 +1,17 @@
 # shellcheck shell=bash
 # The stand-in Kubernetes API server (tests/cluster/kube_api_mock.py) for the
-# netns provider's clusters, and the agents switched to it: a kubeconfig like
-# kind's (bearer token, the server's CA) and `peers: {source: kubernetes}`.
-# Used by the footprint benchmark and the e2e scenario kube_peers_test.sh.
-# Needs cluster-common.sh (node_dir, agent_config, node_ip, die, wait_for) and
-# the provider's in_underlay / uly.
+# netns and docker providers' clusters, and the agents switched to it: a
+# kubeconfig like kind's (bearer token, the server's CA) and `peers: {source:
+# kubernetes}`. Used by the footprint benchmark, the e2e scenario
+# kube_peers_test.sh and the soak. Needs cluster-common.sh (node_dir,
+# agent_config, node_ip, die, wait_for) and the provider's in_underlay.
 # The mock API server, where kind's is: on the Docker network's host side,
 # which every node reaches on the underlay.
 api_addr=172.18.0.1
 api_port=6443
 api_dir() { echo "$CLUSTER_DIR/kube-api"; }
-# Started in the underlay namespace, so cluster_down's sweep of the cluster's
-# namespaces kills it on every exit path; --parent covers a benchmark killed
+# Started in the underlay namespace (the Docker host's side of the network),
+# so cluster_down's sweep of the cluster's namespaces kills it on every exit path; --parent covers a benchmark killed
 # too hard to run its trap.
 #   kube_api_up [PEERS_FILE [MOCK_ARGS...]]   the Nodes of PEERS_FILE (default: the cluster's peers.yaml)
 kube_api_up() {
@@ -23,7 +23,7 @@ kube_api_up() {
         -addext "subjectAltName=IP:$api_addr" -keyout "$d/apiserver.key" -out "$d/apiserver.crt" 2>"$d/openssl.log" ||
         { cat "$d/openssl.log" >&2; die "openssl: cannot make the mock API server's certificate"; }
     openssl rand -hex 16 > "$d/token"
-    ip netns exec "$(uly)" python3 "$root/tests/cluster/kube_api_mock.py" --listen "$api_addr" --port "$api_port" \
+    in_underlay python3 "$root/tests/cluster/kube_api_mock.py" --listen "$api_addr" --port "$api_port" \
         --cert "$d/apiserver.crt" --key "$d/apiserver.key" --token-file "$d/token" --peers "$peers" "$@" \
         --ready-file "$d/ready" --parent $$ --log "$d/requests.log" >"$d/mock.log" 2>&1 &
     disown   # its kill -9 by cluster_down is expected, not worth a "Killed" line from bash
