@@ -224,7 +224,15 @@ void Doctor::checkFlows(const ovs::OvsdbReplica& replica, std::vector<DoctorChec
         return;
     }
     auto opts = flowOptions(config_);
-    auto shown = runProcess({"ovs-ofctl", "dump-flows", flows::managementTarget(opts.rundir, bridge)});
+    ProcessResult shown;
+    try {
+        shown = runProcess({"ovs-ofctl", "dump-flows", flows::managementTarget(opts.rundir, bridge)});
+    } catch (const std::exception& e) {  // not installed here: a flows finding, not an OVSDB one
+        out.push_back(fail("flows", std::string("cannot run ovs-ofctl: ") + e.what(),
+                           "install Open vSwitch's tools, or run kovsctl where they are (the agent's container, or "
+                           "/opt/kovs/bin/kovsctl on a kind node)"));
+        return;
+    }
     if (!shown.ok()) {
         out.push_back(fail("flows", "cannot read " + bridge + "'s flows: " + shown.err.substr(0, 200),
                            "is ovs-vswitchd running? (see the vswitchd check)"));

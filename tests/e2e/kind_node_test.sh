@@ -110,6 +110,21 @@ connectivity_matrix 3 2
 [ "$matrix_failed" -eq 0 ] || fail "connectivity matrix has failures"
 pass "connectivity matrix over 6 pods created by containerd (ctr run --cni -> libcni -> kovs-cni)"
 
+# kovs-kind doctor as a user runs it: docker exec into every node container
+# (kind's `get nodes` stands in: these nodes are not kind's), one table.
+mkdir -p "$CLUSTER_DIR/kind-stub"
+cat > "$CLUSTER_DIR/kind-stub/kind" <<STUB
+#!/bin/sh
+[ "\$1 \$2" = "get nodes" ] && printf '%s\\n' $(for n in 1 2 3; do printf '%s ' "$(node_container "$n")"; done)
+STUB
+chmod +x "$CLUSTER_DIR/kind-stub/kind"
+doctor_table=$(PATH="$CLUSTER_DIR/kind-stub:$PATH" DOCKER_HOST="unix://$KOVS_DOCKER_SOCK" "$root/kind/kovs-kind" doctor 2>&1) ||
+    fail "kovs-kind doctor failed on the healthy cluster: $doctor_table"
+grep -qE "check +$(node_container 1) +$(node_container 2) +$(node_container 3)" <<<"$doctor_table" &&
+    grep -q "every check passed on every node" <<<"$doctor_table" || fail "kovs-kind doctor: no table of the 3 nodes: $doctor_table"
+echo "$doctor_table" | sed -n '/check /,$p' | head -20
+pass "kovs-kind doctor: kovsctl doctor on every node through docker exec, one table, every check passed"
+
 # Node 3 leaves the API and comes back: the other agents drop and re-add it.
 touch "$(node_dir 3)/left"; write_peers
 for n in 1 2; do wait_for "node $n to drop node 3 (DELETED from the watch)" 30 node_ready "$n" || fail "node $n kept node 3"; done

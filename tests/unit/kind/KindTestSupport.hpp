@@ -166,6 +166,7 @@ protected:
         // A real dynamic binary stands in for kovsctl: echo shows the arguments
         // the node's wrapper gives it, through the bundled loader and libraries.
         env["KOVS_KOVSCTL_BINARY"] = "/bin/echo";
+        env["KOVS_OFCTL_BINARY"] = "/bin/echo";
         env["KOVS_NODE_TOOLS_DIR"] = (dir / "opt-kovs").string();
         return runScript({(src_ / "kind/kovs-node-init").string(), command}, env);
     }

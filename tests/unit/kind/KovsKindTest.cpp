@@ -20,7 +20,8 @@ class KovsKindDryRun : public ::testing::Test {
 protected:
     void SetUp() override {
         src_ = sourceDir();
-        for (const char* tool : {"bash", "dirname", "basename", "uname", "sed", "awk", "cat", "grep", "wc", "tr", "sleep"}) {
+        for (const char* tool : {"bash", "dirname", "basename", "uname", "sed", "awk", "cat", "grep", "wc", "tr", "sleep", "mktemp",
+                                 "rm", "sort", "head"}) {
             auto r = kovs::runProcess({"/bin/sh", "-c", std::string("command -v ") + tool});
             ASSERT_TRUE(r.ok()) << tool << " not found";
             auto target = r.out.substr(0, r.out.find('\n'));
@@ -303,6 +304,44 @@ TEST_F(KovsKindWithFakeTools, AnUnfinishedCleanupKeepsTheManifestsAndSaysWhy) {
         return c.find("logs --selector app.kubernetes.io/component=cleanup") != std::string::npos;
     });
     EXPECT_TRUE(logs) << "the cleanup's log was not shown";
+}
+
+// doctor: kovsctl doctor on every node through docker exec (the copy the init
+// container installed in /opt/kovs, which runs with the agent down), one
+// table node x check with the worst line of each check, then every failing
+// line in full; a node where kovsctl does not run is named with the reason.
+TEST_F(KovsKindWithFakeTools, DoctorRunsOnEveryNodeIntoOneTable) {
+    writeFile(bin_ / "kind", "#!/bin/sh\n[ \"$1 $2 $3 $4\" = 'get nodes --name ci' ] && printf 'ci-worker\\nci-control-plane\\nci-worker2\\n'\n");
+    writeFile(bin_ / "docker",
+              "#!/bin/bash\n[ \"$1\" = info ] && exit 0\n"
+              "echo \"docker $*\" >> " + log_.string() + "\n"
+              "case \"$2:$3:$4\" in\n"
+              "  ci-worker2:/opt/kovs/bin/kovsctl:doctor) printf 'kovsctl doctor on node ci-worker2\\n"
+              "  ok    ovsdb          answers\\n  ok    tx-checksum    pod a off\\n  FAIL  tx-checksum    pod b on\\n"
+              "                       fix: kovsctl says how\\n1 check(s) failed\\n'; exit 1 ;;\n"
+              "  ci-worker:*) echo 'stat /opt/kovs/bin/kovsctl: no such file or directory'; exit 126 ;;\n"
+              "  *:/opt/kovs/bin/kovsctl:doctor) printf 'kovsctl doctor on node %s\\n  ok    ovsdb          answers\\n"
+              "  skip  flows          the agent did not answer\\nall checks passed\\n' \"$2\" ;;\n"
+              "esac\n");
+    auto r = run({"doctor", "--name", "ci"});
+    EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("check +ci-control-plane +ci-worker +ci-worker2 *\n")) ) << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("ovsdb +ok +- +ok *\n"))) << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("flows +skip +- +- *\n"))) << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("tx-checksum +- +- +FAIL *\n"))) << "the worst line of a check: " << r.out;
+    EXPECT_NE(r.out.find("  ci-worker2:\n    FAIL  tx-checksum    pod b on\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("fix: kovsctl says how"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("ci-worker: kovsctl did not run (/opt/kovs/bin/kovsctl): stat /opt/kovs/bin/kovsctl: no such file"),
+              std::string::npos) << r.out;
+    size_t execs = 0;
+    for (const auto& c : calls()) execs += c.rfind("docker exec ", 0) == 0;
+    EXPECT_EQ(execs, 3u);
+
+    // All passing: exit 0, and it says so.
+    writeFile(bin_ / "kind", "#!/bin/sh\n[ \"$1 $2\" = 'get nodes' ] && echo ci-control-plane\n");
+    auto ok = run({"doctor", "--name", "ci"});
+    EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+    EXPECT_NE(ok.out.find("every check passed on every node"), std::string::npos) << ok.out;
 }
 
 }  // namespace

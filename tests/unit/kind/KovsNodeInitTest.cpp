@@ -53,6 +53,10 @@ TEST_F(KindFiles, InitScriptInstallsKovsctlOnTheNodeWithItsLibrariesAndConfig) {
     EXPECT_EQ(run.out, "--config " + (tools / "agent.yaml").string() + " doctor\n");
     auto other = runScript({(tools / "bin/kovsctl").string(), "status"}, {{"PATH", "/usr/bin:/bin"}, {"KOVS_CONFIG", "/etc/x.yaml"}});
     EXPECT_EQ(other.out, "--config /etc/x.yaml status\n");
+    // ovs-ofctl, which doctor runs, bundled the same way and first on the wrapper's PATH.
+    auto ofctl = runScript({(tools / "bin/ovs-ofctl").string(), "dump-flows", "br-int"}, {{"PATH", "/usr/bin:/bin"}});
+    EXPECT_EQ(ofctl.out, "dump-flows br-int\n") << ofctl.err;
+    EXPECT_NE(readFile(tools / "bin/kovsctl").find("PATH=$dir/bin:$PATH"), std::string::npos);
     for (const auto& e : fs::recursive_directory_iterator(tools))
         EXPECT_EQ(e.path().filename().string().find(".kovsctl."), std::string::npos) << "left behind: " << e.path();
 }
