@@ -4,7 +4,8 @@
 // with gw0's pod CIDR address. The cleanup removes those taps, and only taps
 // of the bridge names in its config, only in standalone mode.
 //
-// Runs in this test's private network namespace, with no OVS at all.
+// Each test runs in a network namespace of its own (the binary's shared one
+// holds the taps of the shutdown tests' vswitchd), with no OVS at all.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include "base/Error.hpp"
 #include "base/Process.hpp"
 #include "tests/support/TempDir.hpp"
+#include "tests/support/TestNetns.hpp"
 
 namespace fs = std::filesystem;
 
@@ -26,7 +28,9 @@ std::string agentBinary() {
     return p;
 }
 
-bool linkExists(const std::string& name) { return kovs::runProcess({"ip", "link", "show", "dev", name}).ok(); }
+bool linkExists(const kovs::test::TestNetns& ns, const std::string& name) {
+    return ns.exec({"ip", "link", "show", "dev", name}).ok();
+}
 
 fs::path writeConfig(const kovs::test::TempDir& dir, const std::string& mode) {
     fs::create_directories(dir / "run");
@@ -41,35 +45,41 @@ fs::path writeConfig(const kovs::test::TempDir& dir, const std::string& mode) {
     return p;
 }
 
-void addTap(const std::string& name) { kovs::runChecked({"ip", "tuntap", "add", "dev", name, "mode", "tap"}); }
+void addTap(const kovs::test::TestNetns& ns, const std::string& name) {
+    auto r = ns.exec({"ip", "tuntap", "add", "dev", name, "mode", "tap"});
+    if (!r.ok()) throw kovs::Error("ip tuntap add dev " + name + ": " + r.err);
+}
+
+kovs::ProcessResult cleanup(const kovs::test::TestNetns& ns, const fs::path& config) {
+    return ns.exec({agentBinary(), "--config", config.string(), "--cleanup"});
+}
 
 }  // namespace
 
 TEST(AgentCleanup, WithOvsGoneTheBridgesLeftoverTapsAreRemovedAndNothingElse) {
     kovs::test::TempDir dir("kovs-agent-cleanup");
-    for (const char* tap : {"br-int", "gw0", "ovs-netdev", "tap-other"}) addTap(tap);
-    kovs::runChecked({"ip", "addr", "add", "10.250.1.1/24", "dev", "gw0"});
+    kovs::test::TestNetns ns("kovs-cleanup-test");
+    for (const char* tap : {"br-int", "gw0", "ovs-netdev", "tap-other"}) addTap(ns, tap);
+    ASSERT_TRUE(ns.exec({"ip", "addr", "add", "10.250.1.1/24", "dev", "gw0"}).ok());
     // A device named like a kovs bridge that is no tap is someone else's.
-    kovs::runChecked({"ip", "link", "add", "br-phy", "type", "veth", "peer", "name", "br-phy-peer"});
+    ASSERT_TRUE(ns.exec({"ip", "link", "add", "br-phy", "type", "veth", "peer", "name", "br-phy-peer"}).ok());
 
-    auto r = kovs::runProcess({agentBinary(), "--config", writeConfig(dir, "standalone").string(), "--cleanup"});
+    auto r = cleanup(ns, writeConfig(dir, "standalone"));
     EXPECT_TRUE(r.ok()) << r.err;
-    EXPECT_FALSE(linkExists("br-int")) << r.err;
-    EXPECT_FALSE(linkExists("gw0")) << r.err;
-    EXPECT_FALSE(linkExists("ovs-netdev")) << r.err;
-    EXPECT_TRUE(linkExists("tap-other")) << "a tap of another name is not kovs's";
-    EXPECT_TRUE(linkExists("br-phy")) << "a veth named br-phy is not kovs's tap";
+    EXPECT_FALSE(linkExists(ns, "br-int")) << r.err;
+    EXPECT_FALSE(linkExists(ns, "gw0")) << r.err;
+    EXPECT_FALSE(linkExists(ns, "ovs-netdev")) << r.err;
+    EXPECT_TRUE(linkExists(ns, "tap-other")) << "a tap of another name is not kovs's";
+    EXPECT_TRUE(linkExists(ns, "br-phy")) << "a veth named br-phy is not kovs's tap";
     EXPECT_NE(r.err.find("br-phy is not a tap device (veth)"), std::string::npos) << r.err;
-    kovs::runProcess({"ip", "link", "del", "tap-other"});
-    kovs::runProcess({"ip", "link", "del", "br-phy"});
 }
 
 // Next to another CNI the bridges are that CNI's: nothing is removed.
 TEST(AgentCleanup, CompanionModeLeavesTheTapsAlone) {
     kovs::test::TempDir dir("kovs-agent-cleanup");
-    addTap("br-int");
-    auto r = kovs::runProcess({agentBinary(), "--config", writeConfig(dir, "companion").string(), "--cleanup"});
+    kovs::test::TestNetns ns("kovs-cleanup-test");
+    addTap(ns, "br-int");
+    auto r = cleanup(ns, writeConfig(dir, "companion"));
     EXPECT_TRUE(r.ok()) << r.err;
-    EXPECT_TRUE(linkExists("br-int")) << r.err;
-    kovs::runProcess({"ip", "link", "del", "br-int"});
+    EXPECT_TRUE(linkExists(ns, "br-int")) << r.err;
 }
