@@ -197,6 +197,13 @@ protected:
         auto base = YAML::LoadFile((src_ / "kind/manifests/kustomization.yaml").string());
         EXPECT_EQ(strings(base["resources"]), std::vector<std::string>{"kovs.yaml"});
     }
+    // The ConfigMap as `kubectl apply -k kind/overlays/companion` makes it:
+    // the overlay's keys over the base's, as kustomize merges.
+    std::map<std::string, std::string> companionConfigMapData() const {
+        auto data = configMapData(configMap_);
+        for (const auto& [k, v] : configMapData(patches_.at("ConfigMap/kovs-config"))) data[k] = v;
+        return data;
+    }
     std::map<std::string, YAML::Node> patches_;
 };
 

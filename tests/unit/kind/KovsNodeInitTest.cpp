@@ -158,8 +158,7 @@ TEST_F(KindFiles, InitScriptRejectsBadInputAndInstallsNothing) {
 }
 
 TEST_F(CompanionOverlay, InitScriptChainsKovsIntoAntreasConflistOnce) {
-    auto data = configMapData(configMap_);
-    for (const auto& [k, v] : configMapData(patches_["ConfigMap/kovs-config"])) data[k] = v;  // as kustomize merges
+    auto data = companionConfigMapData();
     TempDir dir;
     fs::create_directories(dir / "net.d");
     Json antrea = {{"cniVersion", "0.3.0"},
@@ -186,8 +185,7 @@ TEST_F(CompanionOverlay, InitScriptChainsKovsIntoAntreasConflistOnce) {
 }
 
 TEST_F(CompanionOverlay, InitScriptGivesUpClearlyWithoutTheOtherCni) {
-    auto data = configMapData(configMap_);
-    for (const auto& [k, v] : configMapData(patches_["ConfigMap/kovs-config"])) data[k] = v;
+    auto data = companionConfigMapData();
     TempDir dir;
     auto r = nodeInit(dir, data,
                       {{"KOVS_POD_CIDR", "10.244.1.0/24"}, {"KOVS_CNI_MODE", "chained"}, {"KOVS_WAIT_SECONDS", "0"}});
@@ -199,8 +197,7 @@ TEST_F(CompanionOverlay, InitScriptGivesUpClearlyWithoutTheOtherCni) {
 // 16, defect 7): kovs is chained after it in a conflist made the way libcni's
 // ConfListFromConf makes one, under a name the runtime picks first.
 TEST_F(CompanionOverlay, InitScriptChainsAfterASinglePluginConfAsLibcniConvertsIt) {
-    auto data = configMapData(configMap_);
-    for (const auto& [k, v] : configMapData(patches_["ConfigMap/kovs-config"])) data[k] = v;
+    auto data = companionConfigMapData();
     TempDir dir;
     fs::create_directories(dir / "net.d");
     // What ovnkube-node writes (WriteCNIConfig), key order and all.
@@ -249,8 +246,7 @@ TEST_F(CompanionOverlay, InitScriptChainsAfterASinglePluginConfAsLibcniConvertsI
 }
 
 TEST_F(CompanionOverlay, InitScriptRefusesAConfItCannotChainAfter) {
-    auto data = configMapData(configMap_);
-    for (const auto& [k, v] : configMapData(patches_["ConfigMap/kovs-config"])) data[k] = v;
+    auto data = companionConfigMapData();
     struct Bad {
         std::string file, text, error;
     };
@@ -275,8 +271,7 @@ TEST_F(CompanionOverlay, InitScriptRefusesAConfItCannotChainAfter) {
 // OVN-Kubernetes allocates node subnets itself: its Nodes may have no
 // spec.podCIDR, and companion mode does not need one.
 TEST_F(CompanionOverlay, InitScriptGoesOnWithoutAPodCidrInCompanionModeOnly) {
-    auto data = configMapData(configMap_);
-    for (const auto& [k, v] : configMapData(patches_["ConfigMap/kovs-config"])) data[k] = v;
+    auto data = companionConfigMapData();
     TempDir dir;
     fs::create_directories(dir / "bin");
     fs::create_directories(dir / "sa");
@@ -379,8 +374,7 @@ TEST_F(Uninstall, WithoutTheNodesDirectoriesMountedItSaysSo) {
 // Companion: kovs leaves the other CNI's chain, whose own plugins stay, and
 // the Open vSwitch directories (that CNI's OVS) stay too.
 TEST_F(Uninstall, CompanionTakesKovsOutOfTheOtherCnisChainOnly) {
-    auto data = configMapData(configMap_);
-    for (const auto& [k, v] : configMapData(patches_["ConfigMap/kovs-config"])) data[k] = v;
+    auto data = companionConfigMapData();
     TempDir dir;
     fs::create_directories(dir / "net.d");
     Json antrea = {{"cniVersion", "0.3.0"}, {"name", "antrea"}, {"plugins", {{{"type", "antrea"}}, {{"type", "portmap"}}}}};
