@@ -52,13 +52,13 @@ void PeerFanout::status(nlohmann::json& out) const {
 
 void PeerFanout::metrics(MetricsText& m) const {
     m.gauge("kovs_peers", "Peer nodes programmed.", static_cast<double>(accepted_.size()));
-    for (auto r : peers::kRefusals) {
+    for (const auto& [refusal, label] : peers::kRefusals) {
         auto n = std::count_if(rejected_.begin(), rejected_.end(),
-                               [r](const peers::RejectedPeer& p) { return p.refusal == r; });
+                               [r = refusal](const peers::RejectedPeer& p) { return p.refusal == r; });
         m.gauge("kovs_peers_rejected",
                 "Nodes refused as peers, by reason (unreadable, or a pod CIDR or node address that would take "
                 "another's traffic).",
-                static_cast<double>(n), {{"reason", peers::refusalLabel(r)}});
+                static_cast<double>(n), {{"reason", label}});
     }
     if (source_) source_->metrics(m);
 }

@@ -5,16 +5,8 @@
 namespace kovs::peers {
 
 const char* refusalLabel(Refusal r) {
-    switch (r) {
-        case Refusal::Unreadable: return "unreadable";
-        case Refusal::NoNodeAddress: return "no_node_address";
-        case Refusal::ThisNodesAddress: return "this_nodes_address";
-        case Refusal::WideCidr: return "wide_pod_cidr";
-        case Refusal::OverlapsThisNode: return "overlaps_this_node";
-        case Refusal::OverlapsServiceCidr: return "overlaps_service_cidr";
-        case Refusal::HoldsNodeAddress: return "holds_node_address";
-        case Refusal::DuplicateNodeAddress: return "duplicate_node_address";
-        case Refusal::OverlapsPeer: return "overlaps_peer";
+    for (const auto& [refusal, label] : kRefusals) {
+        if (refusal == r) return label;
     }
     return "unknown";
 }

@@ -51,10 +51,21 @@ enum class Refusal {
     DuplicateNodeAddress,  // an address an older peer already has
     OverlapsPeer,          // a pod CIDR overlapping an older peer's
 };
-inline constexpr Refusal kRefusals[] = {
-    Refusal::Unreadable,       Refusal::NoNodeAddress,       Refusal::ThisNodesAddress,
-    Refusal::WideCidr,         Refusal::OverlapsThisNode,    Refusal::OverlapsServiceCidr,
-    Refusal::HoldsNodeAddress, Refusal::DuplicateNodeAddress, Refusal::OverlapsPeer,
+// Every refusal with its metric label, in one place: the metric lists them all.
+struct RefusalLabel {
+    Refusal refusal;
+    const char* label;
+};
+inline constexpr RefusalLabel kRefusals[] = {
+    {Refusal::Unreadable, "unreadable"},
+    {Refusal::NoNodeAddress, "no_node_address"},
+    {Refusal::ThisNodesAddress, "this_nodes_address"},
+    {Refusal::WideCidr, "wide_pod_cidr"},
+    {Refusal::OverlapsThisNode, "overlaps_this_node"},
+    {Refusal::OverlapsServiceCidr, "overlaps_service_cidr"},
+    {Refusal::HoldsNodeAddress, "holds_node_address"},
+    {Refusal::DuplicateNodeAddress, "duplicate_node_address"},
+    {Refusal::OverlapsPeer, "overlaps_peer"},
 };
 const char* refusalLabel(Refusal r);  // "duplicate_node_address"
 
