@@ -195,29 +195,31 @@ kind_step_wait_nodes_ready() {
 }
 kind_step_next_steps() { :; }
 
-# The steps kind/kovs-kind up runs, as "id<TAB>title" lines.
-kind_up_steps() {
-    local args=(up --list-steps)
+# kovs_kind_steps COMMAND PREFIX LOG: the steps `kind/kovs-kind COMMAND
+# --list-steps` prints, each run as the function PREFIX<id>, so the local path
+# and the real one cannot drift apart: a step the provider lacks stops it
+# before any runs. LOG gets "id<TAB>title<TAB>ms" a step.
+kovs_kind_steps() {
+    local cmd=$1 prefix=$2 log=$3 id title steps t0 args=("$1" --list-steps)
     [ "$KIND_NODE_COMPANION" = 1 ] && args+=(--companion)
-    "$KOVS_REPO/kind/kovs-kind" "${args[@]}"
+    steps=$("$KOVS_REPO/kind/kovs-kind" "${args[@]}") || die "kind/kovs-kind $cmd --list-steps failed"
+    while IFS=$'\t' read -r -u 3 id title; do
+        declare -F "$prefix$id" >/dev/null ||
+            die "kind/kovs-kind $cmd has a step '$id' ($title) that the kind-node provider does not run: add $prefix$id"
+    done 3<<<"$steps"
+    : > "$log"
+    while IFS=$'\t' read -r -u 3 id title; do
+        t0=$(date +%s%N)
+        _log "  [kind-node] $title"
+        "$prefix$id" || return 1
+        printf '%s\t%s\t%d\n' "$id" "$title" "$(( ($(date +%s%N) - t0) / 1000000 ))" >> "$log"
+    done 3<<<"$steps"
 }
 
 cluster_up() {
     CLUSTER_NODES=$1
-    local id title steps t0
-    steps=$(kind_up_steps) || die "kind/kovs-kind up --list-steps failed"
-    while IFS=$'\t' read -r -u 3 id title; do
-        declare -F "kind_step_$id" >/dev/null ||
-            die "kind/kovs-kind up has a step '$id' ($title) that the kind-node provider does not run: add kind_step_$id"
-    done 3<<<"$steps"
     mkdir -p "$CLUSTER_DIR"
-    : > "$CLUSTER_DIR/steps.log"
-    while IFS=$'\t' read -r -u 3 id title; do
-        t0=$(date +%s%N)
-        _log "  [kind-node] $title"
-        "kind_step_$id" || return 1
-        printf '%s\t%s\t%d\n' "$id" "$title" "$(( ($(date +%s%N) - t0) / 1000000 ))" >> "$CLUSTER_DIR/steps.log"
-    done 3<<<"$steps"
+    kovs_kind_steps up kind_step_ "$CLUSTER_DIR/steps.log"
 }
 
 # Ready as kind users see it: the pod Ready (readiness probe) and the agent's

@@ -148,18 +148,7 @@ kind_load() {
 }
 
 # kind_uninstall: `kind/kovs-kind uninstall`, step by step as it lists them.
-kind_uninstall() {
-    local id title steps
-    steps=$("$KOVS_REPO/kind/kovs-kind" uninstall --list-steps) || die "kind/kovs-kind uninstall --list-steps failed"
-    while IFS=$'\t' read -r -u 3 id title; do
-        declare -F "kind_uninstall_$id" >/dev/null ||
-            die "kind/kovs-kind uninstall has a step '$id' ($title) that the kind-node provider does not run: add kind_uninstall_$id"
-    done 3<<<"$steps"
-    while IFS=$'\t' read -r -u 3 id title; do
-        _log "  [kind-node] $title"
-        "kind_uninstall_$id" || return 1
-    done 3<<<"$steps"
-}
+kind_uninstall() { kovs_kind_steps uninstall kind_uninstall_ "$CLUSTER_DIR/uninstall-steps.log"; }
 kind_uninstall_check_kubectl() { :; }
 kind_uninstall_delete_daemonset() { ds_uninstall; }
 # kubectl apply -f kind/uninstall.yaml, then rollout status: a pod per node,
