@@ -146,7 +146,7 @@ kubelet_start() {
 
 # --- the steps of kind/kovs-kind up ---------------------------------------------
 
-kind_step_check_prerequisites() {
+kind_step_preflight() {
     local b
     for b in dockerd debootstrap socat openssl python3 jq busybox "$KOVS_BUILD_CLI"; do
         command -v "$b" >/dev/null || die "$b not found: the kind-node provider needs it (scripts/install-deps.sh installs it)"
@@ -155,9 +155,11 @@ kind_step_check_prerequisites() {
     docker_prepare
 }
 kind_step_build_image() { kovs_image_build; pod_image_ensure; }
+# The network "kind" of the provider's own dockerd, at KOVS_UNDERLAY_MTU (the
+# MTU kovs-kind up --mtu gives a network of the cluster's own).
+kind_step_create_network() { underlay_up; }
 kind_step_create_cluster() {
     local n
-    underlay_up
     api_up
     for n in $(seq 1 "$CLUSTER_NODES"); do node_up "$n"; done
 }
@@ -202,6 +204,7 @@ kind_step_next_steps() { :; }
 kovs_kind_steps() {
     local cmd=$1 prefix=$2 log=$3 id title steps t0 args=("$1" --list-steps)
     [ "$KIND_NODE_COMPANION" = 1 ] && args+=(--companion)
+    [ "$UNDERLAY_MTU" = 1500 ] || args+=(--mtu "$UNDERLAY_MTU")
     steps=$("$KOVS_REPO/kind/kovs-kind" "${args[@]}") || die "kind/kovs-kind $cmd --list-steps failed"
     while IFS=$'\t' read -r -u 3 id title; do
         declare -F "$prefix$id" >/dev/null ||

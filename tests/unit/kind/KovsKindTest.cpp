@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/unit/kind/KindTestSupport.hpp"
@@ -21,28 +23,54 @@ protected:
     void SetUp() override {
         src_ = sourceDir();
         for (const char* tool : {"bash", "dirname", "basename", "uname", "sed", "awk", "cat", "grep", "wc", "tr", "sleep", "mktemp",
-                                 "rm", "sort", "head"}) {
+                                 "rm", "sort", "head", "env"}) {
             auto r = kovs::runProcess({"/bin/sh", "-c", std::string("command -v ") + tool});
             ASSERT_TRUE(r.ok()) << tool << " not found";
             auto target = r.out.substr(0, r.out.find('\n'));
             fs::create_symlink(target, bin_ / tool);
         }
+        writeHost(host_.path(), "8192");
+        env_ = {{"PATH", bin_.path()}, {"HOME", bin_.path()}, {"KOVS_KIND_HOST_ROOT", host_.path()}};
     }
-    kovs::ProcessResult run(std::vector<std::string> args) {
+    kovs::ProcessResult run(std::vector<std::string> args, std::map<std::string, std::string> extraEnv = {}) {
         args.insert(args.begin(), (src_ / "kind/kovs-kind").string());
-        return runScript(args, {{"PATH", bin_.path()}, {"HOME", bin_.path()}});
+        auto env = env_;
+        for (auto& [k, v] : extraEnv) env[k] = v;
+        return runScript(args, env);
     }
-    // The lines of the output that are commands (indented under a step).
+    // The host the preflight reads (KOVS_KIND_HOST_ROOT): inotify instances as
+    // given, the other limits as kind wants them, no OVS module.
+    static void writeHost(const fs::path& root, const std::string& inotifyInstances) {
+        for (auto [key, value] : {std::pair{"inotify/max_user_instances", inotifyInstances},
+                                  {"inotify/max_user_watches", "1048576"}, {"file-max", "9223372036854775807"}}) {
+            fs::create_directories((root / "proc/sys/fs" / key).parent_path());
+            writeFile(root / "proc/sys/fs" / key, value + "\n");
+        }
+    }
+    // The lines of the output that are commands (indented under a step; not
+    // the preflight's findings).
     static std::vector<std::string> commands(const std::string& out) {
         std::vector<std::string> lines;
         std::istringstream in(out);
+        static const std::regex finding("    (ok|note|warn|FAIL)  .*");
         for (std::string l; std::getline(in, l);) {
-            if (l.rfind("    ", 0) == 0 && l.find("(note:") == std::string::npos) lines.push_back(l.substr(4));
+            if (l.rfind("    ", 0) == 0 && l.find("(note:") == std::string::npos && !std::regex_match(l, finding))
+                lines.push_back(l.substr(4));
         }
         return lines;
     }
+    // The preflight's finding lines about WHAT.
+    static std::vector<std::string> findings(const std::string& out, const std::string& what) {
+        std::vector<std::string> lines;
+        std::istringstream in(out);
+        const std::regex finding("    (ok|note|warn|FAIL)  +" + what + "  .*");
+        for (std::string l; std::getline(in, l);)
+            if (std::regex_match(l, finding)) lines.push_back(l.substr(4));
+        return lines;
+    }
     fs::path src_;
-    TempDir bin_;
+    TempDir bin_, host_;
+    std::map<std::string, std::string> env_;
 };
 
 TEST_F(KovsKindDryRun, UpPrintsEveryStepInOrder) {
@@ -62,12 +90,17 @@ TEST_F(KovsKindDryRun, UpPrintsEveryStepInOrder) {
     ASSERT_GE(got.size(), expected.size()) << r.out;
     for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "step command " << i;
     EXPECT_NE(r.out.find("kovsctl doctor"), std::string::npos) << "next steps should say how to diagnose";
+    // The preflight runs (it only reads) and names each missing tool as a note.
     for (const char* tool : {"docker", "kind", "kubectl"}) {
-        EXPECT_NE(r.out.find(std::string("(note: ") + tool + " is not on PATH"), std::string::npos) << r.out;
+        auto f = findings(r.out, tool);
+        ASSERT_EQ(f.size(), 1u) << r.out;
+        EXPECT_EQ(f[0].rfind("note", 0), 0u) << f[0];
+        EXPECT_NE(f[0].find("not on PATH; needed to run this for real: "), std::string::npos) << f[0];
     }
     // Numbered steps, each announced before its command.
-    EXPECT_NE(r.out.find("==> [1] check prerequisites"), std::string::npos);
-    EXPECT_NE(r.out.find("==> [8] next steps"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("==> [1] preflight"), std::string::npos);
+    EXPECT_NE(r.out.find("==> [3] network: kind's own"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("==> [9] next steps"), std::string::npos) << r.out;
 }
 
 // One list of steps: what --list-steps prints (the kind-node provider of the
@@ -132,7 +165,9 @@ TEST_F(KovsKindDryRun, NameImageAndCompanionReachEveryStep) {
 TEST_F(KovsKindDryRun, DownAndLoad) {
     auto down = run({"down", "--dry-run", "--name", "ci-1"});
     ASSERT_EQ(down.exitCode, 0) << down.err;
-    EXPECT_EQ(commands(down.out), std::vector<std::string>{"kind delete cluster --name ci-1"}) << down.out;
+    EXPECT_EQ(commands(down.out), (std::vector<std::string>{"kind delete cluster --name ci-1",
+              "docker network rm kind-ci-1   (only if it carries the label io.kovs.kind.cluster=ci-1: up --mtu made it)"}))
+        << down.out;
     auto load = run({"load", "--dry-run"});
     ASSERT_EQ(load.exitCode, 0) << load.err;
     auto cmds = commands(load.out);
@@ -155,6 +190,10 @@ TEST_F(KovsKindDryRun, BadArgumentsAreRejectedWithUsageErrors) {
         {{"up", "--image", "kovs:dev; rm -rf ~"}, "--image: expected a docker image reference"},
         {{"up", "--image", "kovs|dev"}, "--image: expected"},
         {{"up", "--timeout", "soon"}, "--timeout: expected"},
+        {{"up", "--mtu", "1279"}, "--mtu: expected 1280-9000"},
+        {{"up", "--mtu", "9001"}, "--mtu: expected 1280-9000"},
+        {{"up", "--mtu", "09000"}, "--mtu: expected"},
+        {{"up", "--mtu"}, "--mtu needs a value"},
     };
     for (const auto& c : cases) {
         auto r = run(c.args);
@@ -164,14 +203,18 @@ TEST_F(KovsKindDryRun, BadArgumentsAreRejectedWithUsageErrors) {
     }
 }
 
+// Every missing tool is one FAIL line with its install hint; up stops after
+// the preflight, having built nothing.
 TEST_F(KovsKindDryRun, ForRealItNamesEachMissingToolWithAnInstallHint) {
     auto r = run({"up"});
     EXPECT_EQ(r.exitCode, 1);
     for (const char* tool : {"docker", "kind", "kubectl"}) {
-        EXPECT_NE(r.err.find(std::string("kovs-kind: ") + tool + " is required but not on PATH: "), std::string::npos)
-            << r.err;
+        auto f = findings(r.out, tool);
+        ASSERT_EQ(f.size(), 1u) << r.out;
+        EXPECT_TRUE(std::regex_match(f[0], std::regex("FAIL +[a-z]+ +not on PATH: .*(install|brew|https://).*"))) << f[0];
     }
-    EXPECT_EQ(r.out.find("docker build"), std::string::npos) << "went on without its tools: " << r.out;
+    EXPECT_NE(r.err.find("preflight: 3 check(s) failed (FAIL above, each with its fix)"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("==> [2]"), std::string::npos) << "went on without its tools: " << r.out;
 }
 
 // The real path, against stand-ins for docker, kind and kubectl that log their
@@ -185,8 +228,20 @@ protected:
             writeFile(bin_ / name, "#!/bin/bash\nprintf '%s\\n' \"" + name + " $*\" >> " + log_.string() + "\n" + body);
             fs::permissions(bin_ / name, fs::perms::owner_all);
         };
-        fake("docker", "exit 0\n");
-        fake("kind", "[ \"$1 $2\" = 'get clusters' ] && printf '%s\\n' ${FAKE_CLUSTERS:-}\nexit 0\n");
+        // docker (or podman): a network exists when FAKE_NETWORK says
+        // "mtu|ipv6", labelled FAKE_NETWORK_LABEL; the platform is FAKE_PLATFORM.
+        const std::string engine =
+            "case \"$1 $2\" in\n"
+            "  '--version ') echo \"$(basename $0) version 27.1.1, build fake\" ;;\n"
+            "  'version --format') echo \"${FAKE_PLATFORM:-Docker Engine - Community}\" ;;\n"
+            "  'network inspect') [ -n \"${FAKE_NETWORK:-}\" ] || exit 1\n"
+            "     case \"$*\" in *Labels*) echo \"${FAKE_NETWORK_LABEL:-}\" ;; *--format*) echo \"$FAKE_NETWORK\" ;; esac ;;\n"
+            "esac\nexit 0\n";
+        fake("docker", engine);
+        fake("podman", engine);
+        fake("kind", "[ \"$1 $2\" = 'get clusters' ] && printf '%s\\n' ${FAKE_CLUSTERS:-}\n"
+                     "[ \"$1\" = create ] && echo \"network=${KIND_EXPERIMENTAL_DOCKER_NETWORK:-}${KIND_EXPERIMENTAL_PODMAN_NETWORK:-}\" >> " +
+                         log_.string() + "\nexit 0\n");
         // get nodes: two polls with workers NotReady, then all Ready.
         fake("kubectl", "case \" $* \" in\n"
                         "  *' kustomize '*) exec cat \"${@: -1}/kovs.yaml\" ;;\n"
@@ -259,8 +314,7 @@ TEST_F(KovsKindWithFakeTools, UpRunsWhatTheDryRunPrintsAndReportsProgress) {
 }
 
 TEST_F(KovsKindWithFakeTools, UpReusesAnExistingCluster) {
-    auto r = runScript({(src_ / "kind/kovs-kind").string(), "up"},
-                       {{"PATH", bin_.path()}, {"HOME", bin_.path()}, {"FAKE_CLUSTERS", "other kovs"}});
+    auto r = run({"up"}, {{"FAKE_CLUSTERS", "other kovs"}});
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_NE(r.out.find("cluster kovs exists; reusing it"), std::string::npos) << r.out;
     for (const auto& c : calls()) EXPECT_EQ(c.find("kind create cluster"), std::string::npos) << c;
@@ -269,8 +323,7 @@ TEST_F(KovsKindWithFakeTools, UpReusesAnExistingCluster) {
 // The cleanup runs the image the agents ran (loaded on every node), found on
 // the DaemonSet before it is deleted; the steps run in the dry run's order.
 TEST_F(KovsKindWithFakeTools, UninstallRunsTheCleanupWithTheAgentsImageThenDeletesTheManifests) {
-    auto r = runScript({(src_ / "kind/kovs-kind").string(), "uninstall"},
-                       {{"PATH", bin_.path()}, {"HOME", bin_.path()}, {"FAKE_AGENT_IMAGE", "reg.io/kovs:7"}});
+    auto r = run({"uninstall"}, {{"FAKE_AGENT_IMAGE", "reg.io/kovs:7"}});
     ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("the cleanup will run the agents' image, reg.io/kovs:7"), std::string::npos) << r.out;
     auto applied = readFile(bin_ / "applied.yaml");
@@ -292,8 +345,7 @@ TEST_F(KovsKindWithFakeTools, UninstallRunsTheCleanupWithTheAgentsImageThenDelet
 // A cleanup that does not finish on every node stops the uninstall before the
 // manifests go, with the cleanup's log and what to look at.
 TEST_F(KovsKindWithFakeTools, AnUnfinishedCleanupKeepsTheManifestsAndSaysWhy) {
-    auto r = runScript({(src_ / "kind/kovs-kind").string(), "uninstall"},
-                       {{"PATH", bin_.path()}, {"HOME", bin_.path()}, {"FAKE_CLEANUP_RC", "1"}});
+    auto r = run({"uninstall"}, {{"FAKE_CLEANUP_RC", "1"}});
     EXPECT_EQ(r.exitCode, 1) << r.out;
     EXPECT_NE(r.err.find("the cleanup did not finish on every node"), std::string::npos) << r.err;
     for (const auto& c : calls()) {
@@ -342,6 +394,149 @@ TEST_F(KovsKindWithFakeTools, DoctorRunsOnEveryNodeIntoOneTable) {
     auto ok = run({"doctor", "--name", "ci"});
     EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
     EXPECT_NE(ok.out.find("every check passed on every node"), std::string::npos) << ok.out;
+}
+
+// The preflight, a finding a line with its fix: a missing kind fails it and
+// up builds nothing; the tools present are shown with their versions.
+TEST_F(KovsKindWithFakeTools, PreflightNamesAMissingKindWithItsFix) {
+    fs::remove(bin_ / "kind");
+    auto r = run({"up"});
+    EXPECT_EQ(r.exitCode, 1) << r.out;
+    auto kind = findings(r.out, "kind");
+    ASSERT_EQ(kind.size(), 1u) << r.out;
+    EXPECT_TRUE(std::regex_match(kind[0], std::regex("FAIL  kind +not on PATH: go install sigs.k8s.io/kind@latest, .*"))) << kind[0];
+    EXPECT_EQ(findings(r.out, "docker"), std::vector<std::string>{"ok    docker      docker version 27.1.1, build fake (" +
+                                                                 (bin_ / "docker").string() + ")"});
+    EXPECT_NE(r.err.find("preflight: 1 check(s) failed"), std::string::npos) << r.err;
+    for (const auto& c : calls()) EXPECT_EQ(c.find("docker build"), std::string::npos) << "went on: " << c;
+}
+
+// The network the nodes join, against --mtu: one that exists with another
+// MTU fails with both ways out; without --mtu the existing MTU is what kovs
+// follows, and the preflight says what the pods get.
+TEST_F(KovsKindWithFakeTools, PreflightHoldsAnExistingNetworkToTheAskedMtu) {
+    auto r = run({"up", "--name", "ci", "--mtu", "9000"}, {{"FAKE_NETWORK", "1500|true"}});
+    EXPECT_EQ(r.exitCode, 1) << r.out;
+    EXPECT_EQ(findings(r.out, "network"),
+              std::vector<std::string>{"FAIL  network     kind-ci exists with MTU 1500, --mtu 9000 asked: pass --mtu 1500, or remove it "
+                                       "first (docker network rm kind-ci; kovs-kind down --name ci removes it with the cluster)"});
+    for (const auto& c : calls()) EXPECT_EQ(c.find("docker build"), std::string::npos) << "went on: " << c;
+
+    auto same = run({"preflight", "--name", "ci", "--mtu", "1500"}, {{"FAKE_NETWORK", "1500|true"}});
+    EXPECT_EQ(same.exitCode, 0) << same.out << same.err;
+    EXPECT_EQ(findings(same.out, "network"), std::vector<std::string>{"ok    network     kind-ci: MTU 1500 (gw0 and pods 1450), IPv6 on"});
+
+    auto kindNet = run({"preflight"}, {{"FAKE_NETWORK", "9000|false"}});
+    EXPECT_EQ(kindNet.exitCode, 0) << kindNet.out;
+    EXPECT_EQ(findings(kindNet.out, "network"), std::vector<std::string>{"ok    network     kind: MTU 9000 (gw0 and pods 8950), IPv6 off"});
+    auto ran = calls();
+    EXPECT_NE(std::find(ran.begin(), ran.end(),
+                        "docker network inspect kind --format {{index .Options \"com.docker.network.driver.mtu\"}}|{{.EnableIPv6}}"),
+              ran.end());
+
+    auto none = run({"preflight", "--mtu", "9000"});
+    EXPECT_EQ(findings(none.out, "network"),
+              std::vector<std::string>{"ok    network     kind-kovs does not exist yet: created with MTU 9000 (pods 8950)"});
+}
+
+// Where the Docker host has Open vSwitch's kernel module (loaded, built in,
+// loadable, or Docker Desktop >= 4.27), one note says an OVS CNI on the kernel
+// datapath is faster there and how to check; the preflight still passes.
+TEST_F(KovsKindWithFakeTools, PreflightSaysWhereTheHostHasTheOvsModule) {
+    auto uname = kovs::runProcess({"uname", "-r"});
+    ASSERT_TRUE(uname.ok());
+    auto release = uname.out.substr(0, uname.out.find('\n'));
+    struct Case {
+        std::string name;
+        std::vector<std::string> files;  // under the fake host root
+        std::string platform, expected;
+    };
+    std::vector<Case> cases = {
+        {"loaded", {"sys/module/openvswitch/initstate"}, "", "note  ovs-module  the Docker host has the openvswitch kernel module (loaded): "},
+        {"built in", {"sys/module/openvswitch/parameters/x"}, "", "note  ovs-module  the Docker host has the openvswitch kernel module (built into the kernel): "},
+        {"loadable", {"lib/modules/" + release + "/modules.dep"}, "", "note  ovs-module  the Docker host has the openvswitch kernel module (loadable: modprobe openvswitch): "},
+        {"Docker Desktop 4.30", {}, "Docker Desktop 4.30.0 (149282)",
+         "note  ovs-module  the Docker host has the openvswitch kernel module (built into Docker Desktop 4.30.0 (149282)'s kernel): "},
+        {"Docker Desktop 4.20", {}, "Docker Desktop 4.20.1 (110738)", "ok    ovs-module  Docker Desktop 4.20.1 (110738)'s kernel has no openvswitch module"},
+        {"none", {}, "", "ok    ovs-module  no openvswitch kernel module on the Docker host"},
+    };
+    for (const auto& c : cases) {
+        TempDir host;
+        writeHost(host.path(), "8192");
+        for (const auto& f : c.files) {
+            fs::create_directories((host / f).parent_path());
+            writeFile(host / f, "kernel/net/openvswitch/openvswitch.ko: kernel/net/nsh/nsh.ko\n");
+        }
+        std::map<std::string, std::string> env = {{"KOVS_KIND_HOST_ROOT", host.path()}};
+        if (!c.platform.empty()) env["FAKE_PLATFORM"] = c.platform;
+        auto r = run({"preflight"}, env);
+        EXPECT_EQ(r.exitCode, 0) << c.name << ": " << r.out << r.err;
+        auto f = findings(r.out, "ovs-module");
+        ASSERT_EQ(f.size(), 1u) << c.name << ": " << r.out;
+        EXPECT_EQ(f[0].rfind(c.expected, 0), 0u) << c.name << ": " << f[0];
+        if (f[0].rfind("note", 0) == 0) {
+            EXPECT_NE(f[0].find("an OVS CNI on the kernel datapath (OVN-Kubernetes, Antrea, Kube-OVN) is faster there; "
+                                "check: lsmod | grep openvswitch. kovs goes on"), std::string::npos) << f[0];
+        }
+    }
+}
+
+// kind's "too many open files" with several nodes: a low inotify limit is a
+// warning with the sysctl that fixes it; up goes on.
+TEST_F(KovsKindWithFakeTools, PreflightWarnsOfALowInotifyLimitWithTheSysctl) {
+    TempDir host;
+    writeHost(host.path(), "128");
+    auto r = run({"up"}, {{"KOVS_KIND_HOST_ROOT", host.path()}});
+    EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+    auto f = findings(r.out, "limits");
+    ASSERT_EQ(f.size(), 3u) << r.out;
+    EXPECT_EQ(f[0], "warn  limits      fs.inotify.max_user_instances is 128, kind with several nodes needs 512 (pods fail with "
+                    "\"too many open files\"): sudo sysctl -w fs.inotify.max_user_instances=512");
+    EXPECT_EQ(f[1], "ok    limits      fs.inotify.max_user_watches = 1048576");
+    auto docker = run({"preflight"}, {{"FAKE_PLATFORM", "Docker Desktop 4.30.0 (149282)"}});
+    EXPECT_EQ(findings(docker.out, "limits"),
+              std::vector<std::string>{"ok    limits      inotify and file limits are those of Docker Desktop 4.30.0 (149282)'s VM"});
+}
+
+// --mtu: the cluster's own network, made before kind and handed to it through
+// KIND_EXPERIMENTAL_DOCKER_NETWORK; down removes it only when kovs-kind made
+// it for this cluster (its label).
+TEST_F(KovsKindWithFakeTools, MtuMakesTheClustersOwnNetworkAndDownRemovesOnlyThat) {
+    auto r = run({"up", "--name", "ci", "--mtu", "9000"});
+    ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+    auto ran = calls();
+    auto create = std::find(ran.begin(), ran.end(),
+                            "docker network create --driver bridge --opt com.docker.network.driver.mtu=9000 "
+                            "--label io.kovs.kind.cluster=ci kind-ci");
+    auto network = std::find(ran.begin(), ran.end(), "network=kind-ci");
+    EXPECT_NE(create, ran.end()) << r.out;
+    EXPECT_NE(network, ran.end()) << "kind was not told the network";
+    EXPECT_LT(create, network);
+
+    auto down = run({"down", "--name", "ci"}, {{"FAKE_NETWORK", "9000|false"}, {"FAKE_NETWORK_LABEL", "ci"}});
+    EXPECT_EQ(down.exitCode, 0) << down.err;
+    EXPECT_NE(down.out.find("removed network kind-ci (made by up --mtu)"), std::string::npos) << down.out;
+    auto other = run({"down", "--name", "ci"}, {{"FAKE_NETWORK", "9000|false"}, {"FAKE_NETWORK_LABEL", "someone-else"}});
+    EXPECT_NE(other.out.find("network kind-ci stays: kovs-kind did not make it for this cluster"), std::string::npos) << other.out;
+    ran = calls();
+    EXPECT_EQ(std::count(ran.begin(), ran.end(), "docker network rm kind-ci"), 1);
+}
+
+// kind's podman provider: every engine command is podman's, the MTU option is
+// podman's, and the image reaches kind through an archive.
+TEST_F(KovsKindWithFakeTools, PodmanThroughKindsProviderSwitch) {
+    auto r = run({"up", "--name", "ci", "--mtu", "9000"}, {{"KIND_EXPERIMENTAL_PROVIDER", "podman"}});
+    ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+    auto ran = calls();
+    for (const char* want : {"podman build --file ", "podman network create --driver bridge --opt mtu=9000 ", "network=kind-ci",
+                             "podman save --output /tmp/kovs-kind-ci.tar kovs:dev", "kind load image-archive /tmp/kovs-kind-ci.tar --name ci"}) {
+        EXPECT_TRUE(std::any_of(ran.begin(), ran.end(), [&](const std::string& c) { return c.rfind(want, 0) == 0; }))
+            << "not run: " << want;
+    }
+    for (const auto& c : ran) EXPECT_NE(c.rfind("docker ", 0), 0u) << c;
+    auto bad = run({"up"}, {{"KIND_EXPERIMENTAL_PROVIDER", "nerdctl"}});
+    EXPECT_EQ(bad.exitCode, 2);
+    EXPECT_NE(bad.err.find("kovs-kind runs with docker or podman"), std::string::npos) << bad.err;
 }
 
 }  // namespace
