@@ -195,5 +195,6 @@ cluster_down() {
         dk network rm "$DOCKER_NETWORK" >/dev/null 2>&1 || true
     fi
     dockerd_stop
+    _docker_prepared=0
     rm -rf "$CLUSTER_DIR"
 }
