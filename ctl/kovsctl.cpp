@@ -1,4 +1,5 @@
-// kovsctl: what the agent sees (status) and what is wrong on this node (doctor).
+// kovsctl: what the agent sees (status), what is wrong on this node (doctor),
+// and the smoke test's two ends (probe serve / probe check).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fmt/format.h>
@@ -6,6 +7,7 @@
 
 #include "agent/Config.hpp"
 #include "ctl/Doctor.hpp"
+#include "ctl/Probe.hpp"
 #include "base/UnixJsonRequest.hpp"
 #include "base/Log.hpp"
 
@@ -83,7 +85,37 @@ int main(int argc, char** argv) {
     status->add_flag("--json", json, "print the raw JSON");
     auto* doctor = app.add_subcommand("doctor", "check every known failure mode on this node; non-zero exit on failure");
     doctor->add_flag("--json", json, "print the results as JSON");
+    auto* probe = app.add_subcommand("probe", "the smoke test's ends (kovs-kind check): a server to reach, and the checks");
+    probe->require_subcommand(1);
+    uint16_t port = 8080;
+    auto* serve = probe->add_subcommand("serve", "answer HTTP on PORT with 'kovs-probe <hostname>' until killed");
+    serve->add_option("--port", port, "TCP port (both families where the node has IPv6)")->check(CLI::Range(1, 65535));
+    auto* check = probe->add_subcommand("check", "try each target once; one line a target; non-zero exit if any failed");
+    std::vector<std::string> targets;
+    double timeoutSeconds = 2;
+    check->add_option("target", targets, "NAME=tcp:HOST:PORT (HOST an address or a DNS name; [IPv6]) or NAME=ping:ADDRESS")
+        ->required();
+    check->add_option("--timeout", timeoutSeconds, "seconds each target may take")->check(CLI::Range(0.1, 60.0));
     CLI11_PARSE(app, argc, argv);
+
+    if (*probe) {
+        try {
+            if (*serve) kovs::ctl::serveProbes(port);
+            std::vector<kovs::ctl::ProbeTarget> parsed;
+            for (const auto& t : targets) parsed.push_back(kovs::ctl::parseProbeTarget(t));
+            bool allOk = true;
+            auto timeout = std::chrono::milliseconds(static_cast<long>(timeoutSeconds * 1000));
+            for (const auto& t : parsed) {
+                auto r = kovs::ctl::probe(t, timeout);
+                allOk = allOk && r.ok;
+                std::cout << kovs::ctl::formatProbeLine(t, r) << std::endl;
+            }
+            return allOk ? 0 : 1;
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "kovsctl probe: %s\n", e.what());
+            return 2;
+        }
+    }
 
     try {
         kovs::setupLogging("warn");
