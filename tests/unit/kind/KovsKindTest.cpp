@@ -100,7 +100,8 @@ TEST_F(KovsKindDryRun, UpPrintsEveryStepInOrder) {
     // Numbered steps, each announced before its command.
     EXPECT_NE(r.out.find("==> [1] preflight"), std::string::npos);
     EXPECT_NE(r.out.find("==> [3] network: kind's own"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("==> [9] next steps"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("==> [9] smoke test"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("==> [10] next steps"), std::string::npos) << r.out;
 }
 
 // One list of steps: what --list-steps prints (the kind-node provider of the
@@ -228,14 +229,24 @@ protected:
             writeFile(bin_ / name, "#!/bin/bash\nprintf '%s\\n' \"" + name + " $*\" >> " + log_.string() + "\n" + body);
             fs::permissions(bin_ / name, fs::perms::owner_all);
         };
+        // kovsctl probe check as the smoke test runs it, in a pod or on a node:
+        // each target answers, but FROM:NAME in FAKE_PROBE_FAIL gets no answer.
+        writeFile(bin_ / "fakeprobe", "#!/bin/bash\nfrom=$1; shift; rc=0\nfor t; do n=${t%%=*}\n"
+                                       "  if [[ \" ${FAKE_PROBE_FAIL:-} \" == *\" $from:$n \"* ]]; then\n"
+                                       "    printf '  FAIL  %-14s no answer from %s in 2 s (dropped on the way, or nothing there)\\n' \"$n\" \"${t#*:}\"; rc=1\n"
+                                       "  else printf '  ok    %-14s answered by fake\\n' \"$n\"; fi\ndone\nexit $rc\n");
+        fs::permissions(bin_ / "fakeprobe", fs::perms::owner_all);
         // docker (or podman): a network exists when FAKE_NETWORK says
-        // "mtu|ipv6", labelled FAKE_NETWORK_LABEL; the platform is FAKE_PLATFORM.
+        // "mtu|ipv6", labelled FAKE_NETWORK_LABEL; the platform is FAKE_PLATFORM;
+        // every node is on a network whose gateway is 172.18.0.1.
         const std::string engine =
-            "case \"$1 $2\" in\n"
-            "  '--version ') echo \"$(basename $0) version 27.1.1, build fake\" ;;\n"
-            "  'version --format') echo \"${FAKE_PLATFORM:-Docker Engine - Community}\" ;;\n"
-            "  'network inspect') [ -n \"${FAKE_NETWORK:-}\" ] || exit 1\n"
+            "case \"$1\" in\n"
+            "  --version) echo \"$(basename $0) version 27.1.1, build fake\" ;;\n"
+            "  version) echo \"${FAKE_PLATFORM:-Docker Engine - Community}\" ;;\n"
+            "  network) [ \"$2\" = inspect ] || exit 0; [ -n \"${FAKE_NETWORK:-}\" ] || exit 1\n"
             "     case \"$*\" in *Labels*) echo \"${FAKE_NETWORK_LABEL:-}\" ;; *--format*) echo \"$FAKE_NETWORK\" ;; esac ;;\n"
+            "  inspect) printf '172.18.0.1 fc00:f853:ccd:e793::1 ' ;;\n"
+            "  exec) [ \"$4 $5\" = 'probe check' ] && exec fakeprobe \"$2\" \"${@:6}\" ;;\n"
             "esac\nexit 0\n";
         fake("docker", engine);
         fake("podman", engine);
@@ -245,7 +256,17 @@ protected:
         // get nodes: two polls with workers NotReady, then all Ready.
         fake("kubectl", "case \" $* \" in\n"
                         "  *' kustomize '*) exec cat \"${@: -1}/kovs.yaml\" ;;\n"
-                        "  *' apply -f - '*) exec cat > " + (bin_ / "applied.yaml").string() + " ;;\n"
+                        "  *' apply -f - '*) t=$(cat); case $t in *'name: kovs-smoke'*) f=smoke-applied.yaml ;; *) f=applied.yaml ;; esac\n"
+                        "     printf '%s\\n' \"$t\" > " + bin_.path() + "/$f ;;\n"
+                        "  *' rollout status deployment/coredns '*) [ -z \"${FAKE_COREDNS_DOWN:-}\" ] || { echo 'Waiting for deployment rollout'; exit 1; } ;;\n"
+                        "  *' rollout status daemonset/kovs-smoke '*) exit ${FAKE_SMOKE_ROLLOUT_RC:-0} ;;\n"
+                        "  *' get pods --selector app.kubernetes.io/component=smoke-test '*)\n"
+                        "     printf 'smoke-b kovs-worker 10.244.1.5\\nsmoke-a kovs-control-plane 10.244.0.5\\nsmoke-c kovs-worker2 10.244.2.5\\n' ;;\n"
+                        "  *' get service kovs-smoke '*) printf '10.96.33.7 31234' ;;\n"
+                        "  *' get node kovs-control-plane '*) printf '172.18.0.2 fc00:f853:ccd:e793::2' ;;\n"
+                        "  *' get node kovs-worker '*) printf '172.18.0.3 fc00:f853:ccd:e793::3' ;;\n"
+                        "  *' get node kovs-worker2 '*) printf '172.18.0.4 fc00:f853:ccd:e793::4' ;;\n"
+                        "  *' exec '*' -- kovsctl probe check '*) exec fakeprobe \"$6\" \"${@:11}\" ;;\n"
                         "  *' delete --ignore-not-found -f - '*) exec cat > /dev/null ;;\n"
                         "  *' get daemonset kovs-agent '*) printf %s \"${FAKE_AGENT_IMAGE:-}\" ;;\n"
                         "  *' rollout status daemonset/kovs-cleanup '*) exit ${FAKE_CLEANUP_RC:-0} ;;\n"
@@ -279,6 +300,8 @@ TEST_F(KovsKindWithFakeTools, UpRunsWhatTheDryRunPrintsAndReportsProgress) {
             printed.push_back({line.substr(0, line.find("   ("))});
             continue;
         }
+        // A command per pod or node, or a list of reads: described, with <placeholders>.
+        if (line.find('<') != std::string::npos) continue;
         // Pipe stages are separated by " | " (the sed expression has bare '|'s).
         printed.emplace_back();
         for (size_t from = 0;;) {
@@ -383,7 +406,7 @@ TEST_F(KovsKindWithFakeTools, DoctorRunsOnEveryNodeIntoOneTable) {
     EXPECT_TRUE(std::regex_search(r.out, std::regex("tx-checksum +- +- +FAIL *\n"))) << "the worst line of a check: " << r.out;
     EXPECT_NE(r.out.find("  ci-worker2:\n    FAIL  tx-checksum    pod b on\n"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("fix: kovsctl says how"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("ci-worker: kovsctl did not run (/opt/kovs/bin/kovsctl): stat /opt/kovs/bin/kovsctl: no such file"),
+    EXPECT_NE(r.out.find("ci-worker: kovsctl doctor (/opt/kovs/bin/kovsctl) did not run: stat /opt/kovs/bin/kovsctl: no such file"),
               std::string::npos) << r.out;
     size_t execs = 0;
     for (const auto& c : calls()) execs += c.rfind("docker exec ", 0) == 0;
@@ -537,6 +560,65 @@ TEST_F(KovsKindWithFakeTools, PodmanThroughKindsProviderSwitch) {
     auto bad = run({"up"}, {{"KIND_EXPERIMENTAL_PROVIDER", "nerdctl"}});
     EXPECT_EQ(bad.exitCode, 2);
     EXPECT_NE(bad.err.find("kovs-kind runs with docker or podman"), std::string::npos) << bad.err;
+}
+
+// The smoke test at the end of up (and kovs-kind check): every pod probes
+// every other pod, the ClusterIP, the DNS name and the network's gateway;
+// every node its own NodePort; one table node x check; the namespace is
+// deleted afterwards.
+TEST_F(KovsKindWithFakeTools, CheckProbesEveryPairIntoOneTableAndCleansUp) {
+    auto r = run({"check"});
+    ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+    auto ran = calls();
+    auto probeOf = [&](const std::string& prefix) {
+        auto it = std::find_if(ran.begin(), ran.end(), [&](const std::string& c) { return c.rfind(prefix, 0) == 0; });
+        return it == ran.end() ? std::string() : it->substr(prefix.size());
+    };
+    EXPECT_EQ(probeOf("kubectl --context kind-kovs --namespace kovs-smoke exec smoke-b -- kovsctl probe check "),
+              "pod/kovs-control-plane=tcp:10.244.0.5:8080 pod/kovs-worker2=tcp:10.244.2.5:8080 svc=tcp:10.96.33.7:80 "
+              "dns=tcp:kovs-smoke.kovs-smoke.svc.cluster.local:80 egress=ping:172.18.0.1");
+    EXPECT_EQ(probeOf("docker exec kovs-worker2 /opt/kovs/bin/kovsctl probe check "), "nodeport=tcp:172.18.0.4:31234");
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("check +kovs-control-plane +kovs-worker +kovs-worker2 *\n"))) << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("pod/kovs-control-plane +- +ok +ok *\n"))) << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("nodeport +ok +ok +ok *\n"))) << r.out;
+    EXPECT_NE(r.out.find("    ok    coredns     Ready\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("every check passed: 3 nodes, pods reach each other, the ClusterIP 10.96.33.7 and "
+                         "kovs-smoke.kovs-smoke.svc.cluster.local, the gateway 172.18.0.1, and NodePort 31234"),
+              std::string::npos) << r.out;
+    auto smoke = YAML::LoadAll(readFile(bin_ / "smoke-applied.yaml"));
+    EXPECT_EQ(smoke.size(), 3u);
+    EXPECT_NE(std::find_if(ran.begin(), ran.end(), [](const std::string& c) {
+                  return c.find("delete -f ") != std::string::npos && c.find("kind/smoke.yaml") != std::string::npos;
+              }), ran.end()) << "the smoke test's namespace was not deleted";
+}
+
+// A failing row names the node it was seen from and the plain reason; the
+// namespace is deleted all the same, and the exit says where to look.
+TEST_F(KovsKindWithFakeTools, CheckNamesEachFailingRowWithItsReason) {
+    auto r = run({"check", "--image", "reg.io/kovs:2"},
+                 {{"FAKE_PROBE_FAIL", "smoke-c:pod/kovs-worker smoke-c:egress kovs-worker2:nodeport"}, {"FAKE_COREDNS_DOWN", "1"}});
+    EXPECT_EQ(r.exitCode, 1) << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("pod/kovs-worker +ok +- +FAIL *\n"))) << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("egress +ok +ok +FAIL *\n"))) << r.out;
+    EXPECT_NE(r.out.find("  kovs-worker2:\n"
+                         "    FAIL  pod/kovs-worker no answer from 10.244.1.5:8080 in 2 s (dropped on the way, or nothing there)\n"
+                         "    FAIL  egress         no answer from 172.18.0.1 in 2 s (dropped on the way, or nothing there)\n"
+                         "    FAIL  nodeport       no answer from 172.18.0.4:31234 in 2 s"),
+              std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("    FAIL  coredns     not Ready: Waiting for deployment rollout"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("the smoke test failed (above; the cluster stays): kovs-kind doctor --name kovs checks every node"),
+              std::string::npos) << r.err;
+    EXPECT_NE(readFile(bin_ / "smoke-applied.yaml").find("image: reg.io/kovs:2"), std::string::npos) << "--image did not reach the smoke pods";
+    auto ran = calls();
+    EXPECT_EQ(std::count_if(ran.begin(), ran.end(), [](const std::string& c) { return c.find("kind/smoke.yaml") != std::string::npos; }), 1)
+        << "deleted once, after a failure too";
+
+    // Pods that never become Ready: stop there, say so, clean up.
+    auto stuck = run({"check"}, {{"FAKE_SMOKE_ROLLOUT_RC", "1"}});
+    EXPECT_EQ(stuck.exitCode, 1);
+    EXPECT_NE(stuck.err.find("the smoke test's pods are not Ready after 300s"), std::string::npos) << stuck.err;
+    ran = calls();
+    EXPECT_EQ(std::count_if(ran.begin(), ran.end(), [](const std::string& c) { return c.find("kind/smoke.yaml") != std::string::npos; }), 2);
 }
 
 }  // namespace
