@@ -12,6 +12,17 @@
 # local cluster, which runs the same probes: one table for both.
 function rank(s) { return s == "FAIL" ? 3 : s == "skip" ? 2 : s == "ok" ? 1 : 0 }
 function base(f) { sub(".*/", "", f); return f }
+function group(id) { return index(id, "/") ? substr(id, 1, index(id, "/")) : id }
+# Rows in the order they first appear, except that the rows of one group
+# ("pod/NODE") stay together, sorted: one seen first in another file joins them.
+function add_row(id,    j, k) {
+    if (index(id, "/"))
+        for (j = 1; j <= m; j++) if (group(ids[j]) == group(id)) break
+    if (!index(id, "/") || j > m) { ids[++m] = id; return }
+    while (j <= m && group(ids[j]) == group(id) && ids[j] < id) j++
+    for (k = ++m; k > j; k--) ids[k] = ids[k - 1]
+    ids[j] = id
+}
 BEGIN {
     for (i = 1; i < ARGC; i++) { nodes[++n] = base(ARGV[i]); if (length(nodes[n]) > w) w = length(nodes[n]) }
     if (w < 4) w = 4
@@ -20,7 +31,7 @@ BEGIN {
 FNR == 1 { node = base(FILENAME); failing = 0 }
 /^  (ok|FAIL|skip) / && NF >= 2 {
     results[node]++
-    if (!($2 in seen)) { seen[$2] = 1; ids[++m] = $2; if (length($2) > idw) idw = length($2) }
+    if (!($2 in seen)) { seen[$2] = 1; add_row($2); if (length($2) > idw) idw = length($2) }
     if (rank($1) > rank(cell[$2, node])) cell[$2, node] = $1
     failing = $1 == "FAIL"
     if (failing) fails[node] = fails[node] "  " $0 "\n"

@@ -14,6 +14,10 @@
 #    in force in the running containers;
 #  - kovsctl doctor on the node itself (/opt/kovs, installed by the init
 #    container) while the agent does not answer;
+#  - the smoke test (up's last step) passed; with node 2's agent stopped, its
+#    gw0 flushed and its egress table deleted, the smoke test and kovs-kind
+#    doctor both name node 2 and those checks, and pass again once the agent
+#    is back;
 #  - an agent that stops answering its liveness probe is restarted by the
 #    runner, and the node comes back.
 export KOVS_PROVIDER=kind-node
@@ -124,6 +128,50 @@ grep -qE "check +$(node_container 1) +$(node_container 2) +$(node_container 3)" 
     grep -q "every check passed on every node" <<<"$doctor_table" || fail "kovs-kind doctor: no table of the 3 nodes: $doctor_table"
 echo "$doctor_table" | sed -n '/check /,$p' | head -20
 pass "kovs-kind doctor: kovsctl doctor on every node through docker exec, one table, every check passed"
+
+# The smoke test ran as up's last step; its table is in the log above.
+grep -q "smoke_test" "$CLUSTER_DIR/steps.log" || fail "the provider did not run the smoke test step"
+pass "the smoke test passed at the end of up: pods across every pair of nodes, ClusterIP, DNS, egress, NodePort"
+
+# Node 2 broken as a user might find it: the agent's container stopped (the
+# runner paused, so that nothing restarts it), gw0 flushed, the egress table
+# deleted. The smoke test and kovs-kind doctor must both name node 2 and what
+# is broken there.
+smoke_up || fail "the smoke test's pods did not start"
+runner='kovs_kubelet.py|pod_worker.py'
+in_node 2 pkill -STOP -f "$runner"
+agent2=$(container_id 2 kovs-agent) || fail "node 2: no running kovs-agent container"
+ctr_in 2 tasks kill --signal SIGKILL "$agent2" >/dev/null
+agent_gone() { ! ctr_in 2 tasks ls | awk -v id="$agent2" '$1 == id && $3 == "RUNNING" {f = 1} END {exit !f}'; }
+wait_for "node 2's agent container to stop" 20 agent_gone || fail "node 2's agent did not stop"
+in_node 2 ip addr flush dev gw0
+in_node 2 python3 - delete ip kovs < "$root/tests/cluster/nft_tables.py" || fail "node 2: cannot delete table ip kovs"
+smoke=$(smoke_run 2>&1) && fail "the smoke test passed with node 2 broken: $smoke"
+echo "$smoke"
+row() { grep -E "^    $1 " <<<"$smoke" | awk '{print $2, $3, $4}'; }
+# Node 2's pods lost their gateway: nothing leaves them. From the other nodes
+# only egress is certain to pass: a ClusterIP may pick node 2's pod.
+[ "$(row egress)" = "ok FAIL ok" ] || fail "smoke test: egress should fail from node 2 only: $(row egress)"
+for check in svc dns egress nodeport pod/node1 pod/node3; do
+    [ "$(row "$check" | cut -d' ' -f2)" = FAIL ] || fail "smoke test: $check from node 2 should fail: $(row "$check")"
+done
+grep -q "^  node2:$" <<<"$smoke" && grep -qE "^    FAIL  egress +no echo reply from $DOCKER_HOST_IP" <<<"$smoke" ||
+    fail "smoke test: node 2's failing lines are not named: $smoke"
+doctor_table=$(PATH="$CLUSTER_DIR/kind-stub:$PATH" DOCKER_HOST="unix://$KOVS_DOCKER_SOCK" "$root/kind/kovs-kind" doctor 2>&1) &&
+    fail "kovs-kind doctor passed with node 2 broken: $doctor_table"
+echo "$doctor_table" | sed -n '/check /,$p'
+c2=$(node_container 2)
+for check in gateway egress; do
+    grep -qE "^    $check +ok +FAIL +ok *$" <<<"$doctor_table" || fail "kovs-kind doctor: $check should fail on node 2 only: $doctor_table"
+done
+grep -q "^  $c2:$" <<<"$doctor_table" && grep -qE "^    FAIL  gateway " <<<"$doctor_table" && grep -qE "^    FAIL  egress " <<<"$doctor_table" ||
+    fail "kovs-kind doctor: node 2's failing lines are not named: $doctor_table"
+pass "node 2 broken (agent stopped, gw0 flushed, egress table deleted): the smoke test and kovs-kind doctor both name node 2, gateway and egress"
+in_node 2 pkill -CONT -f "$runner"
+wait_for "node 2's agent to be back and ready" 120 node_ready 2 || fail "node 2 did not come back"
+smoke=$(smoke_run 2>&1) || fail "the smoke test still fails after node 2's agent repaired it: $smoke"
+smoke_down
+pass "the runner restarted node 2's agent, which restored gw0 and the egress table: the smoke test passes again"
 
 # Node 3 leaves the API and comes back: the other agents drop and re-add it.
 touch "$(node_dir 3)/left"; write_peers

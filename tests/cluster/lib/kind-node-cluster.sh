@@ -34,6 +34,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/docker-cluster.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/kind-node-images.sh"
 # shellcheck source=kind-node-lifecycle.sh
 source "$(dirname "${BASH_SOURCE[0]}")/kind-node-lifecycle.sh"
+# kube-proxy's rules and a DNS server, for the smoke test's Service.
+# shellcheck source=kube-proxy.sh
+source "$(dirname "${BASH_SOURCE[0]}")/kube-proxy.sh"
+# shellcheck source=services.sh
+source "$(dirname "${BASH_SOURCE[0]}")/services.sh"
 # The docker provider's teardown, which cluster_down below extends.
 eval "_docker_$(declare -f cluster_down)"
 
@@ -45,7 +50,7 @@ KOVS_NODE_IMAGE_REPO=kovs-kind-node
 KOVS_NODE_RUNS_KOVS=0
 KOVS_NODE_PACKAGES=(
     containerd runc containernetworking-plugins iproute2 iptables conntrack ethtool
-    socat iperf3 iputils-ping jq procps python3 curl tcpdump util-linux tini
+    socat iperf3 iputils-ping jq procps python3 curl tcpdump util-linux tini dnsmasq-base
 )
 KIND_NODE_COMPANION=${KIND_NODE_COMPANION:-0}
 # kind's nodes are privileged; these are not (--privileged is refused here),
@@ -195,6 +200,12 @@ kind_step_wait_nodes_ready() {
         wait_for "node $n's agent to program its peers" 60 node_ready "$n" || { node_debug "$n"; return 1; }
     done
 }
+kind_step_smoke_test() {
+    if [ "${KOVS_KIND_SMOKE:-1}" = 0 ]; then _log "  (smoke test skipped: KOVS_KIND_SMOKE=0)"; return 0; fi
+    smoke_up || { smoke_down; return 1; }
+    smoke_run || { smoke_down; return 1; }
+    smoke_down
+}
 kind_step_next_steps() { :; }
 
 # kovs_kind_steps COMMAND PREFIX LOG: the steps `kind/kovs-kind COMMAND
@@ -248,9 +259,11 @@ pod_start() {
     local n=$1 p=$2 d; d=$(node_dir "$n")
     rm -f "$d/pod-$p.pid" "$d/pod-$p.result"
     # shellcheck disable=SC2016 # expanded by the node's shell
+    # POD_RUN_FLAGS, POD_RUN_IMAGE and POD_RUN_CMD (a caller's locals) run
+    # another image or command: the smoke test's pods run the kovs image.
     dk exec -d "$(node_container "$n")" sh -c 'exec "$@" >>"$0" 2>&1' "$d/pod-$p.ctr.log" \
-        ctr --namespace k8s.io run --rm --cni --null-io --pid-file "$d/pod-$p.pid" \
-        "docker.io/library/$KOVS_POD_IMAGE" "pod-$n-$p"
+        ctr --namespace k8s.io run --rm --cni --null-io --pid-file "$d/pod-$p.pid" "${POD_RUN_FLAGS[@]}" \
+        "docker.io/library/${POD_RUN_IMAGE:-$KOVS_POD_IMAGE}" "pod-$n-$p" "${POD_RUN_CMD[@]}"
 }
 # Done when the task runs and libcni cached the ADD's result.
 _pod_added() {
@@ -271,6 +284,75 @@ pod_del() {
     pod_stop "$n" "$p"
     wait_for "pod $n/$p to be removed (CNI DEL)" 60 _pod_gone "$n" "$p" || return 1
     rm -f "$(node_dir "$n")/pod-$p.pid"
+}
+
+# --- the smoke test (kovs-kind up's last step, kovs-kind check) --------------------
+#
+# kind/smoke.yaml as this provider runs it: a pod per node from the kovs image
+# running `kovsctl probe serve` (ctr run --cni, with a pod's resolv.conf), a
+# NodePort Service in front of them and kube-dns in front of dnsmasq in a pod
+# of node 1 (CoreDNS's part), both as kube-proxy's iptables rules on every
+# node. Then the probes kovs-kind runs, the same program with the same
+# targets, printed by the same table (kind/node-table.awk).
+SMOKE_POD=81 SMOKE_DNS_POD=80 SMOKE_PORT=8080
+SMOKE_CLUSTER_IP=10.96.0.80 SMOKE_NODE_PORT=30080 SMOKE_DNS_IP=10.96.0.10
+SMOKE_DNS_NAME=kovs-smoke.kovs-smoke.svc.cluster.local
+smoke_dir() { echo "$CLUSTER_DIR/smoke"; }
+
+smoke_up() {
+    local n d eps=() pod_ips; d=$(smoke_dir)
+    mkdir -p "$d"
+    printf 'nameserver %s\nsearch kovs-smoke.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n' \
+        "$SMOKE_DNS_IP" > "$d/resolv.conf"
+    pod_add 1 "$SMOKE_DNS_POD" || return 1
+    local POD_RUN_IMAGE=$KOVS_IMAGE POD_RUN_FLAGS=(--mount "type=bind,src=$d/resolv.conf,dst=/etc/resolv.conf,options=rbind:ro")
+    local POD_RUN_CMD=(kovsctl probe serve --port "$SMOKE_PORT")
+    for n in $(seq 1 "$CLUSTER_NODES"); do pod_add "$n" "$SMOKE_POD" || return 1; done
+    for n in $(seq 1 "$CLUSTER_NODES"); do
+        wait_for "node $n's smoke pod to serve" 20 port_listening "$SMOKE_PORT" in_pod "$n" "$SMOKE_POD" ||
+            { tail -5 "$(node_dir "$n")/pod-$SMOKE_POD.ctr.log" >&2; return 1; }
+        eps+=("{\"ip\": \"$(pod_ip "$n" "$SMOKE_POD")\", \"node\": \"node$n\"}")
+    done
+    pod_ips=$(IFS=,; echo "${eps[*]}")
+    jq -n --argjson eps "[$pod_ips]" --arg dns "$(pod_ip 1 "$SMOKE_DNS_POD")" --arg ip "$SMOKE_CLUSTER_IP" --arg dnsip "$SMOKE_DNS_IP" \
+        --argjson port "$SMOKE_PORT" --argjson np "$SMOKE_NODE_PORT" \
+        '{clusterCIDR: "10.244.0.0/16", services: [
+            {namespace: "kovs-smoke", name: "kovs-smoke", clusterIP: $ip, type: "NodePort",
+             ports: [{name: "http", protocol: "TCP", port: 80, targetPort: $port, nodePort: $np}], endpoints: $eps},
+            {namespace: "kube-system", name: "kube-dns", clusterIP: $dnsip,
+             ports: [{name: "dns", protocol: "UDP", port: 53}, {name: "dns-tcp", protocol: "TCP", port: 53}],
+             endpoints: [{ip: $dns, node: "node1"}]}]}' > "$d/services.json"
+    for n in $(seq 1 "$CLUSTER_NODES"); do KOVS_SERVICES=$d/services.json kube_proxy_sync "$n" iptables || return 1; done
+    local DNS_RECORDS=("$SMOKE_DNS_NAME,$SMOKE_CLUSTER_IP")
+    dns_serve "pod:1:$SMOKE_DNS_POD"
+}
+
+# The probes, one file a node, then the table; non-zero when a row failed.
+smoke_run() {
+    local n m d targets files=(); d=$(smoke_dir)
+    for n in $(seq 1 "$CLUSTER_NODES"); do
+        targets=()
+        for m in $(seq 1 "$CLUSTER_NODES"); do
+            [ "$m" = "$n" ] || targets+=("pod/node$m=tcp:$(pod_ip "$m" "$SMOKE_POD"):$SMOKE_PORT")
+        done
+        targets+=("svc=tcp:$SMOKE_CLUSTER_IP:80" "dns=tcp:$SMOKE_DNS_NAME:80" "egress=ping:$DOCKER_HOST_IP")
+        # kubectl exec: a process in the pod's container, its resolv.conf included.
+        ctr_in "$n" tasks exec --exec-id "smoke$$-$RANDOM" "pod-$n-$SMOKE_POD" kovsctl probe check "${targets[@]}" \
+            </dev/null >"$d/node$n" 2>&1 || true
+        in_node "$n" /opt/kovs/bin/kovsctl probe check "nodeport=tcp:$(node_ip "$n"):$SMOKE_NODE_PORT" </dev/null >>"$d/node$n" 2>&1 || true
+        files+=("$d/node$n")
+    done
+    awk -v what="kovsctl probe" -f "$KOVS_REPO/kind/node-table.awk" "${files[@]}" >&2
+}
+
+smoke_down() {
+    local n
+    in_node 1 sh -c "kill \$(cat '$CLUSTER_DIR/dns/dnsmasq.pid') 2>/dev/null" </dev/null || true
+    for n in $(seq 1 "$CLUSTER_NODES"); do
+        kube_proxy_flush "$n" iptables || true
+        pod_del "$n" "$SMOKE_POD" || true
+    done
+    pod_del 1 "$SMOKE_DNS_POD" || true
 }
 
 # --- debugging and teardown -------------------------------------------------------
