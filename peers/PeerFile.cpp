@@ -18,18 +18,32 @@ std::string scalar(const YAML::Node& n, const std::string& what) {
 }
 
 Peer parseEntry(const YAML::Node& e, const std::string& where) {
-    if (!e.IsMap()) throw Error(where + ": expected a mapping with name, nodeIP, podCIDRs");
+    if (!e.IsMap()) throw Error(where + ": expected a mapping with name, nodeIP (or nodeIPs), podCIDRs");
     Peer p;
     for (const auto& kv : e) {
         std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "<non-scalar>";
-        if (key != "name" && key != "nodeIP" && key != "podCIDRs") {
+        if (key != "name" && key != "nodeIP" && key != "nodeIPs" && key != "podCIDRs") {
             throw Error(where + ": unknown key '" + key + "'");
         }
     }
     p.name = scalar(e["name"], where + ".name");
     if (p.name.empty()) throw Error(where + ".name: must not be empty");
     std::string here = where + " (" + p.name + ")";
-    p.nodeIPs.push_back(parseNodeIP(scalar(e["nodeIP"], here + ".nodeIP"), here + ".nodeIP"));
+    // nodeIP, or nodeIPs as a dual-stack Node's InternalIPs: one per family,
+    // the tunnel's first.
+    if (e["nodeIP"] && e["nodeIPs"]) throw Error(here + ": nodeIP and nodeIPs both given (one of them)");
+    if (auto ips = e["nodeIPs"]) {
+        if (!ips.IsSequence() || ips.size() == 0) throw Error(here + ".nodeIPs: expected a list of addresses, one per family");
+        for (size_t i = 0; i < ips.size(); ++i) {
+            std::string w = here + ".nodeIPs[" + std::to_string(i) + "]";
+            auto ip = parseNodeIP(scalar(ips[i], w), w);
+            if (auto* same = p.nodeIP(ip.family))
+                throw Error(w + ": a second address of one family (" + same->addressString() + ", " + ip.addressString() + ")");
+            p.nodeIPs.push_back(ip);
+        }
+    } else {
+        p.nodeIPs.push_back(parseNodeIP(scalar(e["nodeIP"], here + ".nodeIP"), here + ".nodeIP"));
+    }
     if (auto cidrs = e["podCIDRs"]) {
         if (!cidrs.IsSequence()) throw Error(here + ".podCIDRs: expected a list");
         for (size_t i = 0; i < cidrs.size(); ++i) {
@@ -72,7 +86,8 @@ PeerSet parsePeerFile(const std::string& text, const std::string& origin) {
         std::string where = "peer file " + origin + ": peers[" + std::to_string(i) + "]";
         Peer p = parseEntry(list[i], where);
         if (out.count(p.name)) throw Error(where + ": duplicate name '" + p.name + "'");
-        if (!ips.insert(p.tunnelAddress()).second) throw Error(where + ": duplicate nodeIP " + p.tunnelAddress());
+        for (const auto& ip : p.nodeIPs)
+            if (!ips.insert(ip.addressString()).second) throw Error(where + ": duplicate nodeIP " + ip.addressString());
         out.emplace(p.name, std::move(p));
     }
     return out;

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
 #include "base/Error.hpp"
 #include "peers/PeerFile.hpp"
@@ -82,4 +83,23 @@ TEST(PeerFile, RejectsBadInputWithClearErrors) {
     expectError("- {name: a, nodeIP: 1.2.3.4}\n- {name: a, nodeIP: 1.2.3.5}", "duplicate name 'a'");
     expectError("- {name: a, nodeIP: 1.2.3.4}\n- {name: b, nodeIP: 1.2.3.4}", "duplicate nodeIP");
     expectError("- just-a-string", "expected a mapping");
+    expectError("- {name: a, nodeIP: 1.2.3.4, nodeIPs: [1.2.3.4]}", "nodeIP and nodeIPs both given");
+    expectError("- {name: a, nodeIPs: []}", "nodeIPs: expected a list of addresses, one per family");
+    expectError("- {name: a, nodeIPs: 1.2.3.4}", "nodeIPs: expected a list");
+    expectError("- {name: a, nodeIPs: [1.2.3.4, 1.2.3.5]}", "nodeIPs[1]: a second address of one family (1.2.3.4, 1.2.3.5)");
+    expectError("- {name: a, nodeIPs: [1.2.3.4, 'fd00::1/64']}", "not an IPv4 or IPv6 address");
+    expectError("- {name: a, nodeIPs: [1.2.3.4, 'fd00::1']}\n- {name: b, nodeIPs: [1.2.3.5, 'fd00::1']}", "duplicate nodeIP fd00::1");
+}
+
+// A dual-stack node as the Node object lists it: an address of each family,
+// the first one the tunnel's.
+TEST(PeerFile, NodeIPsOfBothFamilies) {
+    auto peers = parsePeerFile("- name: node2\n  nodeIPs: ['fc00:f853:ccd:e793::3', 172.18.0.3]\n"
+                               "  podCIDRs: [10.244.2.0/24, 'fd00:10:244:2::/64']\n", "p.yaml");
+    const auto& p = peers.at("node2");
+    ASSERT_EQ(p.nodeIPs.size(), 2u);
+    EXPECT_EQ(p.tunnelAddress(), "fc00:f853:ccd:e793::3");
+    ASSERT_NE(p.nodeIP(AF_INET), nullptr);
+    EXPECT_EQ(p.nodeIP(AF_INET)->addressString(), "172.18.0.3");
+    EXPECT_EQ(p.podCIDRs.size(), 2u);
 }
