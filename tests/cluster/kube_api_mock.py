@@ -76,14 +76,15 @@ from kube_node_shapes import kind_node, minimal_node
 
 PEER_LINES = (
     re.compile(r"- name: (?P<name>[a-z0-9]([-a-z0-9.]*[a-z0-9])?)"),
-    re.compile(r"  nodeIP: (?P<ip>[0-9a-fA-F.:]+)"),
+    re.compile(r"  nodeIPs?: \[?(?P<ips>[0-9a-fA-F.:', ]+)\]?"),
     re.compile(r"  podCIDRs: \[(?P<cidrs>[^\]]*)\]"),
 )
 
 
 def read_peers(path):
     """The peers file as write_peers (tests/cluster/lib/cluster-common.sh) writes it:
-    three lines per peer. Anything else is an error, not a guess."""
+    three lines per peer (nodeIP, or nodeIPs for a node of both families: its
+    InternalIPs). Anything else is an error, not a guess."""
     with open(path, encoding="utf-8") as f:
         lines = f.read().splitlines()
     if len(lines) % 3:
@@ -94,7 +95,8 @@ def read_peers(path):
         if not all(m):
             raise ValueError(f"{path}:{i + 1}: not a peer entry: {lines[i:i + 3]}")
         cidrs = [c.strip() for c in m[2]["cidrs"].split(",") if c.strip()]
-        peers.append((m[0]["name"], m[1]["ip"], cidrs))
+        ips = tuple(ip.strip(" '") for ip in m[1]["ips"].split(",") if ip.strip(" '"))
+        peers.append((m[0]["name"], ips, cidrs))
     return peers
 
 
@@ -126,7 +128,7 @@ class Api:
         """Takes the peers file's new contents: one event per node that joined,
         changed or left, each with a resourceVersion of its own."""
         with self.changed:
-            wanted = {name: (name, ip, cidrs) for name, ip, cidrs in peers}
+            wanted = {name: (name, ips, cidrs) for name, ips, cidrs in peers}
             for name in [n for n in self.nodes if n not in wanted]:
                 self.rv += 1
                 _, node = self.nodes.pop(name)

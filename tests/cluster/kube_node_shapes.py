@@ -3,7 +3,7 @@ as kind serialises it ("kind": what the agent's footprint is measured
 against, conditions, images and all) and the fields kovs reads ("minimal")."""
 
 
-def kind_node(name, ip, cidrs, rv, index):
+def kind_node(name, ips, cidrs, rv, index):
     """A Node as kind v0.20 / Kubernetes 1.27 serialises a worker."""
     stamp = "2026-11-30T08:%02d:%02dZ" % (index // 60 % 60, index % 60)  # later added, later stamp
     uid = "5f0c%04x-1d2e-4c3b-9a8f-%012x" % (index, index * 7919)
@@ -74,7 +74,7 @@ def kind_node(name, ip, cidrs, rv, index):
                 condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
                 condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
             ],
-            "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
+            "addresses": [{"type": "InternalIP", "address": ip} for ip in ips] + [{"type": "Hostname", "address": name}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
             "nodeInfo": {"machineID": "%032x" % (index * 104729), "systemUUID": uid, "bootID": uid,
                          "kernelVersion": "6.1.0-13-amd64", "osImage": "Debian GNU/Linux 11 (bullseye)",
@@ -85,8 +85,8 @@ def kind_node(name, ip, cidrs, rv, index):
     }
 
 
-def minimal_node(name, ip, cidrs, rv, _index):
+def minimal_node(name, ips, cidrs, rv, _index):
     return {"kind": "Node", "apiVersion": "v1",
             "metadata": {"name": name, "resourceVersion": rv},
             "spec": {"podCIDR": cidrs[0] if cidrs else "", "podCIDRs": cidrs},
-            "status": {"addresses": [{"type": "InternalIP", "address": ip}]}}
+            "status": {"addresses": [{"type": "InternalIP", "address": ip} for ip in ips]}}

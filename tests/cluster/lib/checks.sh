@@ -9,14 +9,16 @@ done_step() { printf 'done (%.1fs)\n' "$(( ($(date +%s%N) - _step_start) / 10000
 TCP_PORT=8080
 TCP_BYTES=65536
 
-# Each pod and each node runs a TCP server that answers with the number of bytes it received.
+# Each pod and each node runs a TCP server that answers with the number of
+# bytes it received; over both families where the cluster has IPv6.
 start_servers() {
-    local nodes=$1 pods=$2 n p
+    local nodes=$1 pods=$2 n p listen="TCP-LISTEN:$TCP_PORT,fork,reuseaddr"
+    [ "${IP_FAMILY:-ipv4}" = ipv4 ] || listen="TCP6-LISTEN:$TCP_PORT,ipv6only=0,fork,reuseaddr"
     for n in $(seq 1 "$nodes"); do
         for p in $(seq 1 "$pods"); do
-            in_pod "$n" "$p" socat "TCP-LISTEN:$TCP_PORT,fork,reuseaddr" SYSTEM:'wc -c' >/dev/null 2>&1 &
+            in_pod "$n" "$p" socat "$listen" SYSTEM:'wc -c' >/dev/null 2>&1 &
         done
-        in_node "$n" socat "TCP-LISTEN:$TCP_PORT,fork,reuseaddr" SYSTEM:'wc -c' >/dev/null 2>&1 &
+        in_node "$n" socat "$listen" SYSTEM:'wc -c' >/dev/null 2>&1 &
     done
     for n in $(seq 1 "$nodes"); do
         for p in $(seq 1 "$pods"); do wait_for "server in pod $n/$p" 10 port_listening "$TCP_PORT" in_pod "$n" "$p"; done
@@ -31,6 +33,7 @@ port_listening() { local port=$1; shift; "$@" ss -Hltn "sport = :$port" | grep -
 tcp_ok() {
     local dst=$1; shift
     local got
+    [[ $dst != *:* ]] || dst="[$dst]"   # IPv6
     got=$(head -c "$TCP_BYTES" /dev/zero | "$@" timeout 5 socat -t2 - "TCP:$dst:$TCP_PORT,connect-timeout=2" 2>/dev/null | tr -d ' \n')
     [ "$got" = "$TCP_BYTES" ]
 }
@@ -41,29 +44,45 @@ mark() { if "$@"; then printf '%-9s' ok; else printf '%-9s' FAIL; matrix_failed=
 # The label of a row with one column per node, wide enough for the longest.
 node_row() { printf '  %-36s' "$1"; }
 
+# The cluster's families ("4", "6" or "4 6"), and each family's address of a
+# pod, a node and a node's gateway.
+cluster_families() { case ${IP_FAMILY:-ipv4} in ipv4) echo 4 ;; ipv6) echo 6 ;; dual) echo "4 6" ;; esac; }
+fam_pod_ip() { if [ "$1" = 6 ]; then pod_ip6 "$2" "$3"; else pod_ip "$2" "$3"; fi; }
+fam_node_ip() { if [ "$1" = 6 ]; then node_ip6 "$2"; else node_ip "$2"; fi; }
+fam_gw_ip() { if [ "$1" = 6 ]; then node_gw_ip6 "$2"; else node_gw_ip "$2"; fi; }
+
+# The matrix of every pod pair and the node rows, once per family of the cluster.
 connectivity_matrix() {
-    local nodes=$1 pods=$2 n p m q
-    echo "Pod to pod (ping, then TCP with $TCP_BYTES bytes; same node and across nodes through the VXLAN tunnel):"
+    local nodes=$1 pods=$2 fam over=""
+    for fam in $(cluster_families); do
+        [ "${IP_FAMILY:-ipv4}" = ipv4 ] || over=" over IPv$fam"
+        _family_matrix "$nodes" "$pods" "$fam" "$over"
+    done
+}
+
+_family_matrix() {
+    local nodes=$1 pods=$2 fam=$3 over=$4 n p m q
+    echo "Pod to pod$over (ping, then TCP with $TCP_BYTES bytes; same node and across nodes through the VXLAN tunnel):"
     printf '  %-12s' "from \\ to"
     for m in $(seq 1 "$nodes"); do for q in $(seq 1 "$pods"); do printf '%-9s' "n$m/p$q"; done; done; echo
     for n in $(seq 1 "$nodes"); do for p in $(seq 1 "$pods"); do
         printf '  %-12s' "n$n/p$p"
         for m in $(seq 1 "$nodes"); do for q in $(seq 1 "$pods"); do
             if [ "$n$p" = "$m$q" ]; then printf '%-9s' "-"; continue; fi
-            local ip; ip=$(pod_ip "$m" "$q")
+            local ip; ip=$(fam_pod_ip "$fam" "$m" "$q")
             if ping_ok "$ip" in_pod "$n" "$p" && tcp_ok "$ip" in_pod "$n" "$p"; then printf '%-9s' ok
             else printf '%-9s' FAIL; matrix_failed=1; fi
         done; done; echo
     done; done
     echo
-    node_row "on node"; for n in $(seq 1 "$nodes"); do printf '%-9s' "n$n"; done; echo
-    node_row "pod -> its own node (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_ip "$n")" in_pod "$n" 1; done; echo
+    node_row "on node$over"; for n in $(seq 1 "$nodes"); do printf '%-9s' "n$n"; done; echo
+    node_row "pod -> its own node (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(fam_node_ip "$fam" "$n")" in_pod "$n" 1; done; echo
     # A node-local service reached on the pod's gateway address: pod -> br-int -> gw0 -> the node's stack.
-    node_row "pod -> service on gw0 (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_gw_ip "$n")" in_pod "$n" 1; done; echo
-    node_row "node -> its pod (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(pod_ip "$n" 1)" in_node "$n"; done; echo
+    node_row "pod -> service on gw0 (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(fam_gw_ip "$fam" "$n")" in_pod "$n" 1; done; echo
+    node_row "node -> its pod (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(fam_pod_ip "$fam" "$n" 1)" in_node "$n"; done; echo
     node_row "node -> pod on the next node (TCP)"; for n in $(seq 1 "$nodes"); do
-        m=$(( n % nodes + 1 )); mark tcp_ok "$(pod_ip "$m" 1)" in_node "$n"; done; echo
-    node_row "docker host -> node (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(node_ip "$n")" in_underlay; done; echo
+        m=$(( n % nodes + 1 )); mark tcp_ok "$(fam_pod_ip "$fam" "$m" 1)" in_node "$n"; done; echo
+    node_row "docker host -> node (TCP)"; for n in $(seq 1 "$nodes"); do mark tcp_ok "$(fam_node_ip "$fam" "$n")" in_underlay; done; echo
 }
 
 # Rows over the demo's Services (services.sh: demo_services_up), one column per

@@ -35,6 +35,14 @@ if ! [[ $UNDERLAY_MTU =~ ^[0-9]{4}$ ]] || (( UNDERLAY_MTU < 1280 || UNDERLAY_MTU
     printf 'KOVS_UNDERLAY_MTU: expected 1280-9000, got %s\n' "$UNDERLAY_MTU" >&2
     exit 2
 fi
+# kind's networking.ipFamily: ipv4 (the default), ipv6 or dual, with the
+# addresses kind and kubeadm give: the network's ULA beside 172.18.0.0/16,
+# pod CIDRs fd00:10:244:N::/64 after (dual) or instead of (ipv6) the /24.
+IP_FAMILY=${KOVS_IP_FAMILY:-ipv4}
+case $IP_FAMILY in
+    ipv4|ipv6|dual) ;;
+    *) printf 'KOVS_IP_FAMILY: expected ipv4, ipv6 or dual, got %s\n' "$IP_FAMILY" >&2; exit 2 ;;
+esac
 CLUSTER_NODES=0
 
 _log() { printf '%s\n' "$*" >&2; }
@@ -44,6 +52,26 @@ pod_ns() { echo "$CLUSTER_PREFIX-n$1-p$2"; }
 node_ip() { echo "172.18.0.$(( $1 + 1 ))"; }
 node_pod_cidr() { echo "10.244.$1.0/24"; }
 node_gw_ip() { echo "10.244.$1.1"; }
+node_ip6() { echo "fc00:f853:ccd:e793::$(( $1 + 1 ))"; }
+node_pod_cidr6() { echo "fd00:10:244:$1::/64"; }
+node_gw_ip6() { echo "fd00:10:244:$1::1"; }
+# The Node's spec.podCIDRs, in kind's order, as a YAML flow list's items.
+node_pod_cidrs() {
+    case $IP_FAMILY in
+        ipv4) node_pod_cidr "$1" ;;
+        ipv6) node_pod_cidr6 "$1" ;;
+        dual) echo "$(node_pod_cidr "$1"), $(node_pod_cidr6 "$1")" ;;
+    esac
+}
+# The Node's InternalIPs in ipv6 and dual clusters, the tunnel's first (IPv6
+# in an ipv6 cluster), as a YAML flow list's items; kind's nodes have an IPv4
+# address in every family.
+node_ips() {
+    case $IP_FAMILY in
+        ipv6) echo "'$(node_ip6 "$1")', $(node_ip "$1")" ;;
+        dual) echo "$(node_ip "$1"), '$(node_ip6 "$1")'" ;;
+    esac
+}
 node_dir() { echo "$CLUSTER_DIR/n$1"; }
 node_env() { local d; d=$(node_dir "$1"); echo "OVS_RUNDIR=$d/run OVS_DBDIR=$d/run OVS_LOGDIR=$d/log OVS_SYSCONFDIR=$d/etc"; }
 
@@ -66,7 +94,12 @@ write_peers() {
     : > "$f"
     for n in $(seq 1 "$CLUSTER_NODES"); do
         [ -e "$(node_dir "$n")/left" ] && continue
-        printf -- '- name: node%s\n  nodeIP: %s\n  podCIDRs: [%s]\n' "$n" "$(node_ip "$n")" "$(node_pod_cidr "$n")" >> "$f"
+        if [ "$IP_FAMILY" = ipv4 ]; then
+            printf -- '- name: node%s\n  nodeIP: %s\n' "$n" "$(node_ip "$n")" >> "$f"
+        else
+            printf -- '- name: node%s\n  nodeIPs: [%s]\n' "$n" "$(node_ips "$n")" >> "$f"
+        fi
+        printf -- '  podCIDRs: [%s]\n' "$(node_pod_cidrs "$n")" >> "$f"
     done
     mv "$f" "$CLUSTER_DIR/peers.yaml"   # atomic: the agents' inotify sees one complete file
 }
@@ -74,7 +107,7 @@ write_peers() {
 agent_config() {
     local n=$1 d; d=$(node_dir "$n")
     cat <<YAML
-node: {name: node$n, podCIDRs: [$(node_pod_cidr "$n")]}
+node: {name: node$n, podCIDRs: [$(node_pod_cidrs "$n")]}
 ovs: {manage: true, rundir: $d/run, database: $d/run/conf.db}
 gateway: {networkdDropinDir: $d/networkd}
 uplink: {mode: ${KOVS_UPLINK_MODE:-shim}, interface: eth0}
@@ -130,12 +163,14 @@ node_debug() {
 # The conflist the kind manifests install (the same plugins: kovs, then
 # portmap for hostPorts), with this node's paths and IPAM range.
 cni_conflist() {
-    local n=$1 d; d=$(node_dir "$n")
+    local n=$1 d v4 v6 ranges; d=$(node_dir "$n")
+    v4="[{\"subnet\": \"$(node_pod_cidr "$n")\", \"gateway\": \"$(node_gw_ip "$n")\"}]"
+    v6="[{\"subnet\": \"$(node_pod_cidr6 "$n")\", \"gateway\": \"$(node_gw_ip6 "$n")\"}]"
+    case $IP_FAMILY in ipv4) ranges=$v4 ;; ipv6) ranges=$v6 ;; dual) ranges="$v4, $v6" ;; esac
     cat <<JSON
 {"cniVersion": "1.0.0", "name": "kovs", "plugins": [{
   "type": "kovs", "bridge": "br-int", "ovsdb": "unix:$d/run/db.sock", "agentSocket": "$d/run/kovs-agent.sock",
-  "ipam": {"type": "host-local", "dataDir": "$d/ipam",
-           "ranges": [[{"subnet": "$(node_pod_cidr "$n")", "gateway": "$(node_gw_ip "$n")"}]]}
+  "ipam": {"type": "host-local", "dataDir": "$d/ipam", "ranges": [$ranges]}
 }, {
   "type": "portmap", "capabilities": {"portMappings": true}
 }]}
@@ -170,4 +205,6 @@ pod_del() {
     rm -f "$d/pod-$p.result" "$d/pod-$p.portmappings"
 }
 
+# A pod's first address (kind's order: IPv4 first in dual); pod_ip6 its IPv6 one.
 pod_ip() { jq -r '.ips[0].address' "$(node_dir "$1")/pod-$2.result" | cut -d/ -f1; }
+pod_ip6() { jq -r '[.ips[].address | select(contains(":"))][0] // empty' "$(node_dir "$1")/pod-$2.result" | cut -d/ -f1; }

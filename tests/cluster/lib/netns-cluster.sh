@@ -41,6 +41,7 @@ underlay_up() {
     in_underlay ip link set lo up
     in_underlay ip link add kind mtu "$UNDERLAY_MTU" type bridge
     in_underlay ip addr add 172.18.0.1/16 dev kind
+    [ "$IP_FAMILY" = ipv4 ] || in_underlay ip addr add fc00:f853:ccd:e793::1/64 dev kind nodad
     in_underlay ip link set kind up
 }
 
@@ -74,6 +75,12 @@ node_up() {
     in_node "$n" ip addr add "$(node_ip "$n")/16" dev eth0
     in_node "$n" ip link set eth0 up
     in_node "$n" ip route add default via 172.18.0.1
+    if [ "$IP_FAMILY" != ipv4 ]; then
+        # kind's network has IPv6 in ipv6 and dual clusters; its nodes forward it.
+        in_node "$n" sysctl -qw net.ipv6.conf.all.forwarding=1
+        in_node "$n" ip addr add "$(node_ip6 "$n")/64" dev eth0 nodad
+        in_node "$n" ip -6 route add default via fc00:f853:ccd:e793::1
+    fi
     agent_start "$n"
 }
 

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# A dual-stack cluster as kind's `ipFamily: dual` makes it (KOVS_IP_FAMILY=dual):
+# the network's ULA beside 172.18.0.0/16, each Node with an InternalIP and a
+# pod CIDR of each family (the /24, then fd00:10:244:N::/64), the tunnel over
+# IPv4 carrying both. 3 nodes, 2 pods each:
+#  - every agent is ready with gw0 holding an address of each family, and
+#    every peer known by both of its node addresses;
+#  - every pod got an address of each family (IPv4 first, as the ranges are
+#    ordered), a default route of each through gw0, and TX checksum off for
+#    IPv6 too (tx-checksum-ipv6 / ip-generic);
+#  - the connectivity matrix over IPv4 and over IPv6: every pod pair (ping and
+#    TCP), pod -> node, pod -> gw0, node -> pod, across nodes;
+#  - a pod reaches another node's IPv6 address (its reply comes through the
+#    tunnel from an address the peer is known by);
+#  - `ip -6 addr flush dev gw0`: the guard puts the IPv6 address and its
+#    route back, and TCP over IPv6 across nodes works again.
+export KOVS_IP_FAMILY=dual
+source "$(dirname "$0")/lib.sh"
+[ "${KOVS_PROVIDER:-netns}" = netns ] || { echo "the dual-stack test bed is on the netns provider only so far; skipped"; exit 77; }
+
+cluster_up 3
+for n in 1 2 3; do
+    s=$(node_status "$n")
+    jq -e --arg v4 "$(node_gw_ip "$n")/24" --arg v6 "$(node_gw_ip6 "$n")/64" \
+        '.gateway.addresses | index($v4) != null and index($v6) != null' <<<"$s" >/dev/null ||
+        fail "node $n: gw0 should hold both families' addresses: $(jq -c .gateway <<<"$s")"
+    jq -e 'all(.peers[]; (.nodeIPs | length) == 2)' <<<"$s" >/dev/null ||
+        fail "node $n: every peer should be known by both node addresses: $(jq -c '[.peers[] | {name, nodeIPs}]' <<<"$s")"
+done
+pass "3 dual-stack agents ready: gw0 with $(node_gw_ip 1)/24 and $(node_gw_ip6 1)/64 (node 1), peers by both node addresses"
+
+for n in 1 2 3; do for p in 1 2; do pod_add "$n" "$p"; done; done
+for n in 1 2 3; do
+    r=$(cat "$(node_dir "$n")/pod-1.result")
+    [ "$(jq -r '[.ips[].address] | join(" ")' <<<"$r")" = "$(pod_ip "$n" 1)/24 $(pod_ip6 "$n" 1)/64" ] ||
+        fail "node $n: pod 1 should have an IPv4 then an IPv6 address: $(jq -c .ips <<<"$r")"
+    [[ $(pod_ip6 "$n" 1) == fd00:10:244:$n::* ]] || fail "node $n: the pod's IPv6 address is outside the node's /64: $(pod_ip6 "$n" 1)"
+    routes=$(in_pod "$n" 1 ip -6 route show default)
+    [[ $routes == "default via $(node_gw_ip6 "$n") dev eth0"* ]] || fail "node $n: pod 1's IPv6 default route: $routes"
+    for f in tx-checksum-ipv6 tx-checksum-ip-generic; do
+        v=$(in_pod "$n" 1 ethtool -k eth0 | awk -v f="$f:" '$1 == f {print $2}')
+        [ "$v" = off ] || fail "node $n: pod 1's $f is '$v', not off"
+    done
+done
+pass "every pod has an IPv4 and an IPv6 address in its node's CIDRs, an IPv6 default route via gw0, and IPv6 TX checksum off"
+
+start_servers 3 2
+connectivity_matrix 3 2
+[ "$matrix_failed" -eq 0 ] || fail "connectivity matrix has failures"
+pass "connectivity matrix over IPv4 and IPv6: 30 pod pairs each way, pods <-> nodes, across the tunnel"
+
+tcp_ok "$(node_ip6 2)" in_pod 1 1 || fail "pod 1/1 cannot reach node 2's IPv6 address"
+pass "a pod reaches another node's IPv6 address (the reply tunnels back from an address the peer is known by)"
+
+in_node 2 ip -6 addr flush dev gw0 scope global
+back() { in_node 2 ip -6 addr show dev gw0 | grep -q "inet6 $(node_gw_ip6 2)/64" && in_node 2 ip -6 route show dev gw0 | grep -q "^fd00:10:244:2::/64"; }
+wait_for "node 2's guard to restore gw0's IPv6 address and route" 5 back || fail "gw0's IPv6 address was not restored"
+wait_for "TCP over IPv6 from pod 1/1 to pod 2/1 again" 10 tcp_ok "$(pod_ip6 2 1)" in_pod 1 1 || fail "IPv6 pod traffic did not come back"
+restores=$(node_status 2 | jq '.gateway.restores')
+pass "ip -6 addr flush dev gw0 on node 2: the guard restored the IPv6 address and route (restores: $restores), TCP over IPv6 works again"
+
+echo "$checks passed, 0 failed"
