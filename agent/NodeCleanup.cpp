@@ -40,7 +40,10 @@ void removeLeftoverTaps(const Config& config) {
 
 void cleanupNode(EventLoop& loop, const Config& config) {
     gateway::NetworkdDropins(config.gateway.networkdDropinDir).remove(networkdDropinInterfaces(config));
-    if (standalone(config)) egress::NftablesNat().remove();
+    if (standalone(config)) {
+        egress::NftablesNat(AF_INET).remove();
+        egress::NftablesNat(AF_INET6).remove();
+    }
     if (config.uplink.mode != Config::UplinkMode::None && uplink::Uplink(uplinkOptions(config)).cleanup())
         spdlog::info("uplink: original addressing of {} restored", config.uplink.interface);
     ovs::OvsdbClient ovsdb(loop, ovsdbOptions(config));

@@ -182,24 +182,39 @@ void Doctor::checkNetworkd(std::vector<DoctorCheck>& out) {
 
 void Doctor::checkEgress(std::vector<DoctorCheck>& out) {
     if (config_.mode != agent::Config::Mode::Standalone || !config_.egress.masquerade) return;
-    std::string rules;
-    try {
-        rules = egress::NftablesNat().readBack();
-    } catch (const std::exception& e) {
-        out.push_back(fail("egress", e.what(), "nftables is not reachable (NET_ADMIN?)"));
-        return;
+    // A table for each family the node has pods of (IPv4 when it knows none yet).
+    std::vector<std::string> missing, present;
+    for (int family : {AF_INET, AF_INET6}) {
+        bool pods = std::any_of(config_.node.podCIDRs.begin(), config_.node.podCIDRs.end(),
+                                [&](const IpPrefix& p) { return p.family == family; });
+        if (!pods && !(family == AF_INET && config_.node.podCIDRs.empty())) continue;
+        egress::NftablesNat nat(family);
+        std::string rules;
+        try {
+            rules = nat.readBack();
+        } catch (const std::exception& e) {
+            out.push_back(fail("egress", e.what(), "nftables is not reachable (NET_ADMIN?)"));
+            return;
+        }
+        (rules.empty() ? missing : present).push_back("table " + nat.table());
     }
-    if (rules.empty()) {
-        out.push_back(fail("egress", "table ip kovs (the egress masquerade) is missing: pods cannot reach beyond the cluster",
-                           "kovs-agent restores it within moments (is it running?); `nft list table ip kovs` shows it"));
+    auto join = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (const auto& t : v) s += (s.empty() ? "" : " and ") + t;
+        return s;
+    };
+    if (!missing.empty()) {
+        out.push_back(fail("egress", join(missing) + " (the egress masquerade) " + (missing.size() > 1 ? "are" : "is") +
+                                         " missing: pods cannot reach beyond the cluster",
+                           "kovs-agent restores it within moments (is it running?); `nft list " + missing.front() + "` shows it"));
         return;
     }
     if (!agentStatus_.is_null() && agentStatus_.contains("egress") && agentStatus_["egress"].value("contested", false)) {
-        out.push_back(fail("egress", "table ip kovs keeps being changed under the agent; its repairs are held back",
-                           "find what flushes the nftables ruleset (`nft monitor`), and make it leave table ip kovs alone"));
+        out.push_back(fail("egress", join(present) + " keep being changed under the agent; their repairs are held back",
+                           "find what flushes the nftables ruleset (`nft monitor`), and make it leave kovs's tables alone"));
         return;
     }
-    out.push_back(ok("egress", "table ip kovs masquerades pod traffic leaving the cluster"));
+    out.push_back(ok("egress", join(present) + " masquerade" + (present.size() > 1 ? "" : "s") + " pod traffic leaving the cluster"));
 }
 
 }  // namespace kovs::ctl

@@ -30,8 +30,9 @@ struct EgressRules {
     bool operator==(const EgressRules&) const = default;
 };
 
-// IPv4 only (the nftables table is `ip kovs`); duplicates and prefixes
-// already covered by a wider one are left out, the rest sorted.
-EgressRules planEgress(const EgressInputs& in);
+// The rules of one family (AF_INET: table ip kovs, AF_INET6: table ip6 kovs)
+// from the inputs of both; duplicates and prefixes already covered by a wider
+// one are left out, the rest sorted. Empty when no pod CIDR is of that family.
+EgressRules planEgress(const EgressInputs& in, int family);
 
 }  // namespace kovs::egress

@@ -74,7 +74,15 @@ void EgressReconciler::soon(std::chrono::milliseconds delay) {
     });
 }
 
-EgressRules EgressReconciler::plan() const {
+std::string EgressReconciler::Rules::describe() const {
+    std::string out = v4.empty() ? "" : v4.describe();
+    if (!v6.empty()) out += (out.empty() ? "" : "; ") + std::string("ip6: ") + v6.describe();
+    return out;
+}
+
+std::string EgressReconciler::readBack() const { return nat4_.readBack() + "-- ip6\n" + nat6_.readBack(); }
+
+EgressReconciler::Rules EgressReconciler::plan() const {
     EgressInputs in;
     in.clusterCidrs = opts_.clusterCidrs;
     in.nonMasquerade = opts_.nonMasquerade;
@@ -84,14 +92,14 @@ EgressRules EgressReconciler::plan() const {
     for (const auto& dev : opts_.nodeAddressDevices) {
         for (const auto& a : linkAddresses(dev)) in.nodeAddresses.push_back(a);
     }
-    return planEgress(in);
+    return {planEgress(in, AF_INET), planEgress(in, AF_INET6)};
 }
 
 void EgressReconciler::reconcile() {
     if (backoffTimer_) return;  // a held-back repair is pending; it runs the next pass
     try {
         auto want = plan();
-        auto have = nat_.readBack();
+        auto have = readBack();
         bool drifted = installed_ && *installed_ == want && have != expected_;
         if (installed_ && *installed_ == want && !drifted) {
             retry_.succeeded();
@@ -103,7 +111,7 @@ void EgressReconciler::reconcile() {
             if (!repairAdmitted_) {
                 auto wait = throttle_.admit();
                 if (wait > std::chrono::milliseconds(0)) {
-                    spdlog::warn("egress: table ip kovs changed under the agent {} times in {} s; repairing in {} ms",
+                    spdlog::warn("egress: the egress tables (ip kovs, ip6 kovs) changed under the agent {} times in {} s; repairing in {} ms",
                                  throttle_.inWindow(), throttle_.window().count() / 1000, wait.count());
                     backoffTimer_ = loop_.after(wait, [this] {
                         backoffTimer_.reset();
@@ -115,14 +123,16 @@ void EgressReconciler::reconcile() {
             }
             repairAdmitted_ = false;
             ++readBackRepairs_;
-            repairs_.record("egress", "table ip kovs differed from the rules installed: restored");
+            repairs_.record("egress", "the egress tables differed from the rules installed: restored");
         }
-        if (want.empty()) {
-            nat_.remove();
-        } else {
-            nat_.replace(want);
+        for (auto [nat, rules] : {std::pair{&nat4_, &want.v4}, {&nat6_, &want.v6}}) {
+            if (rules->empty()) {
+                nat->remove();
+            } else {
+                nat->replace(*rules);
+            }
         }
-        expected_ = nat_.readBack();
+        expected_ = readBack();
         if (!installed_ || !(*installed_ == want)) spdlog::info("egress: {}", want.describe());
         installed_ = want;
         ++installs_;
@@ -144,10 +154,11 @@ void EgressReconciler::status(nlohmann::json& out) const {
 }
 
 void EgressReconciler::metrics(MetricsText& m) const {
-    m.counter("kovs_egress_installs_total", "Egress masquerade rule sets installed (table ip kovs).", static_cast<double>(installs_));
-    m.counter("kovs_egress_readback_repairs_total", "Times table ip kovs was found changed or gone and restored.",
+    m.counter("kovs_egress_installs_total", "Egress masquerade rule sets installed (tables ip kovs and ip6 kovs).",
+              static_cast<double>(installs_));
+    m.counter("kovs_egress_readback_repairs_total", "Times an egress table was found changed or gone and restored.",
               static_cast<double>(readBackRepairs_));
-    m.gauge("kovs_egress_contested", "1 while table ip kovs keeps being changed under the agent (repairs backed off).",
+    m.gauge("kovs_egress_contested", "1 while the egress tables keep being changed under the agent (repairs backed off).",
             throttle_.contested() ? 1 : 0);
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // The egress job (standalone mode): desired = planEgress of the cluster's pod
-// CIDRs and node addresses; observed = the rules of `table ip kovs` read back
-// from the kernel; apply = NftablesNat::replace, one transaction.
+// CIDRs and node addresses, for each family; observed = the rules of `table ip
+// kovs` and `table ip6 kovs` read back from the kernel; apply =
+// NftablesNat::replace, one transaction a table (a family without pod CIDRs
+// has no table).
 //
 // Triggers: the peers change (their pod CIDRs and node addresses), any
 // nftables ruleset change (NFNLGRP_NFTABLES notifications: someone flushed the
@@ -51,20 +53,29 @@ public:
     std::string notReady() const override;
 
 private:
+    // The rules of both families: table ip kovs, table ip6 kovs.
+    struct Rules {
+        EgressRules v4, v6;
+        bool operator==(const Rules&) const = default;
+        // "keep ...; masquerade from ...", then "ip6: keep ..." when there are IPv6 pods.
+        std::string describe() const;
+    };
+
     void reconcile();
     void soon(std::chrono::milliseconds delay);
     void scheduleResync();
     void onRulesetEvents();
-    EgressRules plan() const;
+    Rules plan() const;
+    std::string readBack() const;
 
     EventLoop& loop_;
     RepairLog& repairs_;
     EgressOptions opts_;
-    NftablesNat nat_;
+    NftablesNat nat4_{AF_INET}, nat6_{AF_INET6};
     std::vector<IpPrefix> peerPodCidrs_, peerNodeAddresses_;
     bool started_ = false;
 
-    std::optional<EgressRules> installed_;
+    std::optional<Rules> installed_;
     std::string expected_;  // the rules as read back right after installing them
     uint64_t installs_ = 0;
     uint64_t readBackRepairs_ = 0;

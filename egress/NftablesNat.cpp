@@ -62,10 +62,12 @@ void waitReadable(mnl_socket* s, const std::string& what) {
         throw Error("nftables: " + what + ": no answer from the kernel within " + std::to_string(kAnswerTimeoutMs) + " ms");
 }
 
-Rule newRule() {
+uint32_t nfproto(int family) { return family == AF_INET6 ? NFPROTO_IPV6 : NFPROTO_IPV4; }
+
+Rule newRule(int family) {
     Rule r(nftnl_rule_alloc());
     if (!r) throw Error("nftables: out of memory");
-    nftnl_rule_set_u32(r.get(), NFTNL_RULE_FAMILY, NFPROTO_IPV4);
+    nftnl_rule_set_u32(r.get(), NFTNL_RULE_FAMILY, nfproto(family));
     nftnl_rule_set_str(r.get(), NFTNL_RULE_TABLE, NftablesNat::kTable);
     nftnl_rule_set_str(r.get(), NFTNL_RULE_CHAIN, NftablesNat::kChain);
     return r;
@@ -76,32 +78,40 @@ void addExpr(nftnl_rule* r, nftnl_expr* e) {
     nftnl_rule_add_expr(r, e);  // the rule owns it from here
 }
 
-// "ip saddr|daddr <prefix>": load the address, mask it, compare.
-void matchAddress(nftnl_rule* r, uint32_t offset, const IpPrefix& p) {
+// Where the source and destination addresses are in the network header.
+struct AddressField {
+    uint32_t offset;
+    uint32_t len;
+};
+AddressField sourceField(int family) { return family == AF_INET6 ? AddressField{8, 16} : AddressField{12, 4}; }
+AddressField destinationField(int family) { return family == AF_INET6 ? AddressField{24, 16} : AddressField{16, 4}; }
+
+// "ip[6] saddr|daddr <prefix>": load the address, mask it, compare.
+void matchAddress(nftnl_rule* r, AddressField field, const IpPrefix& p) {
     if (p.prefixLen == 0) return;
     auto* load = nftnl_expr_alloc("payload");
     addExpr(r, load);
     nftnl_expr_set_u32(load, NFTNL_EXPR_PAYLOAD_DREG, NFT_REG_1);
     nftnl_expr_set_u32(load, NFTNL_EXPR_PAYLOAD_BASE, NFT_PAYLOAD_NETWORK_HEADER);
-    nftnl_expr_set_u32(load, NFTNL_EXPR_PAYLOAD_OFFSET, offset);
-    nftnl_expr_set_u32(load, NFTNL_EXPR_PAYLOAD_LEN, 4);
-    if (p.prefixLen < 32) {
-        std::array<uint8_t, 4> mask{}, zero{};
+    nftnl_expr_set_u32(load, NFTNL_EXPR_PAYLOAD_OFFSET, field.offset);
+    nftnl_expr_set_u32(load, NFTNL_EXPR_PAYLOAD_LEN, field.len);
+    if (p.prefixLen < p.maxPrefixLen()) {
+        std::array<uint8_t, 16> mask{}, zero{};
         for (int i = 0; i < p.prefixLen; ++i) mask[i / 8] |= static_cast<uint8_t>(0x80 >> (i % 8));
         auto* bits = nftnl_expr_alloc("bitwise");
         addExpr(r, bits);
         nftnl_expr_set_u32(bits, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
         nftnl_expr_set_u32(bits, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
-        nftnl_expr_set_u32(bits, NFTNL_EXPR_BITWISE_LEN, 4);
-        nftnl_expr_set(bits, NFTNL_EXPR_BITWISE_MASK, mask.data(), 4);
-        nftnl_expr_set(bits, NFTNL_EXPR_BITWISE_XOR, zero.data(), 4);
+        nftnl_expr_set_u32(bits, NFTNL_EXPR_BITWISE_LEN, field.len);
+        nftnl_expr_set(bits, NFTNL_EXPR_BITWISE_MASK, mask.data(), field.len);
+        nftnl_expr_set(bits, NFTNL_EXPR_BITWISE_XOR, zero.data(), field.len);
     }
     auto* cmp = nftnl_expr_alloc("cmp");
     addExpr(r, cmp);
     nftnl_expr_set_u32(cmp, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
     nftnl_expr_set_u32(cmp, NFTNL_EXPR_CMP_OP, NFT_CMP_EQ);
     auto net = p.network();
-    nftnl_expr_set(cmp, NFTNL_EXPR_CMP_DATA, net.bytes.data(), 4);
+    nftnl_expr_set(cmp, NFTNL_EXPR_CMP_DATA, net.bytes.data(), field.len);
 }
 
 // One netlink batch (one nftables transaction). The kernel reports every
@@ -111,7 +121,8 @@ void matchAddress(nftnl_rule* r, uint32_t offset, const IpPrefix& p) {
 // with 100 peers.)
 class Batch {
 public:
-    explicit Batch(size_t messages) : buf_((messages + 4) * 1024), batch_(mnl_nlmsg_batch_start(buf_.data(), buf_.size())) {
+    Batch(int family, size_t messages)
+        : family_(family), buf_((messages + 4) * 1024), batch_(mnl_nlmsg_batch_start(buf_.data(), buf_.size())) {
         nftnl_batch_begin(static_cast<char*>(mnl_nlmsg_batch_current(batch_)), seq_++);
         mnl_nlmsg_batch_next(batch_);
     }
@@ -121,7 +132,7 @@ public:
 
     template <typename Build>
     void add(uint16_t type, uint16_t flags, const std::string& what, Build build) {
-        auto* nlh = nftnl_nlmsg_build_hdr(static_cast<char*>(mnl_nlmsg_batch_current(batch_)), type, NFPROTO_IPV4,
+        auto* nlh = nftnl_nlmsg_build_hdr(static_cast<char*>(mnl_nlmsg_batch_current(batch_)), type, nfproto(family_),
                                           flags, seq_);
         build(nlh);
         last_ = nlh;
@@ -165,6 +176,7 @@ public:
     }
 
 private:
+    int family_;
     std::vector<char> buf_;
     mnl_nlmsg_batch* batch_;
     uint32_t seq_ = 1;
@@ -196,44 +208,47 @@ int ruleText(const nlmsghdr* nlh, void* data) {
 }  // namespace
 
 void NftablesNat::replace(const EgressRules& rules) const {
-    Batch b(rules.keep.size() + rules.masquerade.size() + 4);
+    const auto name = table(), family = std::string(family_ == AF_INET6 ? "ip6" : "ip");
+    Batch b(family_, rules.keep.size() + rules.masquerade.size() + 4);
     Table t(nftnl_table_alloc());
     if (!t) throw Error("nftables: out of memory");
-    nftnl_table_set_u32(t.get(), NFTNL_TABLE_FAMILY, NFPROTO_IPV4);
+    nftnl_table_set_u32(t.get(), NFTNL_TABLE_FAMILY, nfproto(family_));
     nftnl_table_set_str(t.get(), NFTNL_TABLE_NAME, kTable);
-    b.add(NFT_MSG_NEWTABLE, NLM_F_CREATE, "add table ip kovs", [&](nlmsghdr* nlh) { nftnl_table_nlmsg_build_payload(nlh, t.get()); });
+    b.add(NFT_MSG_NEWTABLE, NLM_F_CREATE, "add table " + name, [&](nlmsghdr* nlh) { nftnl_table_nlmsg_build_payload(nlh, t.get()); });
 
     Chain c(nftnl_chain_alloc());
     if (!c) throw Error("nftables: out of memory");
-    nftnl_chain_set_u32(c.get(), NFTNL_CHAIN_FAMILY, NFPROTO_IPV4);
+    nftnl_chain_set_u32(c.get(), NFTNL_CHAIN_FAMILY, nfproto(family_));
     nftnl_chain_set_str(c.get(), NFTNL_CHAIN_TABLE, kTable);
     nftnl_chain_set_str(c.get(), NFTNL_CHAIN_NAME, kChain);
     nftnl_chain_set_u32(c.get(), NFTNL_CHAIN_HOOKNUM, NF_INET_POST_ROUTING);
     nftnl_chain_set_s32(c.get(), NFTNL_CHAIN_PRIO, kSrcNatPriority);
     nftnl_chain_set_str(c.get(), NFTNL_CHAIN_TYPE, "nat");
     nftnl_chain_set_u32(c.get(), NFTNL_CHAIN_POLICY, NF_ACCEPT);
-    b.add(NFT_MSG_NEWCHAIN, NLM_F_CREATE, "add chain ip kovs postrouting", [&](nlmsghdr* nlh) { nftnl_chain_nlmsg_build_payload(nlh, c.get()); });
+    b.add(NFT_MSG_NEWCHAIN, NLM_F_CREATE, "add chain " + name + " postrouting",
+          [&](nlmsghdr* nlh) { nftnl_chain_nlmsg_build_payload(nlh, c.get()); });
 
-    auto flush = newRule();  // DELRULE without a handle: every rule of the chain
-    b.add(NFT_MSG_DELRULE, 0, "flush chain ip kovs postrouting", [&](nlmsghdr* nlh) { nftnl_rule_nlmsg_build_payload(nlh, flush.get()); });
+    auto flush = newRule(family_);  // DELRULE without a handle: every rule of the chain
+    b.add(NFT_MSG_DELRULE, 0, "flush chain " + name + " postrouting",
+          [&](nlmsghdr* nlh) { nftnl_rule_nlmsg_build_payload(nlh, flush.get()); });
 
     std::vector<Rule> keep;  // alive until the batch is built
     for (const auto& p : rules.keep) {
-        auto r = newRule();
-        matchAddress(r.get(), 16, p);
+        auto r = newRule(family_);
+        matchAddress(r.get(), destinationField(family_), p);
         auto* verdict = nftnl_expr_alloc("immediate");
         addExpr(r.get(), verdict);
         nftnl_expr_set_u32(verdict, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
         nftnl_expr_set_u32(verdict, NFTNL_EXPR_IMM_VERDICT, static_cast<uint32_t>(NFT_RETURN));
-        b.add(NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, "add rule ip daddr " + p.str() + " return",
+        b.add(NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, "add rule " + family + " daddr " + p.str() + " return",
               [&](nlmsghdr* nlh) { nftnl_rule_nlmsg_build_payload(nlh, r.get()); });
         keep.push_back(std::move(r));
     }
     for (const auto& p : rules.masquerade) {
-        auto r = newRule();
-        matchAddress(r.get(), 12, p);
+        auto r = newRule(family_);
+        matchAddress(r.get(), sourceField(family_), p);
         addExpr(r.get(), nftnl_expr_alloc("masq"));
-        b.add(NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, "add rule ip saddr " + p.str() + " masquerade",
+        b.add(NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, "add rule " + family + " saddr " + p.str() + " masquerade",
               [&](nlmsghdr* nlh) { nftnl_rule_nlmsg_build_payload(nlh, r.get()); });
         keep.push_back(std::move(r));
     }
@@ -241,36 +256,37 @@ void NftablesNat::replace(const EgressRules& rules) const {
 }
 
 std::string NftablesNat::readBack() const {
+    const auto what = "list chain " + table() + " postrouting";
     auto sock = openSocket();
     std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
     uint32_t seq = 1;
-    auto* nlh = nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETRULE, NFPROTO_IPV4, NLM_F_DUMP, seq);
-    auto filter = newRule();
+    auto* nlh = nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETRULE, nfproto(family_), NLM_F_DUMP, seq);
+    auto filter = newRule(family_);
     nftnl_rule_nlmsg_build_payload(nlh, filter.get());
-    if (mnl_socket_sendto(sock.get(), nlh, nlh->nlmsg_len) < 0) throwErrno("nftables: list chain ip kovs postrouting");
+    if (mnl_socket_sendto(sock.get(), nlh, nlh->nlmsg_len) < 0) throwErrno("nftables: " + what);
     auto portid = mnl_socket_get_portid(sock.get());
     Dump dump;
     while (true) {
-        waitReadable(sock.get(), "list chain ip kovs postrouting");
+        waitReadable(sock.get(), what);
         auto n = mnl_socket_recvfrom(sock.get(), buf.data(), buf.size());
-        if (n < 0) throwErrno("nftables: list chain ip kovs postrouting");
+        if (n < 0) throwErrno("nftables: " + what);
         int rc = mnl_cb_run(buf.data(), static_cast<size_t>(n), seq, portid, ruleText, &dump);
         if (rc == MNL_CB_STOP) break;
         if (rc < 0) {
             if (errno == ENOENT) return "";
-            throwErrno("nftables: list chain ip kovs postrouting");
+            throwErrno("nftables: " + what);
         }
     }
     return dump.text;
 }
 
 void NftablesNat::remove() const {
-    Batch b(1);
+    Batch b(family_, 1);
     Table t(nftnl_table_alloc());
     if (!t) throw Error("nftables: out of memory");
-    nftnl_table_set_u32(t.get(), NFTNL_TABLE_FAMILY, NFPROTO_IPV4);
+    nftnl_table_set_u32(t.get(), NFTNL_TABLE_FAMILY, nfproto(family_));
     nftnl_table_set_str(t.get(), NFTNL_TABLE_NAME, kTable);
-    b.add(NFT_MSG_DELTABLE, 0, "delete table ip kovs", [&](nlmsghdr* nlh) { nftnl_table_nlmsg_build_payload(nlh, t.get()); });
+    b.add(NFT_MSG_DELTABLE, 0, "delete table " + table(), [&](nlmsghdr* nlh) { nftnl_table_nlmsg_build_payload(nlh, t.get()); });
     b.commit(ENOENT);
 }
 

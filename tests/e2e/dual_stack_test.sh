@@ -12,6 +12,9 @@
 #    TCP), pod -> node, pod -> gw0, node -> pod, across nodes;
 #  - a pod reaches another node's IPv6 address (its reply comes through the
 #    tunnel from an address the peer is known by);
+#  - egress over IPv6: a pod reaches the Docker host's IPv6 address, which
+#    sees the node's IPv6 address (table ip6 kovs beside table ip kovs), and
+#    kovsctl doctor checks both tables;
 #  - `ip -6 addr flush dev gw0`: the guard puts the IPv6 address and its
 #    route back, and TCP over IPv6 across nodes works again.
 export KOVS_IP_FAMILY=dual
@@ -51,6 +54,21 @@ pass "connectivity matrix over IPv4 and IPv6: 30 pod pairs each way, pods <-> no
 
 tcp_ok "$(node_ip6 2)" in_pod 1 1 || fail "pod 1/1 cannot reach node 2's IPv6 address"
 pass "a pod reaches another node's IPv6 address (the reply tunnels back from an address the peer is known by)"
+
+# The Docker host's side of the network answers with the address it saw.
+host6=fc00:f853:ccd:e793::1
+# shellcheck disable=SC2016 # expanded by socat's shell
+in_underlay socat "TCP6-LISTEN:9000,bind=[$host6],fork,reuseaddr" SYSTEM:'echo $SOCAT_PEERADDR' >/dev/null 2>&1 &
+wait_for "the Docker host's IPv6 server" 10 port_listening 9000 in_underlay
+for n in 1 2 3; do
+    seen=$(in_pod "$n" 1 timeout 5 socat -t2 - "TCP:[$host6]:9000,connect-timeout=2" </dev/null 2>&1 | tr -d '[]\n') || true
+    # socat prints the address uncompressed.
+    seen=$(/usr/bin/python3 -c 'import ipaddress, sys; print(ipaddress.ip_address(sys.argv[1]))' "$seen" 2>/dev/null || echo "$seen")
+    [ "$seen" = "$(node_ip6 "$n")" ] || fail "pod $n/1 -> the Docker host over IPv6: the host saw '$seen', not node $n's $(node_ip6 "$n")"
+done
+doc=$(kovsctl 1 doctor 2>&1) || true
+grep -qE '^  ok +egress +table ip kovs and table ip6 kovs masquerade pod traffic' <<<"$doc" || fail "kovsctl doctor's egress check: $doc"
+pass "egress over IPv6: every pod reaches the Docker host's IPv6 address as its node's (table ip6 kovs); doctor checks both tables"
 
 in_node 2 ip -6 addr flush dev gw0 scope global
 back() { in_node 2 ip -6 addr show dev gw0 | grep -q "inet6 $(node_gw_ip6 2)/64" && in_node 2 ip -6 route show dev gw0 | grep -q "^fd00:10:244:2::/64"; }

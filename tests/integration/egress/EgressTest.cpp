@@ -1,5 +1,6 @@
 // The egress masquerade in a real kernel (this test's private network
-// namespace): the rules land in `table ip kovs` as planned, `nft` (the
+// namespace): the rules land in `table ip kovs` (and `table ip6 kovs` for IPv6
+// pods) as planned, `nft` (the
 // independent witness) reads them back, a flushed ruleset is restored by the
 // agent's job within moments, and someone who keeps deleting the table is
 // not fought.
@@ -26,9 +27,10 @@ std::string nft(const std::vector<std::string>& args) {
     return runChecked(argv);
 }
 
-// The rules of the chain as nft prints them, e.g. "ip daddr 10.244.0.0/16 return".
-std::vector<std::string> rules() {
-    auto j = nlohmann::json::parse(runProcess({"nft", "-j", "list", "chain", "ip", "kovs", "postrouting"}).out, nullptr, false);
+// The rules of the chain as nft prints them, e.g. "ip daddr 10.244.0.0/16 return";
+// `family` "ip6" for table ip6 kovs.
+std::vector<std::string> rules(const std::string& family = "ip") {
+    auto j = nlohmann::json::parse(runProcess({"nft", "-j", "list", "chain", family, "kovs", "postrouting"}).out, nullptr, false);
     std::vector<std::string> out;
     if (j.is_discarded()) return out;
     for (const auto& item : j["nftables"]) {
@@ -42,7 +44,7 @@ std::vector<std::string> rules() {
                 std::string value = right.is_string() ? right.get<std::string>()
                                                       : right["prefix"]["addr"].get<std::string>() + "/" +
                                                             std::to_string(right["prefix"]["len"].get<int>());
-                text += "ip " + field + " " + value + " ";
+                text += m["left"]["payload"]["protocol"].get<std::string>() + " " + field + " " + value + " ";
             }
             if (e.contains("return")) text += "return";
             if (e.contains("masquerade")) text += "masquerade";
@@ -52,11 +54,14 @@ std::vector<std::string> rules() {
     return out;
 }
 
-EgressRules kindRules() {
+// A kind cluster of two nodes, dual-stack: the rules of one family.
+EgressRules kindRules(int family = AF_INET) {
     EgressInputs in;
-    in.podCidrs = {IpPrefix::parse("10.244.1.0/24"), IpPrefix::parse("10.244.2.0/24")};
-    in.nodeAddresses = {IpPrefix::parse("172.18.0.2/16"), IpPrefix::parse("172.18.0.3")};
-    return planEgress(in);
+    in.podCidrs = {IpPrefix::parse("10.244.1.0/24"), IpPrefix::parse("fd00:10:244:1::/64"), IpPrefix::parse("10.244.2.0/24"),
+                   IpPrefix::parse("fd00:10:244:2::/64")};
+    in.nodeAddresses = {IpPrefix::parse("172.18.0.2/16"), IpPrefix::parse("fc00:f853:ccd:e793::2/64"), IpPrefix::parse("172.18.0.3"),
+                        IpPrefix::parse("fc00:f853:ccd:e793::3")};
+    return planEgress(in, family);
 }
 
 }  // namespace
@@ -84,6 +89,26 @@ TEST(NftablesNat, InstallsReadsBackReplacesAndRemoves) {
     nat.remove();
     EXPECT_EQ(nat.readBack(), "");
     EXPECT_NO_THROW(nat.remove()) << "removing what is gone is fine";
+}
+
+// IPv6 pods get a table of their own, table ip6 kovs, with the same shape;
+// each family's table is installed and removed without touching the other.
+TEST(NftablesNat, IPv6PodsInATableOfTheirOwn) {
+    NftablesNat v4(AF_INET), v6(AF_INET6);
+    EXPECT_EQ(v6.table(), "ip6 kovs");
+    v4.replace(kindRules(AF_INET));
+    v6.replace(kindRules(AF_INET6));
+    EXPECT_EQ(rules("ip6"), (std::vector<std::string>{"ip6 daddr fc00:f853:ccd:e793::2 return", "ip6 daddr fc00:f853:ccd:e793::3 return",
+                                                      "ip6 daddr fd00:10:244:1::/64 return", "ip6 daddr fd00:10:244:2::/64 return",
+                                                      "ip6 saddr fd00:10:244:1::/64 masquerade",
+                                                      "ip6 saddr fd00:10:244:2::/64 masquerade"}));
+    auto chain = nft({"list", "chain", "ip6", "kovs", "postrouting"});
+    EXPECT_NE(chain.find("type nat hook postrouting priority srcnat; policy accept;"), std::string::npos) << chain;
+    EXPECT_EQ(rules().size(), 6u) << "the IPv4 table lost rules";
+    v6.remove();
+    EXPECT_EQ(v6.readBack(), "");
+    EXPECT_EQ(rules().size(), 6u) << "removing table ip6 kovs touched table ip kovs";
+    v4.remove();
 }
 
 TEST(NftablesNat, OtherTablesAreNotTouched) {
@@ -141,6 +166,31 @@ TEST(EgressReconciler, RestoresAFlushedRulesetAndBacksOffFromAFight) {
     EXPECT_GT(second, first) << "the wait does not grow";
     EXPECT_EQ(status()["readBackRepairs"], 7);
     NftablesNat().remove();
+}
+
+// A dual-stack node: both tables, each restored when deleted, and the status
+// names both families' rules.
+TEST(EgressReconciler, ADualStackNodeKeepsBothTables) {
+    EventLoop loop;
+    RepairLog repairs;
+    EgressOptions o;
+    o.localPodCidrs = {IpPrefix::parse("10.244.1.0/24"), IpPrefix::parse("fd00:10:244:1::/64")};
+    o.resync = 1h;
+    EgressReconciler job(loop, repairs, o);
+    job.setPeers({IpPrefix::parse("10.244.2.0/24"), IpPrefix::parse("fd00:10:244:2::/64")},
+                 {IpPrefix::parse("172.18.0.3"), IpPrefix::parse("fc00:f853:ccd:e793::3")});
+    job.start();
+    nlohmann::json s;
+    job.status(s);
+    EXPECT_EQ(s["egress"]["rules"], "keep 10.244.1.0/24, 10.244.2.0/24, 172.18.0.3/32; masquerade from 10.244.1.0/24, 10.244.2.0/24; "
+                                    "ip6: keep fc00:f853:ccd:e793::3/128, fd00:10:244:1::/64, fd00:10:244:2::/64; "
+                                    "masquerade from fd00:10:244:1::/64, fd00:10:244:2::/64");
+    ASSERT_EQ(rules("ip6").size(), 5u);
+    nft({"delete", "table", "ip6", "kovs"});
+    ASSERT_TRUE(loop.runUntil([&] { return rules("ip6").size() == 5; }, 5s)) << "table ip6 kovs was not restored";
+    EXPECT_EQ(rules().size(), 5u);
+    NftablesNat(AF_INET).remove();
+    NftablesNat(AF_INET6).remove();
 }
 
 // A batch the kernel refuses changes nothing (one transaction) and the error
