@@ -8,6 +8,7 @@
 
 #include "base/Netlink.hpp"
 #include "base/Ethtool.hpp"
+#include "base/IpPrefix.hpp"
 #include "base/Netns.hpp"
 #include "base/UndoStack.hpp"
 #include "cni/AgentReport.hpp"
@@ -45,14 +46,24 @@ auto internal(const std::string& what, Fn fn) {
 
 std::string hostNameOf(const CniRequest& req) { return VethPair::hostNameFor(req.containerId, req.ifname); }
 
-// The MTU of the node interface holding the pod's IPv4 gateway address (gw0),
-// if one does: pods then follow gw0, which the agent sizes to the uplink.
+// The MTU of the node interface holding one of the pod's gateway addresses
+// (gw0), if one does: pods then follow gw0, which the agent sizes to the
+// uplink less the tunnel's overhead (70 bytes over an IPv6 underlay). An
+// IPv6-only pod has only an IPv6 gateway.
 std::optional<int> gatewayInterfaceMtu(const CniResult& lease) {
-    std::string gateway;
+    // Compared in one spelling: host-local writes "fd00:10:244:1::1", the kernel may not.
+    auto canonical = [](const std::string& text) -> std::string {
+        try {
+            return IpPrefix::parse(text).addressString();
+        } catch (const std::exception&) {
+            return "";
+        }
+    };
+    std::vector<std::string> gateways;
     for (const auto& ip : lease.ips) {
-        if (!ip.gateway.empty() && ip.gateway.find(':') == std::string::npos) gateway = ip.gateway;
+        if (auto g = canonical(ip.gateway); !g.empty()) gateways.push_back(g);
     }
-    if (gateway.empty()) return std::nullopt;
+    if (gateways.empty()) return std::nullopt;
     auto sock = nl::connectRoute();
     nl_cache* raw = nullptr;
     nl::check(rtnl_addr_alloc_cache(sock.get(), &raw), "dump addresses");
@@ -60,9 +71,10 @@ std::optional<int> gatewayInterfaceMtu(const CniResult& lease) {
     for (auto* o = nl_cache_get_first(addrs.get()); o; o = nl_cache_get_next(o)) {
         auto* a = reinterpret_cast<rtnl_addr*>(o);
         auto local = nl::toString(rtnl_addr_get_local(a));
-        if (local.substr(0, local.find('/')) != gateway) continue;
+        local = canonical(local.substr(0, local.find('/')));
+        if (local.empty() || std::find(gateways.begin(), gateways.end(), local) == gateways.end()) continue;
         rtnl_link* link = nullptr;
-        nl::check(rtnl_link_get_kernel(sock.get(), rtnl_addr_get_ifindex(a), nullptr, &link), "link of " + gateway);
+        nl::check(rtnl_link_get_kernel(sock.get(), rtnl_addr_get_ifindex(a), nullptr, &link), "link of " + local);
         nl::Link owned(link);
         return static_cast<int>(rtnl_link_get_mtu(link));
     }
