@@ -1,4 +1,5 @@
-// bench_gateway: how fast the gateway guard restores gw0, and what a storm of
+// bench_gateway: how fast the gateway guard restores gw0 (its IPv4 and its
+// IPv6 address, each flushed alone), and what a storm of
 // unrelated route changes costs it. Runs in a private network + mount
 // namespace of its own; prints figures, asserts nothing about time.
 //   KOVS_BENCH_GATEWAY_FLUSHES (default 1000)  address flushes measured
@@ -68,13 +69,34 @@ void drain(int fd) {
     }
 }
 
-// Watches for the guard's repair: RTM_NEWADDR 10.244.1.1 and RTM_NEWROUTE
-// 10.244.1.0/24 on gw0 give the restore time; the loop then also waits for the
-// service route 10.96.0.0/12, so the next flush starts from a fully repaired
-// gw0 rather than racing the rest of the guard's reconcile.
-std::optional<Clock::time_point> waitRestored(int fd, int ifindex, in_addr gw, in_addr net, in_addr svc,
-                                              std::chrono::milliseconds limit) {
-    bool addr = false, route = false, service = false;
+// One family's gateway address on gw0, its network and (IPv4) the service
+// route the guard adds after it; ipv6: `ip -6 addr flush dev gw0`.
+struct Family {
+    const char* name;
+    int af;
+    const char* address;  // as the guard adds it, with its prefix length
+    const char* network;
+    int prefixLen;
+    const char* service;  // a route the guard adds after the address; "" for none
+    int serviceLen;
+    uint32_t groups;
+};
+constexpr Family kIPv4{"IPv4", AF_INET, "10.244.1.1", "10.244.1.0", 24, "10.96.0.0", 12, RTMGRP_IPV4_IFADDR | RTMGRP_IPV4_ROUTE};
+constexpr Family kIPv6{"IPv6", AF_INET6, "fd00:10:244:1::1", "fd00:10:244:1::", 64, "", 0,
+                       RTMGRP_IPV6_IFADDR | RTMGRP_IPV6_ROUTE};
+
+// Watches for the guard's repair: RTM_NEWADDR of the gateway address and
+// RTM_NEWROUTE of its network on gw0 give the restore time; for IPv4 the loop
+// then also waits for the service route 10.96.0.0/12, so the next flush
+// starts from a fully repaired gw0 rather than racing the rest of the
+// guard's reconcile.
+std::optional<Clock::time_point> waitRestored(int fd, int ifindex, const Family& f, std::chrono::milliseconds limit) {
+    in6_addr gw{}, net{}, svc{};
+    ::inet_pton(f.af, f.address, &gw);
+    ::inet_pton(f.af, f.network, &net);
+    if (*f.service) ::inet_pton(f.af, f.service, &svc);
+    const size_t len = f.af == AF_INET ? 4 : 16;
+    bool addr = false, route = false, service = !*f.service;
     std::optional<Clock::time_point> restored;
     auto deadline = Clock::now() + limit;
     alignas(nlmsghdr) char buf[65536];
@@ -89,19 +111,20 @@ std::optional<Clock::time_point> waitRestored(int fd, int ifindex, in_addr gw, i
         for (auto* h = reinterpret_cast<const nlmsghdr*>(buf); netlinkMessageFits(h, rest); h = nextNetlinkMessage(h, rest)) {
             if (h->nlmsg_type == RTM_NEWADDR) {
                 auto* ifa = static_cast<const ifaddrmsg*>(NLMSG_DATA(h));
-                if (ifa->ifa_family != AF_INET || static_cast<int>(ifa->ifa_index) != ifindex) continue;
+                if (ifa->ifa_family != f.af || static_cast<int>(ifa->ifa_index) != ifindex) continue;
                 int alen = static_cast<int>(IFA_PAYLOAD(h));
+                // IPv6 addresses come as IFA_ADDRESS alone.
                 for (auto* a = IFA_RTA(ifa); RTA_OK(a, alen); a = RTA_NEXT(a, alen))
-                    if (a->rta_type == IFA_LOCAL && std::memcmp(RTA_DATA(a), &gw, 4) == 0) addr = true;
+                    if ((a->rta_type == IFA_LOCAL || a->rta_type == IFA_ADDRESS) && std::memcmp(RTA_DATA(a), &gw, len) == 0) addr = true;
             } else if (h->nlmsg_type == RTM_NEWROUTE) {
                 auto* rtm = static_cast<const rtmsg*>(NLMSG_DATA(h));
-                if (rtm->rtm_family != AF_INET || rtm->rtm_table != RT_TABLE_MAIN) continue;
+                if (rtm->rtm_family != f.af || rtm->rtm_table != RT_TABLE_MAIN) continue;
                 bool isNet = false, isSvc = false, oif = false;
                 int alen = static_cast<int>(RTM_PAYLOAD(h));
                 for (auto* a = RTM_RTA(rtm); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
                     if (a->rta_type == RTA_DST) {
-                        isNet = rtm->rtm_dst_len == 24 && std::memcmp(RTA_DATA(a), &net, 4) == 0;
-                        isSvc = rtm->rtm_dst_len == 12 && std::memcmp(RTA_DATA(a), &svc, 4) == 0;
+                        isNet = rtm->rtm_dst_len == f.prefixLen && std::memcmp(RTA_DATA(a), &net, len) == 0;
+                        isSvc = *f.service && rtm->rtm_dst_len == f.serviceLen && std::memcmp(RTA_DATA(a), &svc, len) == 0;
                     }
                     if (a->rta_type == RTA_OIF) oif = *static_cast<const int*>(RTA_DATA(a)) == ifindex;
                 }
@@ -116,14 +139,14 @@ std::optional<Clock::time_point> waitRestored(int fd, int ifindex, in_addr gw, i
 
 double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-double benchRestore(test::GuardThread& guard, nl_sock* req, int ifindex, int flushes) {
-    in_addr gw{}, net{};
-    ::inet_pton(AF_INET, "10.244.1.1", &gw);
-    ::inet_pton(AF_INET, "10.244.1.0", &net);
-    in_addr svc{};
-    ::inet_pton(AF_INET, "10.96.0.0", &svc);
-    auto listener = rtnlListener(RTMGRP_IPV4_IFADDR | RTMGRP_IPV4_ROUTE);
-    auto local = nl::parseAddr("10.244.1.1/24", AF_INET);
+double benchRestore(test::GuardThread& guard, nl_sock* req, int ifindex, int flushes, const Family& f) {
+    auto listener = rtnlListener(f.groups);
+    auto text = std::string(f.address) + "/" + std::to_string(f.prefixLen);
+    auto local = nl::parseAddr(text, f.af);
+    auto repaired = [&] {
+        auto view = test::LinkView::read("gw0");
+        return view.addresses.count(text) > 0 && (!*f.service || view.route("10.96.0.0/12") != nullptr);
+    };
     std::vector<double> samples;
     int missed = 0;
     auto cpu0 = guard.cpuTime();
@@ -132,26 +155,26 @@ double benchRestore(test::GuardThread& guard, nl_sock* req, int ifindex, int flu
         std::unique_ptr<rtnl_addr, nl::RtAddrDeleter> a(rtnl_addr_alloc());
         rtnl_addr_set_ifindex(a.get(), ifindex);
         rtnl_addr_set_local(a.get(), local.get());
-        rtnl_addr_set_prefixlen(a.get(), 24);
-        // What `ip addr flush dev gw0` sends for its one IPv4 address, without
-        // the cost of starting the ip binary in the measured interval.
+        rtnl_addr_set_prefixlen(a.get(), f.prefixLen);
+        // What `ip addr flush dev gw0` (ip -6 for IPv6) sends for the one
+        // address, without the cost of starting the ip binary in the measured
+        // interval.
         auto t0 = Clock::now();
-        nl::check(rtnl_addr_delete(req, a.get(), 0), "bench: delete 10.244.1.1/24 from gw0");
-        auto restored = waitRestored(listener.get(), ifindex, gw, net, svc, 2s);
+        nl::check(rtnl_addr_delete(req, a.get(), 0), "bench: delete " + text + " from gw0");
+        auto restored = waitRestored(listener.get(), ifindex, f, 2s);
         if (restored) samples.push_back(ms(*restored - t0));
         if (!restored) ++missed;
-        if (!restored || !test::pollUntil([&] { return test::LinkView::read("gw0").route("10.96.0.0/12") != nullptr; }, 10s))
-            test::pollUntil([&] { return test::LinkView::read("gw0").addresses.count("10.244.1.1/24") > 0; }, 10s);
+        test::pollUntil(repaired, 10s);
     }
     auto cpu = guard.cpuTime() - cpu0;
     std::sort(samples.begin(), samples.end());
     if (samples.empty()) {
-        std::printf("restore latency: no flush was restored within 2 s (%d missed)\n", missed);
+        std::printf("%s restore latency: no flush was restored within 2 s (%d missed)\n", f.name, missed);
         return 0;
     }
     auto pct = [&](double p) { return samples[std::min(samples.size() - 1, static_cast<size_t>(p * samples.size()))]; };
     double median = pct(0.5), p99 = pct(0.99);
-    std::printf("restore latency after address flush (%zu flushes, %d not restored within 2 s):\n", samples.size(), missed);
+    std::printf("%s restore latency after address flush (%zu flushes, %d not restored within 2 s):\n", f.name, samples.size(), missed);
     std::printf("  min %.3f ms  median %.3f ms  p90 %.3f ms  p99 %.3f ms  max %.3f ms\n", samples.front(), median,
                 pct(0.9), p99, samples.back());
     std::printf("  target median <= 10 ms: %s (%.1fx under)   target p99 <= 50 ms: %s (%.1fx under)\n",
@@ -241,7 +264,8 @@ int main() {
         runChecked({"ip", "link", "set", "gw0-p", "up"});
         int ifindex = static_cast<int>(::if_nametoindex("gw0"));
         gateway::GatewayGuardOptions o;
-        o.addresses = {gatewayAddressFor("10.244.1.0/24")};
+        // A dual-stack node's gw0: an address of each family.
+        o.addresses = {gatewayAddressFor("10.244.1.0/24"), gatewayAddressFor("fd00:10:244:1::/64")};
         o.routes = {{IpPrefix::parse("10.96.0.0/12"), std::nullopt}};
         auto req = nl::connectRoute();
         int flushes = envInt("KOVS_BENCH_GATEWAY_FLUSHES", 1000);
@@ -252,8 +276,11 @@ int main() {
             if (!test::pollUntil([&] { return test::LinkView::read("gw0").route("10.96.0.0/12") != nullptr; }, 5s))
                 throw Error("bench: guard did not configure gw0");
             std::printf("--- coalesce delay %lld ms ---\n", static_cast<long long>(delay.count()));
-            (delay.count() ? medianCoalesced : medianImmediate) = benchRestore(guard, req.get(), ifindex, flushes);
-            if (delay.count()) benchStorm(guard, req.get(), envInt("KOVS_BENCH_GATEWAY_ROUTES", 10000));
+            (delay.count() ? medianCoalesced : medianImmediate) = benchRestore(guard, req.get(), ifindex, flushes, kIPv4);
+            if (delay.count()) {
+                benchRestore(guard, req.get(), ifindex, flushes, kIPv6);
+                benchStorm(guard, req.get(), envInt("KOVS_BENCH_GATEWAY_ROUTES", 10000));
+            }
         }
         std::printf("median restore, coalesce 1 ms / 0 ms: %.2f (the default 1 ms delay lets a flush of many\n"
                     "objects finish before one reconcile; it costs this ratio on a single-address flush)\n",
