@@ -43,6 +43,8 @@ using PeerSet = std::map<std::string, Peer>;
 enum class Refusal {
     Unreadable,            // the Node did not decode (a podCIDR with host bits set)
     NoNodeAddress,         // no InternalIP
+    UnusableNodeAddress,   // a link-local, loopback, multicast or unspecified one
+    OtherTunnelFamily,     // tunnelled to over the family this node's tunnel does not run on
     ThisNodesAddress,      // claims an address of this node
     WideCidr,              // a pod CIDR wider than the filter allows (0.0.0.0/0)
     OverlapsThisNode,      // a pod CIDR overlapping this node's
@@ -59,6 +61,8 @@ struct RefusalLabel {
 inline constexpr RefusalLabel kRefusals[] = {
     {Refusal::Unreadable, "unreadable"},
     {Refusal::NoNodeAddress, "no_node_address"},
+    {Refusal::UnusableNodeAddress, "unusable_node_address"},
+    {Refusal::OtherTunnelFamily, "other_tunnel_family"},
     {Refusal::ThisNodesAddress, "this_nodes_address"},
     {Refusal::WideCidr, "wide_pod_cidr"},
     {Refusal::OverlapsThisNode, "overlaps_this_node"},

@@ -15,11 +15,32 @@ struct Problem {
     std::string why;
 };
 
+// What makes an address no node's underlay address: a tunnel cannot be
+// pointed at it. "" when it can.
+std::string unusable(const IpPrefix& ip) {
+    static const IpPrefix kinds[][2] = {
+        {IpPrefix::parse("169.254.0.0/16"), IpPrefix::parse("fe80::/10")},
+        {IpPrefix::parse("127.0.0.0/8"), IpPrefix::parse("::1/128")},
+        {IpPrefix::parse("224.0.0.0/4"), IpPrefix::parse("ff00::/8")},
+        {IpPrefix::parse("0.0.0.0/32"), IpPrefix::parse("::/128")},
+    };
+    static const char* names[] = {"link-local", "loopback", "multicast", "unspecified"};
+    for (size_t i = 0; i < std::size(kinds); ++i) {
+        if (kinds[i][0].contains(ip) || kinds[i][1].contains(ip)) return names[i];
+    }
+    return "";
+}
+
+const char* familyName(int family) { return family == AF_INET6 ? "IPv6" : "IPv4"; }
+
 // What is wrong with a peer on its own, or against this node.
+// `tunnelFamily`: the family of this node's own tunnel address, 0 when unknown.
 std::optional<Problem> ownProblem(const Peer& p, const std::vector<IpPrefix>& localNodeIPs,
-                                  const std::vector<IpPrefix>& everyNodeIP, const PeerFilterOptions& o) {
+                                  const std::vector<IpPrefix>& everyNodeIP, int tunnelFamily, const PeerFilterOptions& o) {
     if (p.nodeIPs.empty()) return Problem{Refusal::NoNodeAddress, "no node address"};
     for (const auto& ip : p.nodeIPs) {
+        if (auto kind = unusable(ip); !kind.empty())
+            return Problem{Refusal::UnusableNodeAddress, "node address " + ip.addressString() + " is " + kind + ": no tunnel reaches it"};
         if (std::find(localNodeIPs.begin(), localNodeIPs.end(), ip) != localNodeIPs.end())
             return Problem{Refusal::ThisNodesAddress, "node address " + ip.addressString() + " is this node's"};
     }
@@ -42,6 +63,9 @@ std::optional<Problem> ownProblem(const Peer& p, const std::vector<IpPrefix>& lo
                                "pod CIDR " + c.str() + " holds the node address " + ip.addressString()};
         }
     }
+    if (tunnelFamily && p.tunnelIP().family != tunnelFamily)
+        return Problem{Refusal::OtherTunnelFamily, "node address " + p.tunnelAddress() + " is " + familyName(p.tunnelIP().family) +
+                                                       ", and this node's tunnel runs over " + familyName(tunnelFamily)};
     return std::nullopt;
 }
 
@@ -65,7 +89,10 @@ std::optional<Problem> conflict(const Peer& p, const Peer& owner) {
 
 FilteredPeers filterPeers(const PeerSet& all, const PeerFilterOptions& opts) {
     std::vector<IpPrefix> localNodeIPs = opts.localNodeIPs;
-    if (auto self = all.find(opts.self); self != all.end()) {
+    // The family this node is tunnelled to over, as its own Node lists it first.
+    int tunnelFamily = 0;
+    if (auto self = all.find(opts.self); self != all.end() && !self->second.nodeIPs.empty()) {
+        tunnelFamily = self->second.tunnelIP().family;
         for (const auto& ip : self->second.nodeIPs) appendUnique(localNodeIPs, ip);
     }
     std::vector<IpPrefix> everyNodeIP = localNodeIPs;
@@ -86,7 +113,7 @@ FilteredPeers filterPeers(const PeerSet& all, const PeerFilterOptions& opts) {
     FilteredPeers out;
     std::vector<const Peer*> older;
     for (const Peer* p : byAge) {
-        auto why = ownProblem(*p, localNodeIPs, everyNodeIP, opts);
+        auto why = ownProblem(*p, localNodeIPs, everyNodeIP, tunnelFamily, opts);
         bool standsAlone = !why;
         for (size_t i = 0; !why && i < older.size(); ++i) why = conflict(*p, *older[i]);
         if (standsAlone) older.push_back(p);

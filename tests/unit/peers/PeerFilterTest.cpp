@@ -86,6 +86,31 @@ TEST(PeerFilter, RejectsWideCidrsOverlapsWithThisNodeAndTheServiceCidrs) {
     EXPECT_EQ(labelFor(f, "svc6"), "overlaps_service_cidr");
 }
 
+// An address no tunnel can be pointed at (link-local, loopback, multicast,
+// unspecified) and a tunnel address of the family this node's tunnel does
+// not run on are refused, each with its reason; the good peers stay.
+TEST(PeerFilter, UnusableAndOtherFamilyNodeAddressesAreRefused) {
+    PeerSet all{{"node1", peer("node1", "fc00:f853:ccd:e793::2,172.18.0.2", {"fd00:10:244:1::/64"})},
+                {"good", peer("good", "fc00:f853:ccd:e793::3,172.18.0.3", {"fd00:10:244:2::/64"})},
+                {"ll6", peer("ll6", "fe80::1", {"fd00:10:244:3::/64"})},
+                {"ll4", peer("ll4", "fc00:f853:ccd:e793::5,169.254.1.1", {"fd00:10:244:4::/64"})},
+                {"lo", peer("lo", "::1", {"fd00:10:244:5::/64"})},
+                {"mc", peer("mc", "ff02::1", {"fd00:10:244:6::/64"})},
+                {"zero", peer("zero", "::", {"fd00:10:244:7::/64"})},
+                {"v4first", peer("v4first", "172.18.0.9,fc00:f853:ccd:e793::9", {"fd00:10:244:8::/64"})}};
+    auto f = filterPeers(all, node1());
+    EXPECT_EQ(f.accepted.size(), 1u);
+    EXPECT_TRUE(f.accepted.count("good"));
+    EXPECT_EQ(reasonFor(f, "ll6"), "node address fe80::1 is link-local: no tunnel reaches it");
+    EXPECT_EQ(reasonFor(f, "ll4"), "node address 169.254.1.1 is link-local: no tunnel reaches it");
+    EXPECT_EQ(reasonFor(f, "lo"), "node address ::1 is loopback: no tunnel reaches it");
+    EXPECT_EQ(reasonFor(f, "mc"), "node address ff02::1 is multicast: no tunnel reaches it");
+    EXPECT_EQ(reasonFor(f, "zero"), "node address :: is unspecified: no tunnel reaches it");
+    EXPECT_EQ(reasonFor(f, "v4first"), "node address 172.18.0.9 is IPv4, and this node's tunnel runs over IPv6");
+    EXPECT_EQ(labelFor(f, "ll6"), "unusable_node_address");
+    EXPECT_EQ(labelFor(f, "v4first"), "other_tunnel_family");
+}
+
 // This node's own Node object says which addresses are this node's, so a
 // peer claiming one is refused even when the config names none.
 TEST(PeerFilter, APeerClaimingThisNodesAddressIsRefused) {
