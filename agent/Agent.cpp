@@ -6,6 +6,8 @@
 #include "agent/ControlCommands.hpp"
 #include "agent/JobOptions.hpp"
 #include "agent/NetworkdInterfaces.hpp"
+#include "agent/NodeFamilies.hpp"
+#include "base/LinkAddresses.hpp"
 #include "gateway/NetworkdDropins.hpp"
 #include "uplink/Uplink.hpp"
 
@@ -156,6 +158,7 @@ void Agent::resync() {
 }
 
 void Agent::start() {
+    if (auto missing = missingNodeFamily(config_, linkAddresses); !missing.empty()) throw Error(missing);
     startOvs();
     // Before any device kovs makes exists: a networkd that (re)loads its
     // configuration meanwhile must already find them marked unmanaged.

@@ -23,6 +23,7 @@ std::vector<DoctorCheck> Doctor::run() {
     checkAgent(out);
     checkOvs(out);
     checkTxChecksum(out);
+    checkFamilies(out);
     checkGateway(out);
     checkEgress(out);
     checkPeers(out);

@@ -39,6 +39,7 @@ private:
     void checkBridges(const ovs::OvsdbReplica& replica, std::vector<DoctorCheck>& out);
     void checkFlows(const ovs::OvsdbReplica& replica, std::vector<DoctorCheck>& out);
     void checkEgress(std::vector<DoctorCheck>& out);
+    void checkFamilies(std::vector<DoctorCheck>& out);
     void checkRefusedPeers(std::vector<DoctorCheck>& out);
     std::optional<peers::PeerSet> knownPeers(std::string& origin) const;
 

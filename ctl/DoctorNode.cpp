@@ -12,8 +12,10 @@
 
 #include "agent/JobOptions.hpp"
 #include "agent/NetworkdInterfaces.hpp"
+#include "agent/NodeFamilies.hpp"
 #include "base/Ethtool.hpp"
 #include "base/IpPrefix.hpp"
+#include "base/LinkAddresses.hpp"
 #include "base/Netlink.hpp"
 #include "base/Netns.hpp"
 #include "egress/NftablesNat.hpp"
@@ -178,6 +180,18 @@ void Doctor::checkNetworkd(std::vector<DoctorCheck>& out) {
         out.push_back(fail("networkd", "systemd-networkd runs without the drop-ins " + all,
                            "restart kovs-agent (it writes them), then networkctl reload"));
     }
+}
+
+// The agent's own start-up check: a pod family the node has no address of.
+void Doctor::checkFamilies(std::vector<DoctorCheck>& out) {
+    if (config_.mode != agent::Config::Mode::Standalone || config_.node.podCIDRs.empty()) return;
+    if (auto missing = agent::missingNodeFamily(config_, linkAddresses); !missing.empty()) {
+        out.push_back(fail("families", missing,
+                           "give the node an address of that family (kind: a network with IPv6 for ipFamily dual or ipv6), "
+                           "or drop that pod CIDR from node.podCIDRs; kovs-agent does not start until then"));
+        return;
+    }
+    out.push_back(ok("families", "pod CIDRs " + joinPrefixes(config_.node.podCIDRs) + ": the node has an address of each family"));
 }
 
 void Doctor::checkEgress(std::vector<DoctorCheck>& out) {
