@@ -1,4 +1,4 @@
-// kind/cluster.yaml (the cluster kovs-kind creates) and
+// kind/cluster*.yaml (the clusters kovs-kind creates, one a family) and
 // kind/github-actions-e2e.yml (the CI job that runs kovs-kind).
 #include <gtest/gtest.h>
 
@@ -20,6 +20,31 @@ TEST_F(KindFiles, ClusterConfigLeavesThePodNetworkToKovs) {
     std::map<std::string, int> roles;
     for (const auto& n : cluster["nodes"]) roles[n["role"].as<std::string>()]++;
     EXPECT_EQ(roles, (std::map<std::string, int>{{"control-plane", 1}, {"worker", 2}}));
+}
+
+// kovs-kind up --ip-family dual|ipv6: the same cluster in kind's other
+// families, with kubeadm's defaults as kind sets them; every Node's /64 from
+// the /56 is a pod CIDR the peer filter accepts (not wider than /36).
+TEST_F(KindFiles, ClusterConfigsOfTheOtherFamiliesDifferOnlyInTheirNetworking) {
+    auto v4 = YAML::LoadFile((src_ / "kind/cluster.yaml").string());
+    struct Case {
+        const char* file;
+        const char* family;
+        const char* pods;
+        const char* services;
+    };
+    for (auto c : {Case{"kind/cluster-dual.yaml", "dual", "10.244.0.0/16,fd00:10:244::/56", "10.96.0.0/16,fd00:10:96::/112"},
+                   Case{"kind/cluster-ipv6.yaml", "ipv6", "fd00:10:244::/56", "fd00:10:96::/112"}}) {
+        auto cluster = YAML::LoadFile((src_ / c.file).string());
+        EXPECT_EQ(cluster["apiVersion"].as<std::string>(), v4["apiVersion"].as<std::string>()) << c.file;
+        EXPECT_EQ(cluster["kind"].as<std::string>(), "Cluster") << c.file;
+        auto net = cluster["networking"];
+        EXPECT_EQ(net["ipFamily"].as<std::string>(), c.family) << c.file;
+        EXPECT_TRUE(net["disableDefaultCNI"].as<bool>()) << c.file;
+        EXPECT_EQ(net["podSubnet"].as<std::string>(), c.pods) << c.file;
+        EXPECT_EQ(net["serviceSubnet"].as<std::string>(), c.services) << c.file;
+        EXPECT_EQ(YAML::Dump(cluster["nodes"]), YAML::Dump(v4["nodes"])) << c.file << ": the same nodes as kind/cluster.yaml";
+    }
 }
 
 TEST_F(KindFiles, CiWorkflowRunsKovsKindAndCollectsDoctorFromTheAgents) {

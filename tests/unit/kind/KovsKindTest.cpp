@@ -195,6 +195,7 @@ TEST_F(KovsKindDryRun, BadArgumentsAreRejectedWithUsageErrors) {
         {{"up", "--mtu", "9001"}, "--mtu: expected 1280-9000"},
         {{"up", "--mtu", "09000"}, "--mtu: expected"},
         {{"up", "--mtu"}, "--mtu needs a value"},
+        {{"up", "--ip-family", "inet6"}, "--ip-family: expected ipv4, dual or ipv6, got 'inet6'"},
     };
     for (const auto& c : cases) {
         auto r = run(c.args);
@@ -619,6 +620,33 @@ TEST_F(KovsKindWithFakeTools, CheckNamesEachFailingRowWithItsReason) {
     EXPECT_NE(stuck.err.find("the smoke test's pods are not Ready after 300s"), std::string::npos) << stuck.err;
     ran = calls();
     EXPECT_EQ(std::count_if(ran.begin(), ran.end(), [](const std::string& c) { return c.find("kind/smoke.yaml") != std::string::npos; }), 2);
+}
+
+// --ip-family: kind's config of that family; a network of the cluster's own
+// (--mtu) gets IPv6 as kind would give it; an existing network without IPv6
+// fails the preflight, with both ways out.
+TEST_F(KovsKindWithFakeTools, IpFamilyPicksItsClusterConfigAndNeedsANetworkWithIPv6) {
+    auto r = run({"up", "--name", "ci", "--ip-family", "ipv6", "--mtu", "9000"});
+    ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+    auto ran = calls();
+    auto created = std::find_if(ran.begin(), ran.end(), [](const std::string& c) { return c.rfind("docker network create ", 0) == 0; });
+    ASSERT_NE(created, ran.end());
+    EXPECT_TRUE(std::regex_match(*created, std::regex("docker network create --driver bridge --opt com.docker.network.driver.mtu=9000 "
+                                                      "--ipv6 --subnet fc00:f853:ccd:[0-9a-f]{4}::/64 --label io.kovs.kind.cluster=ci kind-ci")))
+        << *created;
+    EXPECT_NE(std::find_if(ran.begin(), ran.end(), [&](const std::string& c) {
+                  return c == "kind create cluster --name ci --config " + (src_ / "kind/cluster-ipv6.yaml").string() + " --wait 0s";
+              }), ran.end());
+    EXPECT_EQ(findings(r.out, "network"), std::vector<std::string>{"ok    network     kind-ci does not exist yet: created with MTU 9000 (pods 8930)"});
+
+    auto noV6 = run({"preflight", "--ip-family", "dual"}, {{"FAKE_NETWORK", "1500|false"}});
+    EXPECT_EQ(noV6.exitCode, 1) << noV6.out;
+    EXPECT_EQ(findings(noV6.out, "network"),
+              std::vector<std::string>{"FAIL  network     kind exists without IPv6, --ip-family dual asked: its nodes would have no IPv6 address; "
+                                       "remove it first (docker network rm kind, with no cluster on it; kind makes it again with IPv6), "
+                                       "or pass --mtu N for a network of this cluster's own"});
+    auto withV6 = run({"preflight", "--ip-family", "dual"}, {{"FAKE_NETWORK", "1500|true"}});
+    EXPECT_EQ(withV6.exitCode, 0) << withV6.out;
 }
 
 }  // namespace
