@@ -13,10 +13,7 @@
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 need_netns_provider "the IP families of the test bed"
-seconds=${KOVS_BENCH_THROUGHPUT_SECONDS:-5}
-repeats=${KOVS_BENCH_THROUGHPUT_REPEATS:-3}
-[[ $seconds =~ ^[1-9][0-9]*$ ]] || die "KOVS_BENCH_THROUGHPUT_SECONDS: expected a positive integer, got '$seconds'"
-[[ $repeats =~ ^[1-9][0-9]?$ ]] || die "KOVS_BENCH_THROUGHPUT_REPEATS: expected 1-99, got '$repeats'"
+throughput_knobs
 
 echo "pod -> pod TCP throughput across nodes per IP family (kind's ipFamily ipv4, ipv6, dual), same run"
 echo "build: $(build_description)"

@@ -11,17 +11,9 @@
 #   KOVS_BENCH_THROUGHPUT_SECONDS  iperf3 seconds per run (default 5, plus 1 s omitted for slow start)
 #   KOVS_BENCH_THROUGHPUT_REPEATS  runs per MTU (default 3)
 export KOVS_PROVIDER=kind-node
-# The smoke test at the end of up is not what this measures.
-export KOVS_KIND_SMOKE=0
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
-for b in dockerd debootstrap busybox socat openssl; do
-    command -v "$b" >/dev/null || { echo "the kind-node provider needs $b (scripts/install-deps.sh installs it); skipped"; exit 77; }
-done
-seconds=${KOVS_BENCH_THROUGHPUT_SECONDS:-5}
-repeats=${KOVS_BENCH_THROUGHPUT_REPEATS:-3}
-[[ $seconds =~ ^[1-9][0-9]*$ ]] || die "KOVS_BENCH_THROUGHPUT_SECONDS: expected a positive integer, got '$seconds'"
-[[ $repeats =~ ^[1-9][0-9]?$ ]] || die "KOVS_BENCH_THROUGHPUT_REPEATS: expected 1-99, got '$repeats'"
+throughput_knobs
 
 echo "pod -> pod TCP throughput across nodes (kind-node provider): Docker network MTU 1500 vs 9000 (kovs-kind up --mtu 9000), same run"
 echo "build: $(build_description)"

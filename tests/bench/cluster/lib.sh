@@ -12,6 +12,13 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 # own ASan+UBSan build inflates the agent's RSS and CPU several times over.
 KOVS_BUILD=${KOVS_BENCH_BUILD:-$KOVS_BUILD}
 [ "$(id -u)" -eq 0 ] || { echo "cluster benchmarks need root (network namespaces); skipped"; exit 77; }
+if [ "${KOVS_PROVIDER:-netns}" = kind-node ]; then
+    for b in dockerd debootstrap busybox socat openssl; do
+        command -v "$b" >/dev/null || { echo "the kind-node provider needs $b (scripts/install-deps.sh installs it); skipped"; exit 77; }
+    done
+    # The smoke test at the end of kovs-kind up is not what a benchmark measures.
+    export KOVS_KIND_SMOKE=${KOVS_KIND_SMOKE:-0}
+fi
 export CLUSTER_PREFIX=${CLUSTER_PREFIX:-kovsb$$}
 # The node provider KOVS_PROVIDER names (tests/cluster/lib/cluster.sh), or the netns
 # one where the harness predates providers.
@@ -75,6 +82,16 @@ spread() {
 # Skips (77) a benchmark that needs what only the netns provider offers.
 need_netns_provider() {
     [ "${KOVS_PROVIDER:-netns}" = netns ] || { echo "$1 needs the netns node provider (KOVS_PROVIDER=${KOVS_PROVIDER}); skipped"; exit 77; }
+}
+
+# The iperf3 benchmarks' knobs, checked, into `seconds` and `repeats`:
+#   KOVS_BENCH_THROUGHPUT_SECONDS  iperf3 seconds per run (default 5, plus 1 s omitted for slow start)
+#   KOVS_BENCH_THROUGHPUT_REPEATS  runs per network (default 3)
+throughput_knobs() {
+    seconds=${KOVS_BENCH_THROUGHPUT_SECONDS:-5}
+    repeats=${KOVS_BENCH_THROUGHPUT_REPEATS:-3}
+    [[ $seconds =~ ^[1-9][0-9]*$ ]] || die "KOVS_BENCH_THROUGHPUT_SECONDS: expected a positive integer, got '$seconds'"
+    [[ $repeats =~ ^[1-9][0-9]?$ ]] || die "KOVS_BENCH_THROUGHPUT_REPEATS: expected 1-99, got '$repeats'"
 }
 
 median() {

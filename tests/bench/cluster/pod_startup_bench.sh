@@ -13,13 +13,8 @@
 #   KOVS_BENCH_STARTUP_BURST    pods started at once per node (default 20)
 #   KOVS_BENCH_STARTUP_ROUNDS   bursts per plugin (default 2)
 export KOVS_PROVIDER=kind-node
-# The smoke test at the end of up is not what this measures.
-export KOVS_KIND_SMOKE=0
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
-for b in dockerd debootstrap busybox socat openssl; do
-    command -v "$b" >/dev/null || { echo "the kind-node provider needs $b (scripts/install-deps.sh installs it); skipped"; exit 77; }
-done
 single=${KOVS_BENCH_STARTUP_SINGLE:-10} burst=${KOVS_BENCH_STARTUP_BURST:-20} rounds=${KOVS_BENCH_STARTUP_ROUNDS:-2}
 for v in single burst rounds; do [[ ${!v} =~ ^[1-9][0-9]?$ ]] || die "KOVS_BENCH_STARTUP_${v^^}: expected 1-99, got '${!v}'"; done
 

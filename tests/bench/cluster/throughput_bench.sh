@@ -29,10 +29,7 @@ source "$root/tests/cluster/lib/kernel-vxlan-reference.sh"
 # shellcheck source=../../cluster/lib/netdev-reference.sh
 source "$root/tests/cluster/lib/netdev-reference.sh"
 
-seconds=${KOVS_BENCH_THROUGHPUT_SECONDS:-5}
-repeats=${KOVS_BENCH_THROUGHPUT_REPEATS:-3}
-[[ $seconds =~ ^[1-9][0-9]*$ ]] || die "KOVS_BENCH_THROUGHPUT_SECONDS: expected a positive integer, got '$seconds'"
-[[ $repeats =~ ^[1-9][0-9]?$ ]] || die "KOVS_BENCH_THROUGHPUT_REPEATS: expected 1-99, got '$repeats'"
+throughput_knobs
 
 need_netns_provider "the reference networks (bare nodes)"
 echo "pod -> pod TCP throughput across nodes: kovs vs OVS netdev by hand (target) and kernel VXLAN (context)"

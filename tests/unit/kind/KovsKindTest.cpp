@@ -254,7 +254,8 @@ protected:
         fake("kind", "[ \"$1 $2\" = 'get clusters' ] && printf '%s\\n' ${FAKE_CLUSTERS:-}\n"
                      "[ \"$1\" = create ] && echo \"network=${KIND_EXPERIMENTAL_DOCKER_NETWORK:-}${KIND_EXPERIMENTAL_PODMAN_NETWORK:-}\" >> " +
                          log_.string() + "\nexit 0\n");
-        // get nodes: two polls with workers NotReady, then all Ready.
+        // get nodes: FAKE_NOT_READY_POLLS polls with workers NotReady (none
+        // unless a test asks: each costs the script's 3 s poll), then all Ready.
         fake("kubectl", "case \" $* \" in\n"
                         "  *' kustomize '*) exec cat \"${@: -1}/kovs.yaml\" ;;\n"
                         "  *' apply -f - '*) t=$(cat); case $t in *'name: kovs-smoke'*) f=smoke-applied.yaml ;; *) f=applied.yaml ;; esac\n"
@@ -273,7 +274,7 @@ protected:
                         "  *' rollout status daemonset/kovs-cleanup '*) exit ${FAKE_CLEANUP_RC:-0} ;;\n"
                         "  *' get nodes '*) n=$(cat " + (bin_ / "polls").string() + " 2>/dev/null || echo 0)\n"
                         "     echo $((n + 1)) > " + (bin_ / "polls").string() + "\n"
-                        "     if [ $n -lt 2 ]; then printf 'kovs-control-plane True\\nkovs-worker False\\nkovs-worker2 <none>\\n'\n"
+                        "     if [ $n -lt ${FAKE_NOT_READY_POLLS:-0} ]; then printf 'kovs-control-plane True\\nkovs-worker False\\nkovs-worker2 <none>\\n'\n"
                         "     else printf 'kovs-control-plane True\\nkovs-worker True\\nkovs-worker2 True\\n'; fi ;;\n"
                         "esac\nexit 0\n");
     }
@@ -289,7 +290,7 @@ protected:
 TEST_F(KovsKindWithFakeTools, UpRunsWhatTheDryRunPrintsAndReportsProgress) {
     auto dry = run({"up", "--dry-run", "--image", "reg.io/kovs:1"});
     ASSERT_EQ(dry.exitCode, 0) << dry.err;
-    auto r = run({"up", "--image", "reg.io/kovs:1"});
+    auto r = run({"up", "--image", "reg.io/kovs:1"}, {{"FAKE_NOT_READY_POLLS", "2"}});
     ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
 
     // Each printed command was run, in order; the stages of one pipeline run
