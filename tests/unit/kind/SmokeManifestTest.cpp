@@ -46,7 +46,9 @@ TEST_F(SmokeManifest, HasTheApisShapes) {
         EXPECT_EQ(doc["apiVersion"].as<std::string>(), apiVersion[kind]) << key;
         // DNS-1123 labels: the Service name becomes a DNS name.
         EXPECT_TRUE(std::regex_match(doc["metadata"]["name"].as<std::string>(), std::regex("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"))) << key;
-        if (kind != "Namespace") EXPECT_EQ(doc["metadata"]["namespace"].as<std::string>(), "kovs-smoke") << key;
+        if (kind != "Namespace") {
+            EXPECT_EQ(doc["metadata"]["namespace"].as<std::string>(), "kovs-smoke") << key;
+        }
         EXPECT_EQ(doc["metadata"]["labels"]["app.kubernetes.io/component"].as<std::string>(), "smoke-test") << key;
     }
     // apps/v1 requires the selector to match the template's labels.
