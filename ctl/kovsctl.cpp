@@ -61,8 +61,16 @@ void printStatus(const nlohmann::json& s) {
     auto peers = s.value("peers", nlohmann::json::array());
     std::cout << fmt::format("peers      {}\n", peers.size());
     for (const auto& p : peers) {
-        std::cout << fmt::format("  {:<16} {:<16} route {:<3} neighbour {:<3}\n", p.value("name", "?"), p.value("nodeIP", "?"),
-                                 yesNo(p.value("route", false)), yesNo(p.value("neighbour", false)));
+        // Each family: the tunnel's address first, the node's other one and
+        // the pod CIDRs after the tunnel state.
+        auto tunnel = p.value("nodeIP", "?");
+        std::string other, pods;
+        for (const auto& ip : p.value("nodeIPs", nlohmann::json::array()))
+            if (ip.get<std::string>() != tunnel) other += (other.empty() ? "" : ", ") + ip.get<std::string>();
+        for (const auto& c : p.value("podCIDRs", nlohmann::json::array())) pods += (pods.empty() ? "" : ", ") + c.get<std::string>();
+        std::cout << fmt::format("  {:<16} {:<16} route {:<3} neighbour {:<3} pods {}{}\n", p.value("name", "?"), tunnel,
+                                 yesNo(p.value("route", false)), yesNo(p.value("neighbour", false)), pods.empty() ? "-" : pods,
+                                 other.empty() ? "" : "  (also at " + other + ")");
     }
     for (const auto& r : s.value("rejectedPeers", nlohmann::json::array()))
         std::cout << fmt::format("  REFUSED {:<16} {}\n", r.value("name", "?"), r.value("reason", ""));
