@@ -11,6 +11,9 @@
 #    networkd flushes gw0 on reload and reconfigure, doctor says so, the
 #    gateway guard restores gw0 each time, and both transfers complete;
 #  - a restarted agent writes the drop-in back and doctor passes again.
+# With KOVS_IP_FAMILY=dual (meson: networkd-dual) gw0 has an IPv6 address too:
+# networkd's flushes take it as well (seen by `ip -6 monitor`), and the guard
+# restores it with the IPv4 one.
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=../cluster/lib/networkd.sh
 source "$root/tests/cluster/lib/networkd.sh"
@@ -36,7 +39,12 @@ pass "networkd runs in node 1 with a catch-all .network; kovs's drop-ins keep gw
 
 gw0_unmanaged() { [ "$(networkd_setup_state 1 gw0)" = unmanaged ]; }
 gw0_managed() { ! gw0_unmanaged; }
-gw0_has_address() { in_node 1 ip -4 -o addr show dev gw0 | grep -q " $gw_ip/24 "; }
+# With KOVS_IP_FAMILY=dual (meson: networkd-dual) gw0's IPv6 address too:
+# networkd flushes both families.
+gw0_has_address() {
+    in_node 1 ip -4 -o addr show dev gw0 | grep -q " $gw_ip/24 " || return 1
+    [ "$IP_FAMILY" = ipv4 ] || in_node 1 ip -6 -o addr show dev gw0 scope global | grep -q " $(node_gw_ip6 1)/64 "
+}
 gw_repairs() { agent_metrics 1 | awk '/^kovs_gateway_repairs_total\{kind="address"\}/ { print $2 }'; }
 gw_ip=$(node_gw_ip 1)
 in_node 1 iperf3 -s -B "$gw_ip" -p 5202 -1 -D --logfile "$(node_dir 1)/log/iperf3-gw.log"
@@ -61,6 +69,10 @@ sleep 1
 pass "with the drop-ins, networkd restart + reconfigure gw0 + reload mid-transfer leave gw0 untouched"
 
 at 5000
+if [ "$IP_FAMILY" != ipv4 ]; then
+    in_node 1 ip -6 monitor address dev gw0 > "$CLUSTER_DIR/gw0-ipv6-events" 2>&1 &
+    monitor6=$!
+fi
 rm "$(node_dir 1)/networkd/10-kovs-gw0.network"
 networkctl_in 1 reload
 wait_for "networkd to take gw0 over" 10 gw0_managed
@@ -77,6 +89,12 @@ wait_for "the guard to have restored gw0 after networkd's flushes" 10 gw0_has_ad
 repairs1=$(gw_repairs)
 (( repairs1 > repairs0 )) || fail "networkd never removed gw0's address (repairs $repairs0 -> $repairs1): the scenario did not happen"
 echo "   networkd took gw0 over: reload, 3 reconfigures, a restart; the guard restored gw0's address $(( repairs1 - repairs0 )) time(s)"
+if [ "$IP_FAMILY" != ipv4 ]; then
+    kill "$monitor6" 2>/dev/null || true
+    flushed6=$(grep -c "^Deleted .*inet6 $(node_gw_ip6 1)/64" "$CLUSTER_DIR/gw0-ipv6-events" || true)
+    (( flushed6 > 0 )) || fail "networkd never removed gw0's IPv6 address: $(head -5 "$CLUSTER_DIR/gw0-ipv6-events")"
+    echo "   gw0's IPv6 address $(node_gw_ip6 1)/64 was flushed $flushed6 time(s) and is back"
+fi
 pass "without the gw0 drop-in networkd flushes gw0; doctor flags it and the guard restores gw0 each time"
 
 transfer_ok() {
