@@ -129,10 +129,15 @@ egress::EgressOptions egressOptions(const Config& c) {
     o.clusterCidrs = c.egress.clusterCIDRs;
     o.nonMasquerade = c.egress.nonMasqueradeCIDRs;
     o.localPodCidrs = peerFilterOptions(c).localPodCidrs;
-    if (c.uplink.mode != Config::UplinkMode::None) o.nodeAddressDevices.push_back(c.bridge.physical);
-    o.nodeAddressDevices.push_back(c.uplink.interface);
+    o.nodeAddressDevices = nodeAddressDevices(c);
     o.resync = c.resync;
     return o;
+}
+
+std::vector<std::string> nodeAddressDevices(const Config& c) {
+    std::vector<std::string> devices{c.uplink.interface};
+    if (c.uplink.mode != Config::UplinkMode::None) devices.push_back(c.bridge.physical);
+    return devices;
 }
 
 std::vector<std::string> offloadHostDevices(const Config& c) {

@@ -38,6 +38,9 @@ tunnel::TunnelReconcilerOptions tunnelOptions(const Config& c);
 flows::FlowReconcilerOptions flowOptions(const Config& c);
 peers::PeerFilterOptions peerFilterOptions(const Config& c);
 egress::EgressOptions egressOptions(const Config& c);
+// Where this node's underlay addresses live: the uplink interface, and br-phy
+// once the uplink moved there (not with uplink.mode none).
+std::vector<std::string> nodeAddressDevices(const Config& c);
 // The devices whose TX checksum offload the offload guard keeps off.
 std::vector<std::string> offloadHostDevices(const Config& c);
 

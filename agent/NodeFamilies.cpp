@@ -10,8 +10,10 @@ std::string missingNodeFamily(const Config& c, const std::function<std::vector<I
     // With uplink.mode none the node's address may be on any interface.
     if (!standalone(c) || c.uplink.mode == Config::UplinkMode::None) return "";
     std::vector<IpPrefix> have;
-    for (const auto& dev : {c.uplink.interface, c.bridge.physical}) {
+    std::string where;
+    for (const auto& dev : nodeAddressDevices(c)) {
         for (const auto& a : addressesOf(dev)) have.push_back(a);
+        where += (where.empty() ? "" : " or ") + dev;
     }
     // An uplink with no address at all is not configured yet: nothing to judge by.
     if (have.empty()) return "";
@@ -19,7 +21,7 @@ std::string missingNodeFamily(const Config& c, const std::function<std::vector<I
         if (std::any_of(have.begin(), have.end(), [&](const IpPrefix& a) { return a.family == cidr.family; })) continue;
         std::string family = cidr.family == AF_INET6 ? "IPv6" : "IPv4";
         return "node.podCIDRs has the " + family + " pod CIDR " + cidr.str() + ", but this node has no " + family + " address (" +
-               c.uplink.interface + " or " + c.bridge.physical + "): its pods could not reach beyond it over " + family +
+               where + "): its pods could not reach beyond it over " + family +
                (cidr.family == AF_INET6 ? ". Is the node's network without IPv6 (kind: `docker network inspect kind`, EnableIPv6; "
                                           "ipFamily dual and ipv6 need it)?"
                                         : ".");
