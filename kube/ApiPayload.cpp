@@ -15,12 +15,32 @@ const char* const kEnvelope[] = {"kind",  "metadata", "name",   "namespace", "re
 json parseFiltered(std::string_view text, const std::vector<std::string>& fields) {
     if (jsonNestingDepth(text) > kMaxJsonDepth)
         throw Error("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    auto listed = [&](const std::string& key, const char* suffix) {
+        return std::find(fields.begin(), fields.end(), key + suffix) != fields.end();
+    };
     auto kept = [&](const std::string& key) {
         return std::any_of(std::begin(kEnvelope), std::end(kEnvelope), [&](const char* k) { return key == k; }) ||
-               std::find(fields.begin(), fields.end(), key) != fields.end();
+               listed(key, "");
     };
-    return json::parse(text, [&](int, json::parse_event_t event, json& parsed) {
-        return event != json::parse_event_t::key || kept(parsed.get_ref<const std::string&>());
+    // Inside a member listed as "name.*" (labels: keys nobody can list in
+    // advance) every key is kept; nlohmann reports a key at the depth of the
+    // object holding it, and that object's end one level up.
+    int wholeAt = -1;  // the depth of the "name.*" key whose value is being read
+    return json::parse(text, [&](int depth, json::parse_event_t event, json& parsed) {
+        if (wholeAt >= 0 && (event == json::parse_event_t::object_end || event == json::parse_event_t::array_end) &&
+            depth <= wholeAt) {
+            wholeAt = -1;
+            return true;
+        }
+        if (wholeAt >= 0 && event == json::parse_event_t::value && depth == wholeAt) wholeAt = -1;  // "labels": null
+        if (event != json::parse_event_t::key) return true;
+        if (wholeAt >= 0 && depth > wholeAt) return true;
+        const auto& key = parsed.get_ref<const std::string&>();
+        if (listed(key, ".*")) {
+            wholeAt = depth;
+            return true;
+        }
+        return kept(key);
     }, false);
 }
 

@@ -41,7 +41,8 @@ struct ListWatchOptions {
     // of JSON and a Pod with managedFields more, and their full DOMs several
     // times that (docs/benchmarks.md, "Agent footprint"). The envelope's own
     // members (kind, metadata, name, namespace, resourceVersion, items, type,
-    // object, code, message) are always kept.
+    // object, code, message) are always kept. "labels.*" keeps the member
+    // `labels` with everything it holds (keys no list can name in advance).
     std::vector<std::string> fields;
     std::chrono::milliseconds backoffInitial{500};
     std::chrono::milliseconds backoffMax{30000};

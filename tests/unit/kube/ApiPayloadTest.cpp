@@ -41,6 +41,29 @@ TEST(ApiPayload, ListKeepsOnlyTheFieldsAskedForWhereverTheySit) {
     EXPECT_FALSE(item["metadata"].contains("managedFields"));
 }
 
+TEST(ApiPayload, AWholeMemberKeepsEverythingInsideItAndNothingAfterIt) {
+    json pod = {{"kind", "Pod"},
+                {"metadata", {{"name", "a"}, {"namespace", "x"}, {"resourceVersion", "5"},
+                              {"labels", {{"app", "web"}, {"pod", "a"}}},
+                              {"annotations", {{"note", "dropped"}}},
+                              {"managedFields", json::array({{{"manager", "kubelet"}, {"fieldsV1", {{"f:labels", {{"f:app", 1}}}}}}})}}},
+                {"spec", {{"containers", json::array({{{"name", "c"}, {"image", "busybox"},
+                                                       {"ports", json::array({{{"name", "http"}, {"containerPort", 80}}})}}})}}}};
+    auto l = parseListPayload(json{{"kind", "PodList"}, {"metadata", {{"resourceVersion", "9"}}}, {"items", {pod}}}.dump(),
+                              {"labels.*", "spec", "containers", "ports", "containerPort"});
+    const auto& item = l.items.at(0);
+    EXPECT_EQ(item["metadata"]["labels"], json({{"app", "web"}, {"pod", "a"}}));
+    EXPECT_FALSE(item["metadata"].contains("annotations"));
+    EXPECT_FALSE(item["metadata"].contains("managedFields")) << "keys after the whole member are filtered again";
+    EXPECT_EQ(item["spec"]["containers"][0], json({{"name", "c"}, {"ports", json::array({{{"name", "http"}, {"containerPort", 80}}})}}))
+        << "'image' was not asked for";
+
+    json nullLabels = {{"kind", "Pod"}, {"metadata", {{"labels", nullptr}, {"resourceVersion", "5"}}},
+                       {"spec", {{"x", {{"y", 1}}}}}};
+    auto ev = parseWatchLine(json{{"type", "ADDED"}, {"object", nullLabels}}.dump(), {"labels.*", "spec"});
+    EXPECT_EQ(ev.object["spec"], json::object()) << "a null whole member ends where it stands";
+}
+
 TEST(ApiPayload, AnyListKindAndAnEmptyList) {
     auto l = parseListPayload(R"({"kind":"NetworkPolicyList","metadata":{"resourceVersion":"3"},"items":null})", {});
     EXPECT_EQ(l.resourceVersion, "3");
