@@ -53,6 +53,25 @@ bool IpPrefix::contains(const IpPrefix& other) const {
 
 bool IpPrefix::overlaps(const IpPrefix& other) const { return contains(other) || other.contains(*this); }
 
+std::vector<IpPrefix> subtractPrefixes(const IpPrefix& whole, const std::vector<IpPrefix>& holes) {
+    const auto net = whole.network();
+    bool cut = false;
+    for (const auto& h : holes) {
+        if (h.family != net.family || !h.overlaps(net)) continue;
+        if (h.contains(net)) return {};
+        cut = true;
+    }
+    if (!cut) return {net};
+    // A hole lies strictly inside: split in two halves and carve each.
+    IpPrefix low = net, high = net;
+    low.prefixLen = high.prefixLen = net.prefixLen + 1;
+    high.bytes[net.prefixLen / 8] |= static_cast<uint8_t>(0x80 >> (net.prefixLen % 8));
+    auto out = subtractPrefixes(low, holes);
+    auto rest = subtractPrefixes(high, holes);
+    out.insert(out.end(), rest.begin(), rest.end());
+    return out;
+}
+
 std::string IpPrefix::addressString() const {
     char buf[INET6_ADDRSTRLEN];
     ::inet_ntop(family, bytes.data(), buf, sizeof buf);

@@ -48,6 +48,11 @@ struct IpPrefix {
 IpPrefix gatewayAddressFor(std::string_view podCidr);
 IpPrefix gatewayAddressFor(const IpPrefix& podCidr);
 
+// The addresses of `whole` that are in none of `holes`, as the fewest
+// network prefixes (NetworkPolicy's ipBlock `except`): at most
+// maxPrefixLen() prefixes per hole. Holes of the other family are ignored.
+std::vector<IpPrefix> subtractPrefixes(const IpPrefix& whole, const std::vector<IpPrefix>& holes);
+
 // Appends `p` unless it is there already (keeps the order given).
 void appendUnique(std::vector<IpPrefix>& list, const IpPrefix& p);
 // "10.244.1.0/24, fd00:10:244:1::/64" ("none" for an empty list).

@@ -12,6 +12,7 @@
 
 #include "base/Error.hpp"
 #include "base/MacAddress.hpp"
+#include "flows/PolicyStage.hpp"
 
 namespace kovs::flows {
 namespace {
@@ -21,6 +22,9 @@ enum Table {
     kPodNeighbour = 5,
     kConntrack = 10,
     kConntrackState = 20,
+    kEgressPolicy = 22,
+    kIngressPolicy = 24,
+    kCommit = 28,
     kForward = 30,
     kNeighbourReply = 31,
     kFromTunnel = 40,
@@ -88,6 +92,7 @@ public:
     void add(int table, int priority, fmt::format_string<Args...> rest, Args&&... args) {
         lines_.push_back(fmt::format("table={},priority={},", table, priority) + fmt::format(rest, std::forward<Args>(args)...));
     }
+    void addLine(std::string line) { lines_.push_back(std::move(line)); }
     std::string text() {
         std::sort(lines_.begin(), lines_.end());
         lines_.erase(std::unique(lines_.begin(), lines_.end()), lines_.end());
@@ -246,24 +251,35 @@ void podNeighbour(Flows& f, const Plan& p) {
     f.add(kPodNeighbour, 0, "actions=goto_table:{}", kConntrack);
 }
 
-// Tables 10 and 20, only where a reply of a kernel-forwarded connection can be.
-void conntrack(Flows& f, const Plan& p, bool serviceReplyPath) {
+// Tables 10 and 20 (and 28), only where a reply of a kernel-forwarded
+// connection can be, or a policy needs to know a new connection from a reply.
+void conntrack(Flows& f, const Plan& p, bool serviceReplyPath, bool policy) {
     f.add(kConntrack, 0, "actions=goto_table:{}", kForward);
-    if (!serviceReplyPath) return;
+    if (!serviceReplyPath && !policy) return;
     const auto lookup = fmt::format("ct(table={},zone={})", kConntrackState, FlowTable::kCtZone);
     // Neighbour discovery is no connection: straight on.
     if (p.hasIPv6()) {
         for (int type : {kNeighbourSolicit, kNeighbourAdvert})
             f.add(kConntrack, 110, "icmp6,icmp_type={} actions=goto_table:{}", type, kForward);
     }
+    // A new connection from the node's kernel is committed with a mark; with
+    // a policy stage, after it (table 28), with every other new connection.
+    const int commitTable = policy ? kCommit : kConntrackState;
+    const int commitNext = kForward;
     for (const auto& gateway : p.gateways) {
         const auto x = fieldsOf(gateway.family);
         f.add(kConntrack, 100, "in_port={},{} actions={}", p.gw, x.proto, lookup);
         f.add(kConntrack, 100, "in_port={},{} actions={}", p.tun, x.proto, lookup);
         f.add(kConntrack, 90, "{},{}={} actions={}", x.proto, x.dst, gateway.network().str(), lookup);
-        f.add(kConntrackState, 200, "ct_state=+new+trk,in_port={},{} actions=ct(commit,zone={},exec(set_field:0x1/0x1->ct_mark)),goto_table:{}",
-              p.gw, x.proto, FlowTable::kCtZone, kForward);
-        f.add(kConntrackState, 190, "ct_state=+rpl+trk,ct_mark=0x1/0x1,{} actions={}", x.proto, p.toGateway);
+        if (policy) {
+            f.add(kConntrack, 80, "{} actions={}", x.proto, lookup);
+            f.add(kCommit, 100, "ct_state=+new+trk,{} actions=ct(commit,zone={}),goto_table:{}", x.proto, FlowTable::kCtZone, commitNext);
+        }
+        if (serviceReplyPath) {
+            f.add(commitTable, 200, "ct_state=+new+trk,in_port={},{} actions=ct(commit,zone={},exec(set_field:0x1/0x1->ct_mark)),goto_table:{}",
+                  p.gw, x.proto, FlowTable::kCtZone, commitNext);
+            f.add(kConntrackState, 190, "ct_state=+rpl+trk,ct_mark=0x1/0x1,{} actions={}", x.proto, p.toGateway);
+        }
     }
     for (const auto& peer : p.peers) {
         for (const auto& cidr : peer.podCIDRs) {
@@ -271,8 +287,23 @@ void conntrack(Flows& f, const Plan& p, bool serviceReplyPath) {
             f.add(kConntrack, 90, "{},{}={} actions={}", x.proto, x.dst, cidr.str(), lookup);
         }
     }
+    if (policy) {
+        // Only a new connection (or a packet conntrack finds invalid) is judged.
+        for (const char* state : {"+est+trk", "+rel+trk"}) f.add(kConntrackState, 185, "ct_state={} actions=goto_table:{}", state, kForward);
+        f.add(kConntrackState, 0, "actions=goto_table:{}", kEgressPolicy);
+        f.add(kCommit, 0, "actions=goto_table:{}", kForward);
+        return;
+    }
     f.add(kConntrackState, 195, "in_port={} actions=goto_table:{}", p.gw, kForward);
     f.add(kConntrackState, 0, "actions=goto_table:{}", kForward);
+}
+
+// Tables 22 and 24.
+void policyStage(Flows& f, const Plan& p, const FlowInputs& in) {
+    PolicyStageInputs stage{kEgressPolicy, kIngressPolicy, kCommit, p.gw, {}, in.serviceCIDRs};
+    for (const auto& g : p.gateways) stage.nodeAddresses.push_back(g.host());
+    for (const auto& a : in.nodeAddresses) appendUnique(stage.nodeAddresses, a.host());
+    for (auto& line : renderPolicyStage(in.policy, stage)) f.addLine(std::move(line));
 }
 
 // Tables 30 and 31.
@@ -389,7 +420,8 @@ FlowTable::Rendered FlowTable::render(const FlowInputs& in) {
     Flows f;
     ingress(f, p);
     podNeighbour(f, p);
-    conntrack(f, p, in.serviceReplyPath);
+    conntrack(f, p, in.serviceReplyPath, in.policy.active());
+    if (in.policy.active()) policyStage(f, p, in);
     forward(f, p);
     fromTunnel(f, p);
     out.flows = f.text();

@@ -20,6 +20,10 @@
 //            committed with a mark; a reply of a marked connection goes back
 //            to gw0, whatever port it arrived on, so the kernel that made the
 //            DNAT (or SNAT) sees the reply and undoes it.
+//   table 22, 24 NetworkPolicy (flows/PolicyStage), only while a policy
+//            selects a pod of this node: egress of the sending pod, ingress
+//            of the receiving one, for new connections; table 28 commits
+//            what passed. Then every IP packet goes through conntrack.
 //   table 30 L3 forwarding: peer pod CIDR -> tunnel (tun_dst = peer node IP);
 //            local pod -> its port; everything else -> gw0 (the node's
 //            kernel: Services, the node, the world). ARP and neighbour
@@ -43,6 +47,7 @@
 
 #include "base/IpPrefix.hpp"
 #include "flows/FlowDump.hpp"
+#include "policy/PolicyCompiler.hpp"
 
 namespace kovs::flows {
 
@@ -88,6 +93,10 @@ struct FlowInputs {
     // The conntrack stage (tables 10 and 20): off only where nothing in the
     // node's kernel translates pod traffic (no kube-proxy, no hostPort).
     bool serviceReplyPath = true;
+    // NetworkPolicy for this node's pods; no stage while it is inactive.
+    policy::CompiledPolicy policy;
+    std::vector<IpPrefix> nodeAddresses;  // the node's own besides gw0's: allowed into its pods like gw0's
+    std::vector<IpPrefix> serviceCIDRs;   // egress to them is judged after the kernel's DNAT
 };
 
 class FlowTable {

@@ -57,3 +57,15 @@ TEST(IpPrefix, ContainsAndOverlaps) {
     EXPECT_FALSE(p("10.244.1.0/24").overlaps(p("10.244.2.0/24")));
     EXPECT_TRUE(p("fd00::/64").overlaps(p("fd00::5")));
 }
+
+TEST(IpPrefix, SubtractCarvesHolesIntoTheFewestPrefixes) {
+    auto text = [](const std::vector<IpPrefix>& v) { return kovs::joinPrefixes(v); };
+    EXPECT_EQ(text(kovs::subtractPrefixes(IpPrefix::parse("10.0.0.0/8"), {})), "10.0.0.0/8");
+    EXPECT_EQ(text(kovs::subtractPrefixes(IpPrefix::parse("10.0.0.0/8"), {IpPrefix::parse("0.0.0.0/0")})), "none");
+    EXPECT_EQ(text(kovs::subtractPrefixes(IpPrefix::parse("10.0.0.0/30"), {IpPrefix::parse("10.0.0.1/32")})),
+              "10.0.0.0/32, 10.0.0.2/31");
+    auto v = kovs::subtractPrefixes(IpPrefix::parse("10.0.0.0/8"), {IpPrefix::parse("10.1.2.3/32"), IpPrefix::parse("fd00::/8")});
+    EXPECT_EQ(v.size(), 24u) << text(v);
+    for (const auto& p : v) EXPECT_FALSE(p.contains(IpPrefix::parse("10.1.2.3"))) << p.str();
+    EXPECT_EQ(text(kovs::subtractPrefixes(IpPrefix::parse("fd00::/62"), {IpPrefix::parse("fd00::/64")})), "fd00:0:0:1::/64, fd00:0:0:2::/63");
+}

@@ -1,0 +1,119 @@
+#include "flows/PolicyStage.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace kovs::flows {
+namespace {
+
+using policy::CompiledRule;
+using policy::PortMatch;
+using policy::Protocol;
+
+const char* proto(int family) { return family == AF_INET ? "ip" : "ipv6"; }
+const char* srcField(int family) { return family == AF_INET ? "nw_src" : "ipv6_src"; }
+const char* dstField(int family) { return family == AF_INET ? "nw_dst" : "ipv6_dst"; }
+
+std::string transport(Protocol p, int family) {
+    const char* name = p == Protocol::TCP ? "tcp" : p == Protocol::UDP ? "udp" : "sctp";
+    return family == AF_INET ? name : std::string(name) + "6";
+}
+
+// An address match: "ip,nw_dst=10.244.1.5" (a host) or "ip,nw_dst=10.0.0.0/8".
+std::string addressMatch(const IpPrefix& p, bool source) {
+    auto addr = p.prefixLen == p.maxPrefixLen() ? p.addressString() : p.str();
+    return fmt::format("{},{}={}", proto(p.family), source ? srcField(p.family) : dstField(p.family), addr);
+}
+
+// Clause flows merged by match: one flow may serve many conjunctions.
+struct Clauses {
+    std::map<std::string, std::vector<std::string>> actions;  // "table=..,priority=..,match" -> conjunction(...)
+    void add(int table, const std::string& match, uint32_t id, int clause, int clauses) {
+        actions[fmt::format("table={},priority=200,{}", table, match)].push_back(fmt::format("conjunction({},{}/{})", id, clause, clauses));
+    }
+};
+
+std::vector<int> familiesOf(const std::vector<IpPrefix>& addresses) {
+    std::vector<int> out;
+    for (int f : {AF_INET, AF_INET6}) {
+        for (const auto& a : addresses) {
+            if (a.family == f) {
+                out.push_back(f);
+                break;
+            }
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::string> portMasks(int first, int last) {
+    std::vector<std::string> out;
+    if (first == last) return {std::to_string(first)};
+    while (first <= last) {
+        // The largest aligned block that starts at `first` and ends by `last`.
+        int size = 1;
+        while ((first & (size * 2 - 1)) == 0 && first + size * 2 - 1 <= last && size < 65536) size *= 2;
+        out.push_back(size == 1 ? std::to_string(first) : fmt::format("{:#x}/{:#x}", first, 0xffff & ~(size - 1)));
+        first += size;
+    }
+    return out;
+}
+
+std::vector<std::string> renderPolicyStage(const policy::CompiledPolicy& policy, const PolicyStageInputs& in) {
+    std::vector<std::string> lines;
+    auto add = [&](int table, int priority, const std::string& rest) { lines.push_back(fmt::format("table={},priority={},{}", table, priority, rest)); };
+    const auto next = fmt::format("goto_table:{}", in.ingressTable);
+    const auto done = fmt::format("goto_table:{}", in.nextTable);
+
+    // Egress to a ClusterIP: judged when the kernel hands it back translated.
+    for (const auto& cidr : in.serviceCIDRs) add(in.egressTable, 250, addressMatch(cidr, false) + " actions=" + next);
+    for (const auto& a : in.nodeAddresses)
+        add(in.ingressTable, 250, fmt::format("in_port={},{} actions={}", in.gatewayOfport, addressMatch(a.host(), true), done));
+
+    Clauses clauses;
+    for (const CompiledRule& r : policy.rules) {
+        const int table = r.ingress ? in.ingressTable : in.egressTable;
+        const auto allow = r.ingress ? done : next;
+        const int n = 1 + !r.anyPeer + !r.anyPort;
+        if (n == 1) {  // every peer, every port: the pods alone decide
+            for (const auto& a : r.appliedTo)
+                add(table, 150, fmt::format("cookie={:#x},{} actions={}", kCookiePolicyRule + r.id, addressMatch(a, !r.ingress), allow));
+            continue;
+        }
+        for (const auto& a : r.appliedTo) clauses.add(table, addressMatch(a, !r.ingress), r.id, 1, n);
+        if (!r.anyPeer) {
+            for (const auto& p : r.peers) clauses.add(table, addressMatch(p, r.ingress), r.id, 2, n);
+        }
+        if (!r.anyPort) {
+            for (int family : familiesOf(r.appliedTo)) {
+                for (const auto& port : r.ports) {
+                    const auto t = transport(port.protocol, family);
+                    if (port.first == 0) {
+                        clauses.add(table, t, r.id, n, n);
+                        continue;
+                    }
+                    const char* field = port.protocol == Protocol::TCP ? "tcp_dst" : port.protocol == Protocol::UDP ? "udp_dst" : "sctp_dst";
+                    for (const auto& m : portMasks(port.first, port.last)) clauses.add(table, fmt::format("{},{}={}", t, field, m), r.id, n, n);
+                }
+            }
+        }
+        add(table, 200, fmt::format("cookie={:#x},conj_id={} actions={}", kCookiePolicyRule + r.id, r.id, allow));
+    }
+    for (auto& [match, actions] : clauses.actions) {
+        std::string joined;
+        for (const auto& a : actions) joined += (joined.empty() ? "" : ",") + a;
+        lines.push_back(match + " actions=" + joined);
+    }
+    for (const auto& a : policy.isolatedEgress)
+        add(in.egressTable, 100, fmt::format("cookie={:#x},{} actions=drop", kCookiePolicyEgressDrop, addressMatch(a, true)));
+    for (const auto& a : policy.isolatedIngress)
+        add(in.ingressTable, 100, fmt::format("cookie={:#x},{} actions=drop", kCookiePolicyIngressDrop, addressMatch(a, false)));
+    add(in.egressTable, 0, "actions=" + next);
+    add(in.ingressTable, 0, "actions=" + done);
+    return lines;
+}
+
+}  // namespace kovs::flows

@@ -1,0 +1,48 @@
+#pragma once
+// The NetworkPolicy stage of br-int (standalone mode): tables 22 (egress:
+// what this node's pods may send) and 24 (ingress: what they may receive),
+// between the conntrack lookup and the commit that follows them (table 28).
+// Only a new connection comes here (table 20 sends established and related
+// packets on), so the replies of an allowed connection pass both ways.
+//
+// Each compiled rule is one OpenFlow conjunction: clause 1 the pods it
+// applies to, clause 2 its peers, clause 3 its ports (a clause that would
+// match everything is left out), so a rule costs pods + peers + ports flows.
+// A pod selected by a policy of a direction and matched by no rule of it is
+// dropped there (cookie kCookiePolicyDrop...), per pod and direction.
+//
+// Egress to a Service's ClusterIP is judged after the node's kernel
+// translated it: the packet comes back from gw0 with the pod's source and
+// the backend's destination, and passes through table 22 again. Traffic
+// from the node itself (gw0 with one of the node's own addresses as source:
+// kubelet's probes, hostNetwork pods there) is allowed into the node's pods,
+// as every CNI does.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/IpPrefix.hpp"
+#include "policy/PolicyCompiler.hpp"
+
+namespace kovs::flows {
+
+struct PolicyStageInputs {
+    int egressTable = 22, ingressTable = 24, nextTable = 28;
+    int gatewayOfport = -1;
+    std::vector<IpPrefix> nodeAddresses;  // gw0's and the node's own (host prefixes)
+    std::vector<IpPrefix> serviceCIDRs;   // judged after the kernel's DNAT
+};
+
+// "table=22,priority=200,ip,nw_src=10.244.1.5 actions=conjunction(3,1/3)" ...,
+// one flow per line, unsorted. Cookies of the conjunctions' flows are
+// kCookiePolicyRule + the rule's id (its allowed packets, per rule).
+std::vector<std::string> renderPolicyStage(const policy::CompiledPolicy& policy, const PolicyStageInputs& in);
+
+constexpr uint64_t kCookiePolicyIngressDrop = 0x6b05;
+constexpr uint64_t kCookiePolicyEgressDrop = 0x6b06;
+constexpr uint64_t kCookiePolicyRule = 0x6b0000000000;
+
+// A port range as the fewest value/mask matches ("0x50/0xfff0").
+std::vector<std::string> portMasks(int first, int last);
+
+}  // namespace kovs::flows

@@ -1,0 +1,162 @@
+#include "policy/PolicyCompiler.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace kovs::policy {
+namespace {
+
+std::string prefixKey(const IpPrefix& p) { return p.str(); }
+
+void sortUnique(std::vector<IpPrefix>& v) {
+    std::sort(v.begin(), v.end(), [](const IpPrefix& a, const IpPrefix& b) {
+        return std::tie(a.family, a.bytes, a.prefixLen) < std::tie(b.family, b.bytes, b.prefixLen);
+    });
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+bool inNamespaceOf(const PolicyCluster& c, const NetworkPolicy& np, const PolicyPeer& peer, const PolicyPod& pod) {
+    if (!peer.namespaces) return pod.namespaceName == np.namespaceName;
+    auto ns = c.namespaces.find(pod.namespaceName);
+    static const Labels kNone;
+    return peer.namespaces->matches(ns == c.namespaces.end() ? kNone : ns->second.labels);
+}
+
+// The ports of `r` on `target` (named ones resolved there; nullptr: none resolve).
+std::vector<PortMatch> resolvePorts(const PolicyRule& r, const PolicyPod* target) {
+    std::vector<PortMatch> out;
+    for (const auto& p : r.ports) {
+        if (p.named.empty()) {
+            out.push_back({p.protocol, p.port, p.port ? (p.endPort ? p.endPort : p.port) : 0});
+            continue;
+        }
+        if (!target) continue;
+        for (const auto& cp : target->ports) {
+            if (cp.name == p.named && cp.protocol == p.protocol) out.push_back({p.protocol, cp.port, cp.port});
+        }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+bool hasNamedPort(const PolicyRule& r) {
+    return std::any_of(r.ports.begin(), r.ports.end(), [](const PolicyPort& p) { return !p.named.empty(); });
+}
+
+struct Compiler {
+    const PolicyCluster& c;
+    std::vector<const PolicyPod*> local;              // this node's pods
+    std::map<std::string, const PolicyPod*> podByIp;  // every pod's address -> the pod
+    CompiledPolicy out;
+
+    // The peers of `r` as (address set, the pod they belong to or nullptr).
+    // With `podsInBlocks` (named ports, resolved per destination pod) an
+    // ipBlock also gives each pod address inside it, with its pod.
+    std::vector<std::pair<IpPrefix, const PolicyPod*>> peersOf(const NetworkPolicy& np, const PolicyRule& r, bool podsInBlocks = false) {
+        std::vector<std::pair<IpPrefix, const PolicyPod*>> peers;
+        for (const auto& peer : r.peers) {
+            if (peer.ipBlock) {
+                const auto blocks = subtractPrefixes(peer.ipBlock->cidr, peer.ipBlock->except);
+                for (const auto& p : blocks) peers.emplace_back(p, nullptr);
+                if (!podsInBlocks) continue;
+                for (const auto& [ip, pod] : podByIp) {
+                    auto address = IpPrefix::parse(ip);
+                    if (std::any_of(blocks.begin(), blocks.end(), [&](const IpPrefix& b) { return b.contains(address); }))
+                        peers.emplace_back(address, pod);
+                }
+                continue;
+            }
+            for (const auto& [_, pod] : c.pods) {
+                if (pod.hostNetwork || !inNamespaceOf(c, np, peer, pod)) continue;
+                if (peer.pods && !peer.pods->matches(pod.labels)) continue;
+                for (const auto& ip : pod.ips) peers.emplace_back(ip, &pod);
+            }
+        }
+        return peers;
+    }
+
+    void add(const NetworkPolicy& np, bool ingress, int index, std::vector<IpPrefix> appliedTo, bool anyPeer,
+             std::vector<IpPrefix> peers, const PolicyRule& r, std::vector<PortMatch> ports) {
+        if (appliedTo.empty() || (!anyPeer && peers.empty()) || (!r.anyPort && ports.empty())) return;  // allows nothing here
+        sortUnique(appliedTo);
+        sortUnique(peers);
+        out.rules.push_back({0, ingress, np.key(), index, std::move(appliedTo), anyPeer, std::move(peers), r.anyPort, std::move(ports)});
+    }
+
+    void ingressRule(const NetworkPolicy& np, int index, const PolicyRule& r, const std::vector<const PolicyPod*>& selected) {
+        std::vector<IpPrefix> peers;
+        if (!r.anyPeer) {
+            for (const auto& [ip, _] : peersOf(np, r)) peers.push_back(ip);
+        }
+        // The pods this rule applies to, grouped by what its ports resolve to on them.
+        std::map<std::vector<PortMatch>, std::vector<IpPrefix>> groups;
+        for (const auto* pod : selected) {
+            auto& g = groups[resolvePorts(r, pod)];
+            g.insert(g.end(), pod->ips.begin(), pod->ips.end());
+        }
+        for (auto& [ports, applied] : groups) add(np, true, index, std::move(applied), r.anyPeer, peers, r, ports);
+    }
+
+    void egressRule(const NetworkPolicy& np, int index, const PolicyRule& r, const std::vector<const PolicyPod*>& selected) {
+        std::vector<IpPrefix> applied;
+        for (const auto* pod : selected) applied.insert(applied.end(), pod->ips.begin(), pod->ips.end());
+        if (!hasNamedPort(r)) {
+            std::vector<IpPrefix> peers;
+            if (!r.anyPeer) {
+                for (const auto& [ip, _] : peersOf(np, r)) peers.push_back(ip);
+            }
+            add(np, false, index, applied, r.anyPeer, peers, r, resolvePorts(r, nullptr));
+            return;
+        }
+        // Named ports are the destination's: group the peers by what they resolve to.
+        std::vector<std::pair<IpPrefix, const PolicyPod*>> peers;
+        if (r.anyPeer) {
+            for (const auto& [_, pod] : c.pods) {
+                if (pod.hostNetwork) continue;
+                for (const auto& ip : pod.ips) peers.emplace_back(ip, &pod);
+            }
+            for (const char* all : {"0.0.0.0/0", "::/0"}) peers.emplace_back(IpPrefix::parse(all), nullptr);
+        } else {
+            peers = peersOf(np, r, true);
+        }
+        std::map<std::vector<PortMatch>, std::vector<IpPrefix>> groups;
+        for (const auto& [ip, pod] : peers) groups[resolvePorts(r, pod)].push_back(ip);
+        for (auto& [ports, group] : groups) add(np, false, index, applied, false, std::move(group), r, ports);
+    }
+};
+
+}  // namespace
+
+CompiledPolicy compilePolicy(const PolicyCluster& cluster, const std::string& nodeName) {
+    Compiler k{cluster, {}, {}, {}};
+    for (const auto& [_, pod] : cluster.pods) {
+        if (pod.hostNetwork) continue;
+        for (const auto& ip : pod.ips) k.podByIp[prefixKey(ip)] = &pod;
+        if (pod.nodeName == nodeName && !pod.ips.empty()) k.local.push_back(&pod);
+    }
+    for (const auto& [_, np] : cluster.policies) {
+        std::vector<const PolicyPod*> selected;
+        for (const auto* pod : k.local) {
+            if (pod->namespaceName == np.namespaceName && np.podSelector.matches(pod->labels)) selected.push_back(pod);
+        }
+        if (selected.empty()) continue;
+        for (const auto* pod : selected) {
+            if (np.ingress) k.out.isolatedIngress.insert(k.out.isolatedIngress.end(), pod->ips.begin(), pod->ips.end());
+            if (np.egress) k.out.isolatedEgress.insert(k.out.isolatedEgress.end(), pod->ips.begin(), pod->ips.end());
+        }
+        if (np.ingress) {
+            for (size_t i = 0; i < np.ingressRules.size(); ++i) k.ingressRule(np, static_cast<int>(i), np.ingressRules[i], selected);
+        }
+        if (np.egress) {
+            for (size_t i = 0; i < np.egressRules.size(); ++i) k.egressRule(np, static_cast<int>(i), np.egressRules[i], selected);
+        }
+    }
+    sortUnique(k.out.isolatedIngress);
+    sortUnique(k.out.isolatedEgress);
+    uint32_t id = 0;
+    for (auto& r : k.out.rules) r.id = ++id;
+    return std::move(k.out);
+}
+
+}  // namespace kovs::policy

@@ -1,0 +1,208 @@
+#include "tests/support/PolicyCluster.hpp"
+
+#include <fmt/format.h>
+
+namespace kovs::test {
+
+using nlohmann::json;
+
+std::vector<NetpolPod> netpolPods() {
+    std::vector<NetpolPod> pods;
+    int index = 0;
+    for (const char* ns : {"x", "y", "z"}) {
+        for (const char* name : {"a", "b", "c"}) {
+            const bool first = index % 2 == 0;
+            const int node = first ? 1 : 2;
+            const int host = 10 + index;
+            pods.push_back({ns, name, first ? "n1" : "n2", fmt::format("10.244.{}.{}", node, host),
+                            fmt::format("0a:58:0a:f4:{:02x}:{:02x}", node, host), 10 + index});
+            ++index;
+        }
+    }
+    return pods;
+}
+
+const char* netpolNodeIP(const std::string& node) { return node == "n1" ? "172.18.0.2" : "172.18.0.3"; }
+
+json podObject(const NetpolPod& p) {
+    json ports = json::array();
+    for (const char* proto : {"TCP", "UDP", "SCTP"}) {
+        for (int port : {80, 81}) {
+            std::string lower = proto;
+            for (auto& ch : lower) ch = static_cast<char>(std::tolower(ch));
+            ports.push_back({{"name", fmt::format("serve-{}-{}", port, lower)}, {"containerPort", port}, {"protocol", proto}});
+        }
+    }
+    return {{"apiVersion", "v1"},
+            {"kind", "Pod"},
+            {"metadata", {{"name", p.name}, {"namespace", p.ns}, {"labels", {{"pod", p.name}}}}},
+            {"spec", {{"nodeName", p.node}, {"containers", json::array({{{"name", "c"}, {"ports", ports}}})}}},
+            {"status", {{"phase", "Running"}, {"podIP", p.ip}, {"podIPs", json::array({{{"ip", p.ip}}})}}}};
+}
+
+json namespaceObject(const std::string& ns) {
+    return {{"apiVersion", "v1"}, {"kind", "Namespace"},
+            {"metadata", {{"name", ns}, {"labels", {{"ns", ns}, {"kubernetes.io/metadata.name", ns}}}}}};
+}
+
+json policyObject(const std::string& ns, const std::string& name, json spec) {
+    return {{"apiVersion", "networking.k8s.io/v1"}, {"kind", "NetworkPolicy"},
+            {"metadata", {{"name", name}, {"namespace", ns}}}, {"spec", std::move(spec)}};
+}
+
+policy::PolicyCluster netpolCluster(const std::vector<json>& policies) {
+    policy::PolicyCluster c;
+    for (const char* ns : {"x", "y", "z"}) c.namespaces[ns] = policy::decodeNamespace(namespaceObject(ns));
+    for (const auto& p : netpolPods()) {
+        auto pod = policy::decodePod(podObject(p));
+        c.pods[pod->key()] = *pod;
+    }
+    for (const auto& o : policies) {
+        auto np = policy::decodeNetworkPolicy(o);
+        c.policies[np.key()] = np;
+    }
+    return c;
+}
+
+namespace {
+
+json labels(const char* key, const char* value) { return {{"matchLabels", {{key, value}}}}; }
+json port(const char* proto, json number) { return {{"protocol", proto}, {"port", std::move(number)}}; }
+
+}  // namespace
+
+std::vector<PolicyCase> netpolCases() {
+    const json all = json::object();
+    return {
+        {"deny-all-ingress", {policyObject("x", "deny-all", {{"podSelector", all}, {"policyTypes", {"Ingress"}}})}},
+        {"allow-from-same-namespace-pod-b",
+         {policyObject("x", "from-b", {{"podSelector", labels("pod", "a")},
+                                       {"ingress", {{{"from", {{{"podSelector", labels("pod", "b")}}}}}}}})}},
+        {"allow-from-namespace-y",
+         {policyObject("x", "from-y", {{"podSelector", labels("pod", "a")},
+                                       {"ingress", {{{"from", {{{"namespaceSelector", labels("ns", "y")}}}}}}}})}},
+        {"allow-from-pod-c-in-namespace-y",
+         {policyObject("x", "from-y-c",
+                       {{"podSelector", labels("pod", "a")},
+                        {"ingress", {{{"from", {{{"namespaceSelector", labels("ns", "y")}, {"podSelector", labels("pod", "c")}}}}}}}})}},
+        {"allow-tcp-80-only",
+         {policyObject("x", "tcp-80", {{"podSelector", all}, {"ingress", {{{"ports", {port("TCP", 80)}}}}}})}},
+        {"named-port-serve-81-tcp-and-udp-81",
+         {policyObject("x", "named", {{"podSelector", labels("pod", "a")},
+                                      {"ingress", {{{"ports", {port("TCP", "serve-81-tcp"), port("UDP", "serve-80-udp")}},
+                                                    {"from", {{{"namespaceSelector", all}}}}}}}})}},
+        {"deny-all-egress", {policyObject("x", "deny-egress", {{"podSelector", all}, {"policyTypes", {"Egress"}}})}},
+        {"egress-to-y-udp-and-tcp-range",
+         {policyObject("x", "to-y", {{"podSelector", all},
+                                     {"policyTypes", {"Egress"}},
+                                     {"egress", {{{"to", {{{"namespaceSelector", labels("ns", "y")}}}},
+                                                  {"ports", {port("UDP", 80), {{"protocol", "TCP"}, {"port", 80}, {"endPort", 81}}}}}}}})}},
+        {"egress-named-port-to-any",
+         {policyObject("y", "named-out", {{"podSelector", labels("pod", "b")},
+                                          {"policyTypes", {"Egress"}},
+                                          {"egress", {{{"ports", {port("TCP", "serve-81-tcp")}}}}}})}},
+        {"ipblock-with-except",
+         {policyObject("x", "cidr", {{"podSelector", labels("pod", "a")},
+                                     {"ingress", {{{"from", {{{"ipBlock", {{"cidr", "10.244.0.0/16"}, {"except", {"10.244.2.13/32"}}}}}}}}}}})}},
+        {"egress-ipblock-outside",
+         {policyObject("z", "out", {{"podSelector", all},
+                                    {"policyTypes", {"Egress"}},
+                                    {"egress", {{{"to", {{{"ipBlock", {{"cidr", "192.0.2.0/24"}}}}}}}}}})}},
+        {"match-expressions",
+         {policyObject("y", "expr",
+                       {{"podSelector", {{"matchExpressions", {{{"key", "pod"}, {"operator", "In"}, {"values", {"a", "b"}}}}}}},
+                        {"ingress", {{{"from", {{{"namespaceSelector",
+                                                  {{"matchExpressions", {{{"key", "ns"}, {"operator", "NotIn"}, {"values", {"z"}}}}}}},
+                                                 {"podSelector", {{"matchExpressions", {{{"key", "pod"}, {"operator", "Exists"}}}}}}}}}}}}})}},
+        {"two-policies-union",
+         {policyObject("x", "from-y", {{"podSelector", all}, {"ingress", {{{"from", {{{"namespaceSelector", labels("ns", "y")}}}}}}}}),
+          policyObject("x", "from-z-udp", {{"podSelector", all},
+                                           {"ingress", {{{"from", {{{"namespaceSelector", labels("ns", "z")}}}}, {"ports", {port("UDP", 80)}}}}}})}},
+        {"allow-all-egress-deny-all-ingress",
+         {policyObject("z", "both", {{"podSelector", all}, {"policyTypes", {"Ingress", "Egress"}}, {"egress", {all}}})}},
+        {"unsupported-peer-allows-nothing",
+         {policyObject("x", "future", {{"podSelector", labels("pod", "a")},
+                                       {"ingress", {{{"from", {{{"serviceAccountSelector", labels("sa", "x")}}}}}}}})}},
+    };
+}
+
+std::vector<PolicyCase> randomPolicyCases(unsigned seed, int count) {
+    std::mt19937 rng(seed);
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+    const char* nss[] = {"x", "y", "z"};
+    const char* names[] = {"a", "b", "c"};
+    auto selector = [&](const char* key, const char** values) -> json {
+        switch (pick(4)) {
+            case 0: return json::object();
+            case 1: return labels(key, values[pick(3)]);
+            case 2: return {{"matchExpressions", {{{"key", key}, {"operator", pick(2) ? "In" : "NotIn"},
+                                                   {"values", {values[pick(3)], values[pick(3)]}}}}}};
+            default: return {{"matchExpressions", {{{"key", key}, {"operator", pick(2) ? "Exists" : "DoesNotExist"}}}}};
+        }
+    };
+    auto peer = [&]() -> json {
+        switch (pick(4)) {
+            case 0: return {{"podSelector", selector("pod", names)}};
+            case 1: return {{"namespaceSelector", selector("ns", nss)}};
+            case 2: return {{"namespaceSelector", selector("ns", nss)}, {"podSelector", selector("pod", names)}};
+            default: {
+                const auto pods = netpolPods();
+                return {{"ipBlock", {{"cidr", pick(2) ? "10.244.0.0/16" : "10.244.1.0/24"},
+                                     {"except", {pods[static_cast<size_t>(pick(static_cast<int>(pods.size())))].ip + "/32"}}}}};
+            }
+        }
+    };
+    auto ports = [&]() -> json {
+        json out = json::array();
+        const char* protos[] = {"TCP", "UDP", "SCTP"};
+        for (int i = pick(3); i > 0; --i) {
+            const char* proto = protos[pick(3)];
+            switch (pick(3)) {
+                case 0: out.push_back(port(proto, 80 + pick(2))); break;
+                case 1: out.push_back({{"protocol", proto}, {"port", 80}, {"endPort", 81}}); break;
+                default: {
+                    std::string lower = proto;
+                    for (auto& ch : lower) ch = static_cast<char>(std::tolower(ch));
+                    out.push_back(port(proto, fmt::format("serve-{}-{}", 80 + pick(2), lower)));
+                }
+            }
+        }
+        return out;
+    };
+    auto rules = [&](const char* peersKey) {
+        json out = json::array();
+        for (int i = pick(3); i > 0; --i) {
+            json r = json::object();
+            json peers = json::array();
+            for (int j = pick(3); j > 0; --j) peers.push_back(peer());
+            if (!peers.empty()) r[peersKey] = peers;
+            auto p = ports();
+            if (!p.empty()) r["ports"] = p;
+            out.push_back(r);
+        }
+        return out;
+    };
+    std::vector<PolicyCase> cases;
+    for (int c = 0; c < count; ++c) {
+        PolicyCase pc{fmt::format("random-{}-{}", seed, c), {}};
+        for (int i = 1 + pick(3); i > 0; --i) {
+            json spec = {{"podSelector", selector("pod", names)}};
+            const int types = pick(3);  // ingress, egress, both
+            json typeList = json::array();
+            if (types != 1) {
+                typeList.push_back("Ingress");
+                spec["ingress"] = rules("from");
+            }
+            if (types != 0) {
+                typeList.push_back("Egress");
+                spec["egress"] = rules("to");
+            }
+            spec["policyTypes"] = typeList;
+            pc.policies.push_back(policyObject(nss[pick(3)], fmt::format("p{}", i), spec));
+        }
+        cases.push_back(std::move(pc));
+    }
+    return cases;
+}
+
+}  // namespace kovs::test

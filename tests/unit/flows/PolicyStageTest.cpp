@@ -1,0 +1,113 @@
+// The policy stage as text: one conjunction per compiled rule, clauses shared
+// between rules, and the pipeline around it only while a policy is active.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "flows/FlowTable.hpp"
+#include "flows/PolicyStage.hpp"
+
+using namespace kovs::flows;
+using kovs::IpPrefix;
+using kovs::policy::CompiledPolicy;
+using kovs::policy::CompiledRule;
+using kovs::policy::Protocol;
+
+namespace {
+
+bool has(const std::vector<std::string>& lines, const std::string& line) {
+    return std::find(lines.begin(), lines.end(), line) != lines.end();
+}
+std::string all(const std::vector<std::string>& lines) {
+    std::string t;
+    for (const auto& l : lines) t += l + "\n";
+    return t;
+}
+
+CompiledPolicy twoRules() {
+    CompiledPolicy p;
+    // x/p: 10.244.1.5 from 10.244.2.0/24 on TCP 80-81; y/q: 10.244.1.5 and .6 to anything on UDP 53.
+    p.rules.push_back({1, true, "x/p", 0, {IpPrefix::parse("10.244.1.5")}, false, {IpPrefix::parse("10.244.2.0/24")}, false,
+                       {{Protocol::TCP, 80, 81}}});
+    p.rules.push_back({2, false, "y/q", 0, {IpPrefix::parse("10.244.1.5"), IpPrefix::parse("10.244.1.6")}, true, {}, false,
+                       {{Protocol::UDP, 53, 53}}});
+    p.rules.push_back({3, true, "x/all", 0, {IpPrefix::parse("10.244.1.7")}, true, {}, true, {}});
+    p.isolatedIngress = {IpPrefix::parse("10.244.1.5"), IpPrefix::parse("10.244.1.7")};
+    p.isolatedEgress = {IpPrefix::parse("10.244.1.5"), IpPrefix::parse("10.244.1.6")};
+    return p;
+}
+
+}  // namespace
+
+TEST(PolicyStage, PortRangesBecomeTheFewestMasks) {
+    EXPECT_EQ(portMasks(80, 80), std::vector<std::string>{"80"});
+    EXPECT_EQ(portMasks(80, 81), std::vector<std::string>{"0x50/0xfffe"});
+    EXPECT_EQ(portMasks(79, 82), (std::vector<std::string>{"79", "0x50/0xfffe", "82"}));
+    EXPECT_EQ(portMasks(1, 65535).size(), 16u);
+    EXPECT_EQ(portMasks(0x8000, 0xffff), std::vector<std::string>{"0x8000/0x8000"});
+}
+
+TEST(PolicyStage, OneConjunctionPerRuleWithSharedClauses) {
+    PolicyStageInputs in;
+    in.gatewayOfport = 1;
+    in.nodeAddresses = {IpPrefix::parse("10.244.1.1")};
+    in.serviceCIDRs = {IpPrefix::parse("10.96.0.0/16")};
+    auto lines = renderPolicyStage(twoRules(), in);
+    const auto t = all(lines);
+    // Rule 1, ingress (table 24): pods, peers, ports.
+    EXPECT_TRUE(has(lines, "table=24,priority=200,ip,nw_dst=10.244.1.5 actions=conjunction(1,1/3)")) << t;
+    EXPECT_TRUE(has(lines, "table=24,priority=200,ip,nw_src=10.244.2.0/24 actions=conjunction(1,2/3)")) << t;
+    EXPECT_TRUE(has(lines, "table=24,priority=200,tcp,tcp_dst=0x50/0xfffe actions=conjunction(1,3/3)")) << t;
+    EXPECT_TRUE(has(lines, "table=24,priority=200,cookie=0x6b0000000001,conj_id=1 actions=goto_table:28")) << t;
+    // Rule 2, egress (table 22), every destination: two clauses.
+    EXPECT_TRUE(has(lines, "table=22,priority=200,ip,nw_src=10.244.1.6 actions=conjunction(2,1/2)")) << t;
+    EXPECT_TRUE(has(lines, "table=22,priority=200,udp,udp_dst=53 actions=conjunction(2,2/2)")) << t;
+    EXPECT_TRUE(has(lines, "table=22,priority=200,cookie=0x6b0000000002,conj_id=2 actions=goto_table:24")) << t;
+    // Rule 3: everything for its pods, no conjunction.
+    EXPECT_TRUE(has(lines, "table=24,priority=150,cookie=0x6b0000000003,ip,nw_dst=10.244.1.7 actions=goto_table:28")) << t;
+    // What no rule allows, per pod and direction.
+    EXPECT_TRUE(has(lines, "table=24,priority=100,cookie=0x6b05,ip,nw_dst=10.244.1.5 actions=drop")) << t;
+    EXPECT_TRUE(has(lines, "table=22,priority=100,cookie=0x6b06,ip,nw_src=10.244.1.6 actions=drop")) << t;
+    // The node into its pods; ClusterIPs judged after DNAT; the rest passes.
+    EXPECT_TRUE(has(lines, "table=24,priority=250,in_port=1,ip,nw_src=10.244.1.1 actions=goto_table:28")) << t;
+    EXPECT_TRUE(has(lines, "table=22,priority=250,ip,nw_dst=10.96.0.0/16 actions=goto_table:24")) << t;
+    EXPECT_TRUE(has(lines, "table=22,priority=0,actions=goto_table:24")) << t;
+    EXPECT_TRUE(has(lines, "table=24,priority=0,actions=goto_table:28")) << t;
+}
+
+TEST(PolicyStage, AClauseSharedByTwoRulesIsOneFlow) {
+    CompiledPolicy p;
+    p.rules.push_back({1, true, "x/p", 0, {IpPrefix::parse("10.244.1.5")}, false, {IpPrefix::parse("10.244.2.7")}, true, {}});
+    p.rules.push_back({2, true, "x/q", 0, {IpPrefix::parse("10.244.1.5")}, true, {}, false, {{Protocol::SCTP, 0, 0}}});
+    p.isolatedIngress = {IpPrefix::parse("10.244.1.5")};
+    p.rules[0].appliedTo.push_back(IpPrefix::parse("fd00:10:244:1::5"));
+    p.rules[1].appliedTo.push_back(IpPrefix::parse("fd00:10:244:1::5"));
+    auto lines = renderPolicyStage(p, {});
+    const auto t = all(lines);
+    EXPECT_TRUE(has(lines, "table=24,priority=200,ip,nw_dst=10.244.1.5 actions=conjunction(1,1/2),conjunction(2,1/2)")) << t;
+    EXPECT_TRUE(has(lines, "table=24,priority=200,ipv6,ipv6_dst=fd00:10:244:1::5 actions=conjunction(1,1/2),conjunction(2,1/2)")) << t;
+    EXPECT_TRUE(has(lines, "table=24,priority=200,sctp actions=conjunction(2,2/2)")) << t;
+    EXPECT_TRUE(has(lines, "table=24,priority=200,sctp6 actions=conjunction(2,2/2)")) << t;
+}
+
+TEST(PolicyStage, TheTableHasAStageOnlyWhileAPolicySelectsALocalPod) {
+    FlowInputs in;
+    in.tunnelOfport = 2;
+    in.gateway = {"aa:bb:cc:00:00:01", 1};
+    in.gatewayAddresses = {IpPrefix::parse("10.244.1.1/24")};
+    in.pods = {{"pod1", "0a:58:0a:f4:01:05", {"10.244.1.5/24"}, 7}};
+    auto plain = FlowTable::render(in).flows;
+    EXPECT_EQ(plain.find("table=22"), std::string::npos) << plain;
+    EXPECT_NE(plain.find("table=20,priority=200,ct_state=+new+trk,in_port=1,ip"), std::string::npos) << plain;
+
+    in.policy = twoRules();
+    auto t = FlowTable::render(in).flows;
+    EXPECT_NE(t.find("table=10,priority=80,ip actions=ct(table=20,zone=107)\n"), std::string::npos) << "every IP packet: " << t;
+    EXPECT_NE(t.find("table=20,priority=185,ct_state=+est+trk actions=goto_table:30\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("table=20,priority=0,actions=goto_table:22\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("table=28,priority=200,ct_state=+new+trk,in_port=1,ip actions=ct(commit,zone=107,exec(set_field:0x1/0x1->ct_mark)),goto_table:30\n"),
+              std::string::npos) << t;
+    EXPECT_NE(t.find("table=28,priority=100,ct_state=+new+trk,ip actions=ct(commit,zone=107),goto_table:30\n"), std::string::npos) << t;
+    EXPECT_EQ(t.find("table=20,priority=200"), std::string::npos) << "the commit moved after the policy: " << t;
+    EXPECT_NE(t.find("table=24,priority=250,in_port=1,ip,nw_src=10.244.1.1 actions=goto_table:28\n"), std::string::npos) << t;
+}
