@@ -17,6 +17,7 @@ Agent::Agent(EventLoop& loop, Config config) : loop_(loop), config_(std::move(co
 
 Agent::~Agent() {
     if (peerSource_) peerSource_->stop();
+    if (policy_) policy_->stop();
     if (tunnel_) tunnel_->stop();
 }
 
@@ -133,6 +134,11 @@ void Agent::startPeers() {
             // node connection would be masqueraded.
             egress_->start();
         });
+    }
+    if (flows_ && config_.enforcesPolicy()) {
+        policy_ = std::make_unique<policy::PolicySource>(loop_, kubeCredentials(config_), config_.node.name);
+        jobs_.push_back(policy_.get());
+        policy_->start([this](const policy::CompiledPolicy& p) { flows_->setPolicy(p); });
     }
     peerSource_ = makePeerSource(loop_, config_);
     if (peerSource_) {

@@ -31,6 +31,7 @@
 #include "ovs/SocketBufferSizer.hpp"
 #include "ovs/UnixctlClient.hpp"
 #include "peers/PeerSource.hpp"
+#include "policy/PolicySource.hpp"
 #include "tunnel/NeighbourTable.hpp"
 #include "tunnel/TunnelReconciler.hpp"
 
@@ -78,6 +79,7 @@ private:
     std::unique_ptr<ovs::UnixctlClient> unixctl_;
     std::unique_ptr<tunnel::KernelNeighbourTable> neighbours_;
     std::unique_ptr<tunnel::TunnelReconciler> tunnel_;
+    std::unique_ptr<policy::PolicySource> policy_;
     std::unique_ptr<flows::FlowReconciler> flows_;
     std::unique_ptr<egress::EgressReconciler> egress_;
     std::unique_ptr<ovs::SocketBufferSizer> socketBuffers_;

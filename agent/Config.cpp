@@ -310,6 +310,17 @@ Config parseConfig(const std::string& text) {
     peers.flag("allowUnprotectedToken", c.peers.allowUnprotectedToken);
     peers.rejectUnknown();
 
+    auto policy = top.sub("networkPolicy");
+    c.networkPolicy.configured = policy.has("enforce");
+    policy.flag("enforce", c.networkPolicy.enforce);
+    policy.rejectUnknown();
+    if (c.networkPolicy.configured && c.networkPolicy.enforce) {
+        if (c.mode == Config::Mode::Companion)
+            policy.fail("enforce", "companion mode never installs policy: the other CNI owns it");
+        else if (c.peers.source != Config::PeerSourceKind::Kubernetes)
+            policy.fail("enforce", "needs peers.source: kubernetes (policies, pods and namespaces come from the API)");
+    }
+
     top.duration("resync", c.resync);
     top.str("statusSocket", c.statusSocket);
     top.str("metricsAddress", c.metricsAddress);

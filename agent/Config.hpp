@@ -86,6 +86,14 @@ struct Config {
         std::vector<IpPrefix> nonMasqueradeCIDRs;  // more destinations reached with the pod's own address
     } egress;
 
+    struct NetworkPolicy {
+        // Enforce networking.k8s.io/v1 NetworkPolicy in br-int's flows
+        // (policy/, flows/PolicyStage): standalone mode with peers from the
+        // Kubernetes API, which the policies, pods and namespaces come from too.
+        bool enforce = true;
+        bool configured = false;  // the file set `enforce`
+    } networkPolicy;
+
     struct Peers {
         PeerSourceKind source = PeerSourceKind::None;
         std::string file = "/etc/kovs/peers.yaml";
@@ -100,6 +108,9 @@ struct Config {
     std::string metricsAddress = "127.0.0.1:9474";
 
     // Derived values.
+    bool enforcesPolicy() const {
+        return networkPolicy.enforce && mode == Mode::Standalone && peers.source == PeerSourceKind::Kubernetes;
+    }
     std::string ovsdbRemote() const { return ovs.remote.empty() ? "unix:" + ovs.rundir + "/db.sock" : ovs.remote; }
     // The MTU kovs keeps on the gateway; 0: none (companion mode without
     // gateway.mtu: the other CNI's device keeps the MTU that CNI gave it).

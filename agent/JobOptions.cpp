@@ -110,6 +110,8 @@ flows::FlowReconcilerOptions flowOptions(const Config& c) {
     o.tunnelPort = c.bridge.tunnel;
     o.gatewayAddresses = gatewayAddresses(c);
     o.serviceReplyPath = c.flows.conntrack;
+    o.serviceCIDRs = c.cluster.serviceCIDRs;
+    o.waitForPolicy = c.enforcesPolicy();
     o.ofctlTimeout = c.flows.ofctlTimeout;
     o.readBack = c.resync;
     return o;

@@ -94,18 +94,20 @@ PeerNetworks peerNetworks(const peers::PeerSet& peers) {
     return out;
 }
 
+kube::KubeCredentials kubeCredentials(const Config& config) {
+    auto creds = config.peers.kubeconfig.empty() ? kube::inClusterCredentials() : kube::kubeconfigCredentials(config.peers.kubeconfig);
+    creds.allowUnprotectedToken = config.peers.allowUnprotectedToken;
+    return creds;
+}
+
 std::unique_ptr<peers::PeerSource> makePeerSource(EventLoop& loop, const Config& config) {
     switch (config.peers.source) {
         case Config::PeerSourceKind::None:
             return nullptr;
         case Config::PeerSourceKind::File:
             return std::make_unique<peers::FilePeerSource>(loop, config.peers.file);
-        case Config::PeerSourceKind::Kubernetes: {
-            auto creds = config.peers.kubeconfig.empty() ? kube::inClusterCredentials()
-                                                         : kube::kubeconfigCredentials(config.peers.kubeconfig);
-            creds.allowUnprotectedToken = config.peers.allowUnprotectedToken;
-            return std::make_unique<peers::KubernetesPeerSource>(loop, std::move(creds));
-        }
+        case Config::PeerSourceKind::Kubernetes:
+            return std::make_unique<peers::KubernetesPeerSource>(loop, kubeCredentials(config));
     }
     return nullptr;
 }

@@ -15,6 +15,7 @@
 #include "base/Job.hpp"
 #include "flows/FlowTable.hpp"
 #include "gateway/GatewayGuard.hpp"
+#include "kube/KubeConfig.hpp"
 #include "peers/PeerFilter.hpp"
 #include "peers/PeerSource.hpp"
 #include "tunnel/TunnelReconciler.hpp"
@@ -66,6 +67,9 @@ struct PeerNetworks {
     std::vector<IpPrefix> nodes;
 };
 PeerNetworks peerNetworks(const peers::PeerSet& peers);
+
+// The Kubernetes API's credentials (peers.kubeconfig, else in-cluster).
+kube::KubeCredentials kubeCredentials(const Config& config);
 
 // The peer source that peers.source names (a file or the Kubernetes API);
 // null for none.

@@ -26,6 +26,7 @@ FlowInputs flowInputs(const FlowReconcilerOptions& opts, const ovs::OvsdbReplica
     in.gatewayAddresses = opts.gatewayAddresses;
     in.peers = std::move(peers);
     in.serviceReplyPath = opts.serviceReplyPath;
+    in.serviceCIDRs = opts.serviceCIDRs;
     // Only br-int's interfaces: an ofport means nothing on another bridge.
     std::set<std::string> onBridge;
     for (const auto& [_, br] : replica.table("Bridge")) {
@@ -91,6 +92,11 @@ void FlowReconciler::setPeers(std::vector<FlowPeer> peers) {
     if (started_) reconcile(false);
 }
 
+void FlowReconciler::setPolicy(policy::CompiledPolicy policy) {
+    policy_ = std::move(policy);
+    if (started_) reconcile(false);
+}
+
 void FlowReconciler::onDatabaseChange() {
     if (started_) reconcile(false);
 }
@@ -121,8 +127,10 @@ void FlowReconciler::reconcile(bool readBack) {
 }
 
 void FlowReconciler::pass(bool readBack) {
+    if (opts_.waitForPolicy && !policy_) return;  // notReady() says so
     auto in = flowInputs(opts_, replica_, peers_);
     in.holders = holders_;
+    if (policy_) in.policy = *policy_;
     auto rendered = FlowTable::render(in);
     holders_ = std::move(rendered.holders);
     desired_ = std::move(rendered.flows);
@@ -223,7 +231,10 @@ void FlowReconciler::countDrops(const FlowDump& dump) {
     }
 }
 
-std::string FlowReconciler::notReady() const { return error_.empty() ? "" : "flows: " + error_.str(); }
+std::string FlowReconciler::notReady() const {
+    if (opts_.waitForPolicy && !policy_) return "flows: waiting for NetworkPolicy (the table waits for the first list)";
+    return error_.empty() ? "" : "flows: " + error_.str();
+}
 
 void FlowReconciler::status(nlohmann::json& out) const {
     out["flows"] = {{"bridge", opts_.bridge},
@@ -232,6 +243,9 @@ void FlowReconciler::status(nlohmann::json& out) const {
                     {"error", error_.str()},
                     {"podsLeftOut", skipped_},
                     {"serviceReplyPath", opts_.serviceReplyPath},
+                    {"policyStage", policy_ && policy_->active()},
+                    // The table last rendered is the one on the bridge.
+                    {"upToDate", !desired_.empty() && desired_ == installed_},
                     {"dropped", nlohmann::json::object()}};
     for (const auto& c : drops_) out["flows"]["dropped"][c.statusKey] = c.total();
 }

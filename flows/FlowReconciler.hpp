@@ -25,6 +25,7 @@
 #include "base/RetryTimer.hpp"
 #include "flows/FlowTable.hpp"
 #include "flows/OpenFlowBridge.hpp"
+#include "flows/PolicyStage.hpp"
 #include "ovs/OvsdbReplica.hpp"
 
 namespace kovs::flows {
@@ -36,6 +37,10 @@ struct FlowReconcilerOptions {
     std::string tunnelPort = "tun0";
     std::vector<IpPrefix> gatewayAddresses;  // gw0's, one per family with its pod CIDR's length (FlowInputs)
     bool serviceReplyPath = true;
+    std::vector<IpPrefix> serviceCIDRs;  // FlowInputs::serviceCIDRs
+    // NetworkPolicy comes from setPolicy: no table is installed before the
+    // first one (the bridge keeps the table it has).
+    bool waitForPolicy = false;
     std::chrono::milliseconds readBack{std::chrono::seconds(30)};
     // Each ovs-ofctl call: a vswitchd that does not answer by then is given up on (and retried).
     std::chrono::milliseconds ofctlTimeout{std::chrono::seconds(10)};
@@ -57,6 +62,8 @@ public:
     void start();
     // The peers, already validated (peers/PeerFilter).
     void setPeers(std::vector<FlowPeer> peers);
+    // What NetworkPolicy says about this node's pods (policy/PolicySource).
+    void setPolicy(policy::CompiledPolicy policy);
     // The replica changed.
     void onDatabaseChange();
     // Read the table back soon (coalesced): vswitchd restarted, or may have.
@@ -94,6 +101,7 @@ private:
     FlowReconcilerOptions opts_;
     OpenFlowBridge bridge_;
     std::vector<FlowPeer> peers_;
+    std::optional<policy::CompiledPolicy> policy_;
     std::map<std::string, std::string> holders_;  // the last render's, for the next (FlowInputs::holders)
     bool started_ = false;
 
@@ -119,7 +127,9 @@ private:
     std::vector<DropCounter> drops_{{FlowTable::kCookieTunnelUnknownSource, "tunnelUnknownSource", "tunnel_unknown_source"},
                                     {FlowTable::kCookieTunnelForgedSource, "tunnelForgedSource", "tunnel_forged_source"},
                                     {FlowTable::kCookiePodSpoofed, "podSpoofed", "pod_spoofed"},
-                                    {FlowTable::kCookiePodRouterMessage, "podRouterMessage", "pod_router_message"}};
+                                    {FlowTable::kCookiePodRouterMessage, "podRouterMessage", "pod_router_message"},
+                                    {kCookiePolicyIngressDrop, "policyIngress", "policy_ingress"},
+                                    {kCookiePolicyEgressDrop, "policyEgress", "policy_egress"}};
 
     RetryTimer retry_{loop_, std::chrono::milliseconds(200), std::chrono::seconds(10), [this] { reconcile(true); }};
     struct Waiter {

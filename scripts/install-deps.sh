@@ -14,7 +14,7 @@ packages=(
   # runtime and tests
   openvswitch-switch openvswitch-common containernetworking-plugins iproute2
   ethtool iperf3 bc procps systemd dbus python3 socat jq util-linux
-  iputils-ping openssl
+  iputils-ping openssl curl
   # the Services e2e scenario: kube-proxy's two modes (iptables above), the
   # nodes' conntrack table, a CoreDNS-shaped DNS server and a DNS client
   nftables conntrack dnsmasq-base bind9-dnsutils tcpdump

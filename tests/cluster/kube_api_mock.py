@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Just enough of the Kubernetes API server for kovs: the Node objects.
+"""Just enough of the Kubernetes API server for kovs: Nodes, and the Namespaces,
+Pods and NetworkPolicies that NetworkPolicy enforcement reads.
 
 Used by footprint_bench.sh (agents with `peers: {source: kubernetes}`, measured
 the way kind users run them) and by the kind-node provider of tests/cluster
@@ -38,6 +39,21 @@ over the node's network as kubelet does:
   GET /api/v1/namespaces/NS/configmaps/NAME
       that ConfigMap (configMap volumes), or the real server's 404.
 
+Namespaces, Pods and NetworkPolicies as the tests write them, for the
+agents' NetworkPolicy informers (list and watch, like the Nodes; the objects
+get resourceVersion, uid and creationTimestamp, Namespaces the
+kubernetes.io/metadata.name label and Pods kubelet's and kubectl's
+managedFields, about 3 KiB, as the real server returns them):
+
+  GET  /api/v1/namespaces, /api/v1/pods, /apis/networking.k8s.io/v1/networkpolicies
+      the list, or with watch=true the events, as for the Nodes above (pods:
+      also those of --objects in the list, and fieldSelector spec.nodeName).
+  POST /api/v1/namespaces, /api/v1/namespaces/NS/pods,
+       /apis/networking.k8s.io/v1/namespaces/NS/networkpolicies
+      create (409 AlreadyExists; 404 for a namespace that does not exist).
+  PUT, PATCH (JSON merge patch, as `kubectl label` sends), DELETE on .../NAME
+      replace, patch, delete (404 NotFound), each one watch event.
+
 A request without `Authorization: Bearer <the token>` gets the API server's 401
 Status; other paths 404, other methods 405.
 
@@ -47,16 +63,17 @@ clients watch again from their resourceVersion); SIGUSR1 also compacts the
 event history first, as etcd does, so that every client's next watch gets the
 410 Gone ERROR event and must list again.
 
-Left out of the real API: every resource but nodes, pods and ConfigMaps (no
-DaemonSets, Services, leases, events), watches of pods, writes of any kind
-(pod status stays with the kubelet runner), label selectors and every field
-selector but spec.nodeName on pods,
-pagination (limit/continue), protobuf and table output, RBAC and real token
-review (one shared token stands for every service account), and resource
-versions other objects would move on (bookmarks stand in for those).
+Left out of the real API: every other resource (no DaemonSets, Services,
+leases, events), admission and validation beyond the name (a NetworkPolicy
+the real server would refuse is stored as sent: the agents' decoders are what
+it tests), strategic merge patch, label selectors and every field selector but
+spec.nodeName on pods, pagination (limit/continue), protobuf and table output,
+RBAC and real token review (one shared token stands for every service
+account), and resource versions other objects would move on (bookmarks stand
+in for those).
 Standard library only. The Node objects' shapes are kube_node_shapes.py; the
 rest (the store of events, the handler, the server) shares one lock and one
-resourceVersion and is kept in this one file of some 430 lines.
+resourceVersion and is kept in this one file.
 """
 
 import argparse
@@ -79,6 +96,53 @@ PEER_LINES = (
     re.compile(r"  nodeIPs?: \[?(?P<ips>[0-9a-fA-F.:', ]+)\]?"),
     re.compile(r"  podCIDRs: \[(?P<cidrs>[^\]]*)\]"),
 )
+
+
+# Resources the tests write (create, label, delete) and the agents list and
+# watch: resource -> (kind, apiVersion).
+WRITABLE = {"namespaces": ("Namespace", "v1"), "pods": ("Pod", "v1"),
+            "networkpolicies": ("NetworkPolicy", "networking.k8s.io/v1")}
+NAME = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?"
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch (kubectl label/annotate send one)."""
+    if not isinstance(patch, dict):
+        return patch
+    if not isinstance(target, dict):
+        target = {}
+    for k, v in patch.items():
+        if v is None:
+            target.pop(k, None)
+        else:
+            target[k] = merge_patch(target.get(k), v)
+    return target
+
+
+def pod_managed_fields(pod):
+    """managedFields as kubelet and kube-controller-manager leave them on a
+    running Pod: about 3 KiB of fieldsV1 the agents must skip while parsing."""
+    containers = {f'k:{{"name":"{c.get("name", "c")}"}}': {
+        ".": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {},
+        "f:ports": {f'k:{{"containerPort":{p.get("containerPort", 0)},"protocol":"{p.get("protocol", "TCP")}"}}':
+                    {".": {}, "f:containerPort": {}, "f:name": {}, "f:protocol": {}}
+                    for p in c.get("ports", [])},
+        "f:resources": {}, "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {}}
+        for c in pod.get("spec", {}).get("containers", [])}
+    status_fields = {"f:conditions": {f'k:{{"type":"{t}"}}': {".": {}, "f:lastProbeTime": {}, "f:lastTransitionTime": {},
+                                                             "f:status": {}, "f:type": {}}
+                                      for t in ("ContainersReady", "Initialized", "PodReadyToStartContainers",
+                                                "PodScheduled", "Ready")},
+                     "f:containerStatuses": {}, "f:hostIP": {}, "f:hostIPs": {}, "f:phase": {}, "f:podIP": {},
+                     "f:podIPs": {".": {}, 'k:{"ip":"x"}': {".": {}, "f:ip": {}}}, "f:startTime": {}}
+    return [{"manager": "kubectl-create", "operation": "Update", "apiVersion": "v1", "time": "2026-12-03T00:00:00Z",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {".": {}}},
+                                                   "f:spec": {"f:containers": containers, "f:dnsPolicy": {},
+                                                              "f:enableServiceLinks": {}, "f:restartPolicy": {},
+                                                              "f:schedulerName": {}, "f:securityContext": {},
+                                                              "f:terminationGracePeriodSeconds": {}}}},
+            {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": "2026-12-03T00:00:01Z",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:status": status_fields}, "subresource": "status"}]
 
 
 def read_peers(path):
@@ -116,7 +180,8 @@ class Api:
         self.changed = threading.Condition()
         self.rv = 1000
         self.nodes = {}      # name -> (peer tuple, Node object)
-        self.events = []     # (resourceVersion, type, Node object), oldest first
+        self.events = []     # (resourceVersion, type, object, resource), oldest first
+        self.store = {r: {} for r in WRITABLE}  # resource -> key ("ns/name" or "name") -> object
         self.generation = 0  # bumped by drop_watches: every open watch ends
         self.index = 0       # nodes added, for their uids and creationTimestamps
         self.created = {}    # name -> its index when it was added
@@ -135,7 +200,7 @@ class Api:
                 del self.created[name]
                 gone = json.loads(json.dumps(node))
                 gone["metadata"]["resourceVersion"] = str(self.rv)
-                self.events.append((self.rv, "DELETED", gone))
+                self.events.append((self.rv, "DELETED", gone, "nodes"))
             for name, peer in wanted.items():
                 if name in self.nodes and self.nodes[name][0] == peer:
                     continue
@@ -146,7 +211,7 @@ class Api:
                     self.index += 1
                 node = self.make(*peer, str(self.rv), self.created[name])
                 self.nodes[name] = (peer, node)
-                self.events.append((self.rv, kind, node))
+                self.events.append((self.rv, kind, node, "nodes"))
             self.changed.notify_all()
 
     def drop_watches(self, compact):
@@ -160,12 +225,65 @@ class Api:
             self.generation += 1
             self.changed.notify_all()
 
-    def list_body(self):
+    def current(self, resource, match=None):
+        """The objects of a resource now (with self.changed held)."""
+        if resource == "nodes":
+            return [node for _, node in self.nodes.values()]
+        return [o for o in self.store[resource].values() if match is None or match(o)]
+
+    def list_body(self, resource="nodes", match=None, extra=()):
         with self.changed:
-            return json.dumps({"kind": "NodeList", "apiVersion": "v1",
-                               "metadata": {"resourceVersion": str(self.rv)},
-                               "items": [node for _, node in self.nodes.values()]},
+            items = self.current(resource, match) + list(extra)
+            return json.dumps({"kind": WRITABLE.get(resource, ("Node",))[0] + "List",
+                               "apiVersion": WRITABLE.get(resource, ("", "v1"))[1],
+                               "metadata": {"resourceVersion": str(self.rv)}, "items": items},
                               separators=(",", ":")).encode()
+
+    def write(self, method, resource, namespace, name, body):
+        """Create (POST), replace (PUT), merge-patch (PATCH) or delete an
+        object as the real server does; returns (HTTP code, object or Status)."""
+        kind, version = WRITABLE[resource]
+        with self.changed:
+            objects = self.store[resource]
+            if method == "POST":
+                name = (body.get("metadata") or {}).get("name", "")
+            key = f"{namespace}/{name}" if namespace else name
+            old = objects.get(key)
+            if method == "POST" and old is not None:
+                return 409, {**status(409, "AlreadyExists", f'{resource} "{name}" already exists'),
+                             "details": {"name": name, "kind": resource}}
+            if method != "POST" and old is None:
+                return 404, {**status(404, "NotFound", f'{resource} "{name}" not found'),
+                             "details": {"name": name, "kind": resource}}
+            if method == "DELETE":
+                del objects[key]
+                self.rv += 1
+                gone = json.loads(json.dumps(old))
+                gone["metadata"]["resourceVersion"] = str(self.rv)
+                self.events.append((self.rv, "DELETED", gone, resource))
+                self.changed.notify_all()
+                return 200, gone
+            obj = merge_patch(json.loads(json.dumps(old)), body) if method == "PATCH" else body
+            if not isinstance(obj, dict) or not name or not re.fullmatch(NAME, name):
+                return 422, status(422, "Invalid", f"{resource}: metadata.name must be a DNS-1123 name")
+            meta = obj.setdefault("metadata", {})
+            meta["name"] = name
+            if namespace:
+                meta["namespace"] = namespace
+            obj["kind"], obj["apiVersion"] = kind, version
+            self.rv += 1
+            meta["resourceVersion"] = str(self.rv)
+            meta["uid"] = (old or {}).get("metadata", {}).get("uid") or f"00000000-0000-4000-8000-{self.rv:012d}"
+            meta["creationTimestamp"] = (old or {}).get("metadata", {}).get("creationTimestamp") or \
+                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            if resource == "namespaces":  # as the real server labels every namespace
+                meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = name
+            if resource == "pods":  # what makes kind's Pods a few KiB each
+                meta["managedFields"] = pod_managed_fields(obj)
+            objects[key] = obj
+            self.events.append((self.rv, "ADDED" if old is None else "MODIFIED", obj, resource))
+            self.changed.notify_all()
+            return 201 if method == "POST" else 200, obj
 
     def node(self, name):
         with self.changed:
@@ -256,6 +374,13 @@ class Handler(BaseHTTPRequestHandler):
         if url.path == "/api/v1/pods":
             self.pods(api, query)
             return
+        collections = {"/api/v1/namespaces": "namespaces", "/apis/networking.k8s.io/v1/networkpolicies": "networkpolicies"}
+        if url.path in collections:
+            if query.get("watch") in ("true", "1"):
+                self.watch(api, query, collections[url.path])
+            else:
+                self.list(api, collections[url.path])
+            return
         m = re.fullmatch(rf"/api/v1/namespaces/{name}/configmaps/{name}", url.path)
         if m:
             cm = api.stored(m[1], "configmaps", m[3])
@@ -284,32 +409,64 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         self.close_connection = True
-        self.send_json(405, status(405, "MethodNotAllowed", "the server does not allow this method"))
+        api = self.server.api
+        if self.headers.get("Authorization") != "Bearer " + api.token:
+            self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
+            return
+        path = urlsplit(self.path).path
+        m = (re.fullmatch(rf"/api/v1/(namespaces)(?:/({NAME}))?", path) or
+             re.fullmatch(rf"/api/v1/namespaces/({NAME})/(pods)(?:/({NAME}))?", path) or
+             re.fullmatch(rf"/apis/networking.k8s.io/v1/namespaces/({NAME})/(networkpolicies)(?:/({NAME}))?", path))
+        if not m:
+            self.send_json(405, status(405, "MethodNotAllowed", "the server does not allow this method"))
+            return
+        if m.re.pattern.startswith("/api/v1/(namespaces)"):
+            resource, namespace, name = "namespaces", None, m[2]
+        else:
+            resource, namespace, name = m[3], m[1], m[4]
+        if (self.command == "POST") != (name is None):
+            self.send_json(405, status(405, "MethodNotAllowed", f"{self.command} {path}"))
+            return
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length)) if length else {}
+        except ValueError as e:
+            self.send_json(400, status(400, "BadRequest", f"the body is not JSON: {e}"))
+            return
+        if namespace and self.command == "POST" and namespace not in api.store["namespaces"]:
+            self.send_json(404, status(404, "NotFound", f'namespaces "{namespace}" not found'))
+            return
+        code, obj = api.write(self.command, resource, namespace, name, body)
+        self.send_json(code, obj)
 
     do_PUT = do_PATCH = do_DELETE = do_POST
 
     def pods(self, api, query):
         selector = query.get("fieldSelector", "")
         node = selector[len("spec.nodeName="):] if selector.startswith("spec.nodeName=") else None
-        if query.get("watch") in ("true", "1") or (selector and node is None):
-            self.send_json(400, status(400, "BadRequest", f"not implemented here: watch or fieldSelector '{selector}'"))
+        if selector and node is None:
+            self.send_json(400, status(400, "BadRequest", f"not implemented here: fieldSelector '{selector}'"))
             return
-        items = [p for p in api.stored(None, "pods") if node is None or p.get("spec", {}).get("nodeName") == node]
-        self.send_json(200, {"kind": "PodList", "apiVersion": "v1",
-                             "metadata": {"resourceVersion": api.next_rv()}, "items": items})
+        match = None if node is None else (lambda p: p.get("spec", {}).get("nodeName") == node)
+        if query.get("watch") in ("true", "1"):
+            self.watch(api, query, "pods", match)
+            return
+        # The pods the tests wrote, and those of --objects (the kind-node provider's kubelet runner's).
+        files = [p for p in api.stored(None, "pods") if match is None or match(p)]
+        self.send_json(200, json.loads(api.list_body("pods", match, files)))
 
-    def list(self, api):
+    def list(self, api, resource="nodes"):
         # Chunked, like the real server for any list larger than its buffer.
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        body = api.list_body()
+        body = api.list_body(resource)
         for i in range(0, len(body), 32768):
             self.chunk(body[i:i + 32768])
         self.wfile.write(b"0\r\n\r\n")
 
-    def watch(self, api, query):
+    def watch(self, api, query, resource="nodes", match=None):
         rv, timeout = query.get("resourceVersion", "0") or "0", query.get("timeoutSeconds", "")
         if not rv.isdigit() or (timeout and not timeout.isdigit()):
             self.send_json(400, status(400, "BadRequest", f"bad resourceVersion '{rv}' or timeoutSeconds '{timeout}'"))
@@ -336,7 +493,7 @@ class Handler(BaseHTTPRequestHandler):
             if last == 0:
                 # "Any version": the current state as ADDED events, then changes.
                 with api.changed:
-                    current, last = [node for _, node in api.nodes.values()], api.rv
+                    current, last = api.current(resource, match), api.rv
                 for node in current:
                     send("ADDED", node)
                     sent["events"] += 1
@@ -359,12 +516,15 @@ class Handler(BaseHTTPRequestHandler):
                     if not pending:
                         api.changed.wait(min(end, next_bookmark) - now)
                         pending = [e for e in api.events if e[0] > last]
-                for erv, kind, obj in pending:
-                    send(kind, obj)
+                for erv, kind, obj, of in pending:
                     last = erv
+                    if of != resource or (match and not match(obj)):
+                        continue
+                    send(kind, obj)
                     sent["events"] += 1
                 if bookmarks and time.monotonic() >= next_bookmark:
-                    send("BOOKMARK", {"kind": "Node", "apiVersion": "v1", "metadata": {"resourceVersion": api.next_rv()}})
+                    kind, version = WRITABLE.get(resource, ("Node", "v1"))
+                    send("BOOKMARK", {"kind": kind, "apiVersion": version, "metadata": {"resourceVersion": api.next_rv()}})
                     sent["bookmarks"] += 1
                     next_bookmark = time.monotonic() + api.bookmark_interval
             self.wfile.write(b"0\r\n\r\n")

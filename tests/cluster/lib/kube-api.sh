@@ -72,3 +72,12 @@ api_requests() { grep -cF " $(node_ip "$1") \"GET " "$(api_dir)/requests.log" ||
 # Node N's agent listed the nodes successfully: its peers came from the API.
 api_listed() { grep -qF " $(node_ip "$1") \"GET /api/v1/nodes HTTP/1.1\" 200 " "$(api_dir)/requests.log"; }
 
+# kube_api METHOD PATH [JSON]: one request to the mock API server, as kubectl
+# would make it (the cluster's token and CA); prints the response body and
+# fails on an HTTP error.
+kube_api() {
+    local d; d=$(api_dir)
+    in_underlay curl -sS --fail-with-body --max-time 10 --cacert "$d/apiserver.crt" \
+        -H "Authorization: Bearer $(cat "$d/token")" -H "Content-Type: application/json" \
+        -X "$1" ${3:+--data-binary "$3"} "https://$api_addr:$api_port$2"
+}

@@ -34,6 +34,14 @@ TEST(Config, DefaultsNeedOnlyThePodCidr) {
 
 // ovs.db and ovs.dbPath were renamed (they read as one thing): the old
 // names still work.
+TEST(Config, NetworkPolicyIsEnforcedWhereThePodsComeFromTheApi) {
+    EXPECT_FALSE(parseConfig("node: {podCIDR: 10.0.0.0/24}\n").enforcesPolicy()) << "no API: nothing to enforce";
+    EXPECT_FALSE(parseConfig("node: {podCIDR: 10.0.0.0/24}\npeers: {source: file}\n").enforcesPolicy());
+    EXPECT_TRUE(parseConfig("node: {podCIDR: 10.0.0.0/24}\npeers: {source: kubernetes}\n").enforcesPolicy());
+    EXPECT_FALSE(parseConfig("node: {podCIDR: 10.0.0.0/24}\npeers: {source: kubernetes}\nnetworkPolicy: {enforce: false}\n").enforcesPolicy());
+    EXPECT_FALSE(parseConfig("mode: companion\npeers: {source: kubernetes}\n").enforcesPolicy()) << "the other CNI's";
+}
+
 TEST(Config, TheOldOvsKeyNamesStillWork) {
     auto c = parseConfig("node: {podCIDR: 10.0.0.0/24}\novs: {db: 'tcp:127.0.0.1:6640', dbPath: /var/lib/ovs/conf.db}\n");
     EXPECT_EQ(c.ovsdbRemote(), "tcp:127.0.0.1:6640");
@@ -115,6 +123,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\nbridge: {gateway: a-very-long-gateway0}\n", "bridge.gateway: not a valid interface name"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\nbridge: {gateway: ''}\n", "bridge.gateway: must not be empty"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\nmode: hybrid\n", "mode: expected one of companion, standalone, got 'hybrid'"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\nnetworkPolicy: {enforce: true}\n", "networkPolicy.enforce: needs peers.source: kubernetes"},
+        BadConfig{"mode: companion\npeers: {source: kubernetes}\nnetworkPolicy: {enforce: true}\n",
+                  "networkPolicy.enforce: companion mode never installs policy"},
+        BadConfig{"node: {podCIDR: 10.0.0.0/24}\nnetworkPolicy: {enfore: false}\n", "networkPolicy.enfore: unknown key"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\novs: {manage: maybe}\n", "ovs.manage: expected true or false"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\novs: {db: /var/run/db.sock}\n", "ovs.db: expected unix:/path or tcp:host:port"},
         BadConfig{"node: {podCIDR: 10.0.0.0/24}\novs: {remote: /var/run/db.sock}\n", "ovs.remote: expected unix:/path or tcp:host:port"},

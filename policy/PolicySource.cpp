@@ -1,0 +1,129 @@
+#include "policy/PolicySource.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace kovs::policy {
+namespace {
+
+kube::ListWatchOptions listWatch(kube::ListWatchOptions lw, const char* resource, const char* path, const std::vector<std::string>& fields) {
+    lw.resource = resource;
+    lw.path = path;
+    lw.fields = fields;
+    return lw;
+}
+
+template <typename T>
+std::map<std::string, T> itemsOf(const std::optional<kube::Snapshot<T>>& s) {
+    return s ? s->items : std::map<std::string, T>{};
+}
+
+}  // namespace
+
+PolicySource::PolicySource(EventLoop& loop, kube::KubeCredentials creds, std::string nodeName, kube::ListWatchOptions tuning)
+    : loop_(loop),
+      nodeName_(std::move(nodeName)),
+      namespaces_(loop, creds, listWatch(tuning, "namespaces", "/api/v1/namespaces", namespaceFields()),
+                  [](const nlohmann::json& o) { return std::optional<PolicyNamespace>(decodeNamespace(o)); }),
+      pods_(loop, creds, listWatch(tuning, "pods", "/api/v1/pods", podFields()), decodePod),
+      policies_(loop, creds, listWatch(tuning, "networkpolicies", "/apis/networking.k8s.io/v1/networkpolicies", networkPolicyFields()),
+                [](const nlohmann::json& o) { return std::optional<NetworkPolicy>(decodeNetworkPolicy(o)); }) {}
+
+void PolicySource::start(Callback onPolicy) {
+    onPolicy_ = std::move(onPolicy);
+    namespaces_.start([this](const kube::Snapshot<PolicyNamespace>& s) {
+        namespaceSnapshot_ = s;
+        changed();
+    });
+    pods_.start([this](const kube::Snapshot<PolicyPod>& s) {
+        podSnapshot_ = s;
+        changed();
+    });
+    policies_.start([this](const kube::Snapshot<NetworkPolicy>& s) {
+        for (const auto& [key, np] : s.items) {
+            auto old = policySnapshot_ ? policySnapshot_->items.find(key) : decltype(s.items.end()){};
+            bool seen = policySnapshot_ && old != policySnapshot_->items.end() && old->second.warnings == np.warnings;
+            if (!seen) {
+                for (const auto& w : np.warnings) spdlog::warn("networkPolicy: {}", w);
+            }
+        }
+        policySnapshot_ = s;
+        changed();
+    });
+}
+
+void PolicySource::stop() {
+    *alive_ = false;
+    namespaces_.stop();
+    pods_.stop();
+    policies_.stop();
+}
+
+// Informer deliveries come one resource at a time; one compile follows a burst.
+void PolicySource::changed() {
+    if (pending_ || !namespaceSnapshot_ || !podSnapshot_ || !policySnapshot_) return;
+    pending_ = true;
+    loop_.post([this, alive = alive_] {
+        if (!*alive) return;
+        pending_ = false;
+        compile();
+    });
+}
+
+void PolicySource::compile() {
+    const auto began = std::chrono::steady_clock::now();
+    PolicyCluster c{itemsOf(namespaceSnapshot_), itemsOf(podSnapshot_), itemsOf(policySnapshot_)};
+    auto compiled = compilePolicy(c, nodeName_);
+    lastCompileSeconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    ++compiles_;
+    compiledPolicies_ = c.policies.size();
+    if (compiles_ > 1 && compiled == compiled_) return;
+    compiled_ = std::move(compiled);
+    if (onPolicy_) onPolicy_(compiled_);
+}
+
+void PolicySource::status(nlohmann::json& out) const {
+    auto& s = out["networkPolicy"];
+    s["listed"] = {{"namespaces", namespaceSnapshot_.has_value()}, {"pods", podSnapshot_.has_value()},
+                   {"networkPolicies", policySnapshot_.has_value()}};
+    s["namespaces"] = namespaceSnapshot_ ? namespaceSnapshot_->items.size() : 0;
+    s["pods"] = podSnapshot_ ? podSnapshot_->items.size() : 0;
+    s["policies"] = compiledPolicies_;
+    s["rules"] = compiled_.rules.size();
+    s["isolatedAddresses"] = {{"ingress", compiled_.isolatedIngress.size()}, {"egress", compiled_.isolatedEgress.size()}};
+    s["compiles"] = compiles_;
+    s["lastCompileSeconds"] = lastCompileSeconds_;
+    auto& warnings = s["warnings"] = nlohmann::json::object();
+    if (policySnapshot_) {
+        for (const auto& [key, np] : policySnapshot_->items) {
+            if (!np.warnings.empty()) warnings[key] = np.warnings;
+        }
+    }
+    auto& rejected = s["unreadable"] = nlohmann::json::object();
+    auto addRejected = [&](const auto& snap) {
+        if (!snap) return;
+        for (const auto& [key, why] : snap->rejected) rejected[key] = why;
+    };
+    addRejected(namespaceSnapshot_);
+    addRejected(podSnapshot_);
+    addRejected(policySnapshot_);
+}
+
+void PolicySource::metrics(MetricsText& m) const {
+    namespaces_.metrics(m);
+    pods_.metrics(m);
+    policies_.metrics(m);
+    m.gauge("kovs_policy_rules", "NetworkPolicy rules realized for this node's pods.", static_cast<double>(compiled_.rules.size()));
+    m.counter("kovs_policy_compiles_total", "NetworkPolicy compiles for this node.", static_cast<double>(compiles_));
+}
+
+std::string PolicySource::notReady() const {
+    std::string missing;
+    if (!namespaceSnapshot_) missing += " namespaces";
+    if (!podSnapshot_) missing += " pods";
+    if (!policySnapshot_) missing += " networkpolicies";
+    return missing.empty() ? "" : "networkPolicy: not listed yet:" + missing;
+}
+
+}  // namespace kovs::policy

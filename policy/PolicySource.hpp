@@ -1,0 +1,62 @@
+#pragma once
+// NetworkPolicy's inputs from the Kubernetes API: Namespaces, Pods and
+// NetworkPolicies, each listed and watched by a kube::Informer that keeps
+// only what the decoders read (policy/PolicyModel), composed into one
+// PolicyCluster and compiled for this node (PolicyCompiler) on the loop,
+// once per burst of changes. An object that does not decode is skipped and
+// counted (kovs_kube_objects_rejected_total{resource}); a policy with parts
+// this version cannot express is compiled to allow less, and named in status.
+//
+// Nothing is delivered before all three have been listed once: the flow job
+// keeps the table it has meanwhile, so an agent restart never opens an
+// isolated pod for a moment.
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "base/EventLoop.hpp"
+#include "base/Job.hpp"
+#include "kube/Informer.hpp"
+#include "policy/PolicyCompiler.hpp"
+#include "policy/PolicyModel.hpp"
+
+namespace kovs::policy {
+
+class PolicySource : public Job {
+public:
+    using Callback = std::function<void(const CompiledPolicy&)>;
+
+    // `tuning`: backoff, timeouts and limits for the three list/watches.
+    PolicySource(EventLoop& loop, kube::KubeCredentials creds, std::string nodeName, kube::ListWatchOptions tuning = {});
+    ~PolicySource() override { stop(); }
+
+    void start(Callback onPolicy);
+    void stop();
+
+    std::string name() const override { return "networkPolicy"; }
+    void status(nlohmann::json& out) const override;
+    void metrics(MetricsText& out) const override;
+    std::string notReady() const override;
+
+private:
+    void changed();
+    void compile();
+
+    EventLoop& loop_;
+    std::string nodeName_;
+    kube::Informer<PolicyNamespace> namespaces_;
+    kube::Informer<PolicyPod> pods_;
+    kube::Informer<NetworkPolicy> policies_;
+    std::optional<kube::Snapshot<PolicyNamespace>> namespaceSnapshot_;
+    std::optional<kube::Snapshot<PolicyPod>> podSnapshot_;
+    std::optional<kube::Snapshot<NetworkPolicy>> policySnapshot_;
+    Callback onPolicy_;
+    bool pending_ = false;
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+    CompiledPolicy compiled_;
+    uint64_t compiles_ = 0;
+    size_t compiledPolicies_ = 0;  // the policies the last compile saw
+    double lastCompileSeconds_ = 0;
+};
+
+}  // namespace kovs::policy

@@ -1,0 +1,50 @@
+// policy_truth: the evaluator (policy/PolicyEvaluator) as a command, for the
+// e2e tests' truth tables. Reads one JSON object on stdin:
+//   {"namespaces": [Namespace...], "pods": [Pod...], "policies": [NetworkPolicy...],
+//    "probes": [{"from": "x/a", "to": "y/b", "protocol": "TCP", "port": 80}, ...]}
+// (the objects as the API server returns them) and prints one line per
+// probe: "x/a y/b TCP 80 allow" or "... deny". Exit 2 on bad input.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "base/Error.hpp"
+#include "policy/PolicyEvaluator.hpp"
+
+using namespace kovs::policy;
+using nlohmann::json;
+
+int main() {
+    try {
+        json in = json::parse(std::cin);
+        PolicyCluster c;
+        for (const auto& o : in.at("namespaces")) {
+            auto ns = decodeNamespace(o);
+            c.namespaces[ns.name] = ns;
+        }
+        for (const auto& o : in.at("pods")) {
+            if (auto pod = decodePod(o)) c.pods[pod->key()] = *pod;
+        }
+        for (const auto& o : in.at("policies")) {
+            auto np = decodeNetworkPolicy(o);
+            c.policies[np.key()] = np;
+        }
+        auto endpoint = [&](const std::string& key) {
+            const auto& pod = c.pods.at(key);
+            return Endpoint{key, pod.ips.at(0), pod.nodeName};
+        };
+        for (const auto& p : in.at("probes")) {
+            auto from = p.at("from").get<std::string>(), to = p.at("to").get<std::string>();
+            auto proto = p.at("protocol").get<std::string>();
+            int port = p.at("port").get<int>();
+            Protocol protocol = proto == "TCP" ? Protocol::TCP : proto == "UDP" ? Protocol::UDP : Protocol::SCTP;
+            bool ok = allowed(c, endpoint(from), endpoint(to), protocol, port);
+            std::printf("%s %s %s %d %s\n", from.c_str(), to.c_str(), proto.c_str(), port, ok ? "allow" : "deny");
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "policy_truth: %s\n", e.what());
+        return 2;
+    }
+    return 0;
+}
