@@ -42,10 +42,17 @@ TEST_F(KindFiles, ServiceAccountIsTheOneBoundToTheNodeReaderRole) {
 
     ASSERT_TRUE(docs_.count("ClusterRole/" + roleName)) << "roleRef names a missing ClusterRole " << roleName;
     auto rules = docs_["ClusterRole/" + roleName]["rules"];
-    ASSERT_EQ(rules.size(), 1u) << "nodes get/list/watch is all kovs needs";
+    ASSERT_EQ(rules.size(), 3u) << "nodes get/list/watch; namespaces, pods and networkpolicies list/watch: all kovs needs";
     EXPECT_EQ(strings(rules[0]["apiGroups"]), std::vector<std::string>{""});
     EXPECT_EQ(strings(rules[0]["resources"]), std::vector<std::string>{"nodes"});
     EXPECT_EQ(strings(rules[0]["verbs"]), (std::vector<std::string>{"get", "list", "watch"}));
+    // NetworkPolicy's inputs (policy/PolicySource): read-only, exactly these.
+    EXPECT_EQ(strings(rules[1]["apiGroups"]), std::vector<std::string>{""});
+    EXPECT_EQ(strings(rules[1]["resources"]), (std::vector<std::string>{"namespaces", "pods"}));
+    EXPECT_EQ(strings(rules[1]["verbs"]), (std::vector<std::string>{"list", "watch"}));
+    EXPECT_EQ(strings(rules[2]["apiGroups"]), std::vector<std::string>{"networking.k8s.io"});
+    EXPECT_EQ(strings(rules[2]["resources"]), std::vector<std::string>{"networkpolicies"});
+    EXPECT_EQ(strings(rules[2]["verbs"]), (std::vector<std::string>{"list", "watch"}));
 }
 
 }  // namespace
