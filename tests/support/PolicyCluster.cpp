@@ -6,7 +6,7 @@ namespace kovs::test {
 
 using nlohmann::json;
 
-std::vector<NetpolPod> netpolPods() {
+std::vector<NetpolPod> netpolPods(bool dual) {
     std::vector<NetpolPod> pods;
     int index = 0;
     for (const char* ns : {"x", "y", "z"}) {
@@ -15,6 +15,7 @@ std::vector<NetpolPod> netpolPods() {
             const int node = first ? 1 : 2;
             const int host = 10 + index;
             pods.push_back({ns, name, first ? "n1" : "n2", fmt::format("10.244.{}.{}", node, host),
+                            dual ? fmt::format("fd00:10:244:{}::{:x}", node, host) : "",
                             fmt::format("0a:58:0a:f4:{:02x}:{:02x}", node, host), 10 + index});
             ++index;
         }
@@ -33,11 +34,13 @@ json podObject(const NetpolPod& p) {
             ports.push_back({{"name", fmt::format("serve-{}-{}", port, lower)}, {"containerPort", port}, {"protocol", proto}});
         }
     }
+    json podIPs = json::array({{{"ip", p.ip}}});
+    if (!p.ip6.empty()) podIPs.push_back({{"ip", p.ip6}});
     return {{"apiVersion", "v1"},
             {"kind", "Pod"},
             {"metadata", {{"name", p.name}, {"namespace", p.ns}, {"labels", {{"pod", p.name}}}}},
             {"spec", {{"nodeName", p.node}, {"containers", json::array({{{"name", "c"}, {"ports", ports}}})}}},
-            {"status", {{"phase", "Running"}, {"podIP", p.ip}, {"podIPs", json::array({{{"ip", p.ip}}})}}}};
+            {"status", {{"phase", "Running"}, {"podIP", p.ip}, {"podIPs", podIPs}}}};
 }
 
 json namespaceObject(const std::string& ns) {
@@ -50,10 +53,10 @@ json policyObject(const std::string& ns, const std::string& name, json spec) {
             {"metadata", {{"name", name}, {"namespace", ns}}}, {"spec", std::move(spec)}};
 }
 
-policy::PolicyCluster netpolCluster(const std::vector<json>& policies) {
+policy::PolicyCluster netpolCluster(const std::vector<json>& policies, bool dual) {
     policy::PolicyCluster c;
     for (const char* ns : {"x", "y", "z"}) c.namespaces[ns] = policy::decodeNamespace(namespaceObject(ns));
-    for (const auto& p : netpolPods()) {
+    for (const auto& p : netpolPods(dual)) {
         auto pod = policy::decodePod(podObject(p));
         c.pods[pod->key()] = *pod;
     }

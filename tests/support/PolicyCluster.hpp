@@ -18,6 +18,7 @@ namespace kovs::test {
 struct NetpolPod {
     std::string ns, name, node;
     std::string ip;   // "10.244.N.x"
+    std::string ip6;  // "fd00:10:244:N::x" in a dual-stack cluster, else ""
     std::string mac;  // for the flow table
     int ofport;       // on its node's bridge
 };
@@ -25,7 +26,8 @@ struct NetpolPod {
 // x/a n1, x/b n2, x/c n1, y/a n2, ... : every namespace on both nodes.
 // Node n1 has pod CIDR 10.244.1.0/24, n2 10.244.2.0/24; node addresses
 // 172.18.0.2 and 172.18.0.3.
-std::vector<NetpolPod> netpolPods();
+// `dual`: each pod has an IPv6 address too (fd00:10:244:N::/64, kind's).
+std::vector<NetpolPod> netpolPods(bool dual = false);
 const char* netpolNodeIP(const std::string& node);
 
 nlohmann::json podObject(const NetpolPod& p);
@@ -34,7 +36,7 @@ nlohmann::json namespaceObject(const std::string& ns);
 nlohmann::json policyObject(const std::string& ns, const std::string& name, nlohmann::json spec);
 
 // The cluster the agent would see: namespaces and pods above, and `policies`.
-policy::PolicyCluster netpolCluster(const std::vector<nlohmann::json>& policies);
+policy::PolicyCluster netpolCluster(const std::vector<nlohmann::json>& policies, bool dual = false);
 
 struct PolicyCase {
     std::string name;

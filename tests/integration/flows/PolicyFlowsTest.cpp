@@ -1,8 +1,8 @@
-// NetworkPolicy in real OVS flows, held to the evaluator: two nodes' br-int
-// tables (one vswitchd, a bridge per node), rendered by FlowTable with the
-// policy stage from PolicyCompiler, and every probe of the upstream e2e
-// suite's matrix (pods x/a .. z/c on two nodes, the node, an address outside;
-// TCP 80/81, UDP 80, SCTP 81) decided by OVS's own classifier
+// NetworkPolicy in real OVS flows, held to the evaluator: two dual-stack
+// nodes' br-int tables (one vswitchd, a bridge per node), rendered by
+// FlowTable with the policy stage from PolicyCompiler, and every probe of the
+// upstream e2e suite's matrix (pods x/a .. z/c on two nodes, the node, an
+// address outside; TCP 80/81, UDP 80, SCTP 81; IPv4 and IPv6) decided by OVS's own classifier
 // (ofproto/trace, conntrack state "new") on the sender's node and, through
 // the tunnel, on the receiver's. Every decision must be the evaluator's
 // (policy/PolicyEvaluator), for the hand-written cases and generated ones.
@@ -31,6 +31,7 @@ using policy::Protocol;
 namespace {
 
 constexpr const char* kOutside = "192.0.2.10";
+constexpr const char* kOutside6 = "2001:db8::10";
 
 struct Probe {
     Protocol protocol;
@@ -56,7 +57,7 @@ bool outputsTo(const std::string& trace, int ofport) {
 
 class PolicyFlowsTest : public ::testing::Test {
 protected:
-    PolicyFlowsTest() : pods(test::netpolPods()) {
+    PolicyFlowsTest() : pods(test::netpolPods(true)) {
         for (const char* node : {"n1", "n2"}) {
             const auto br = bridge(node);
             std::vector<std::string> args{"add-br", br, "--", "set", "bridge", br, "datapath_type=netdev", "fail_mode=secure",
@@ -83,13 +84,16 @@ protected:
             flows::FlowInputs in;
             in.tunnelOfport = 2;
             in.gateway = {gwMac(node), 1};
-            in.gatewayAddresses = {IpPrefix::parse(fmt::format("10.244.{}.1/24", n))};
+            in.gatewayAddresses = {IpPrefix::parse(fmt::format("10.244.{}.1/24", n)), IpPrefix::parse(fmt::format("fd00:10:244:{}::1/64", n))};
             for (const auto& p : pods) {
-                if (p.node == node) in.pods.push_back({fmt::format("{}-{}-{}", node, p.ns, p.name), p.mac, {p.ip + "/24"}, p.ofport});
+                if (p.node == node)
+                    in.pods.push_back({fmt::format("{}-{}-{}", node, p.ns, p.name), p.mac, {p.ip + "/24", p.ip6 + "/64"}, p.ofport});
             }
             const auto peerIP = IpPrefix::parse(test::netpolNodeIP(other == 1 ? "n1" : "n2"));
-            in.peers = {{peerIP, {IpPrefix::parse(fmt::format("10.244.{}.0/24", other))}, {peerIP}}};
-            in.serviceCIDRs = {IpPrefix::parse("10.96.0.0/16")};
+            in.peers = {{peerIP,
+                         {IpPrefix::parse(fmt::format("10.244.{}.0/24", other)), IpPrefix::parse(fmt::format("fd00:10:244:{}::/64", other))},
+                         {peerIP}}};
+            in.serviceCIDRs = {IpPrefix::parse("10.96.0.0/16"), IpPrefix::parse("fd00:10:96::/112")};
             if (withPolicy) in.policy = policy::compilePolicy(c, node);
             auto rendered = flows::FlowTable::render(in);
             ASSERT_TRUE(rendered.skipped.empty()) << rendered.skipped.front();
@@ -117,8 +121,11 @@ protected:
         std::vector<std::string> wrong;  // "x/a -> y/b TCP/80: flows allow, evaluator denies"
     };
 
-    // Every probe through the installed tables, against the evaluator on `c`.
-    Outcome probeAll(const policy::PolicyCluster& c) {
+    // Every probe of one family through the installed tables, against the evaluator on `c`.
+    Outcome probeAll(const policy::PolicyCluster& c, int family = AF_INET) {
+        const bool v6 = family == AF_INET6;
+        auto ipOf = [&](const NetpolPod& p) { return v6 ? p.ip6 : p.ip; };
+        const std::string outside = v6 ? kOutside6 : kOutside;
         struct Pending {
             std::string what;
             bool expected;
@@ -129,10 +136,11 @@ protected:
         };
         std::vector<Pending> pending;
         std::vector<std::pair<std::string, std::string>> first;
-        auto endpoint = [&](const NetpolPod& p) { return policy::Endpoint{p.ns + "/" + p.name, IpPrefix::parse(p.ip), p.node}; };
+        auto endpoint = [&](const NetpolPod& p) { return policy::Endpoint{p.ns + "/" + p.name, IpPrefix::parse(ipOf(p)), p.node}; };
         for (const auto& probe : kProbes) {
             auto packet = [&](const std::string& src, const std::string& dst) {
-                return fmt::format("{},nw_src={},nw_dst={},{}_src=33333,{}_dst={}", probe.proto, src, dst, probe.field, probe.field, probe.port);
+                return fmt::format("{}{},{}={},{}={},{}_src=33333,{}_dst={}", probe.proto, v6 ? "6" : "", v6 ? "ipv6_src" : "nw_src", src,
+                                   v6 ? "ipv6_dst" : "nw_dst", dst, probe.field, probe.field, probe.port);
             };
             auto add = [&](const std::string& what, const policy::Endpoint& from, const policy::Endpoint& to, const std::string& srcNode,
                            const std::string& firstFlow, const std::string& dstNode, int dstOfport, const std::string& body) {
@@ -149,20 +157,20 @@ protected:
                 auto fromPod = fmt::format("in_port={},dl_src={},dl_dst={},", s.ofport, s.mac, gwMac(s.node));
                 for (const auto& d : pods) {
                     if (&s == &d) continue;
-                    auto body = packet(s.ip, d.ip);
+                    auto body = packet(ipOf(s), ipOf(d));
                     add(s.ns + "/" + s.name + " -> " + d.ns + "/" + d.name, endpoint(s), endpoint(d), s.node, fromPod + body, d.node,
                         d.ofport, body);
                 }
-                add(s.ns + "/" + s.name + " -> outside", endpoint(s), {std::nullopt, IpPrefix::parse(kOutside), ""}, s.node,
-                    fromPod + packet(s.ip, kOutside), "", 1, "");
+                add(s.ns + "/" + s.name + " -> outside", endpoint(s), {std::nullopt, IpPrefix::parse(outside), ""}, s.node,
+                    fromPod + packet(ipOf(s), outside), "", 1, "");
             }
             for (const auto& d : pods) {
                 auto fromGw = fmt::format("in_port=1,dl_src={},", gwMac(d.node));
-                add("outside -> " + d.ns + "/" + d.name, {std::nullopt, IpPrefix::parse(kOutside), ""}, endpoint(d), d.node,
-                    fromGw + packet(kOutside, d.ip), d.node, d.ofport, "");
-                const auto nodeIP = fmt::format("10.244.{}.1", nodeIndex(d.node));
+                add("outside -> " + d.ns + "/" + d.name, {std::nullopt, IpPrefix::parse(outside), ""}, endpoint(d), d.node,
+                    fromGw + packet(outside, ipOf(d)), d.node, d.ofport, "");
+                const auto nodeIP = v6 ? fmt::format("fd00:10:244:{}::1", nodeIndex(d.node)) : fmt::format("10.244.{}.1", nodeIndex(d.node));
                 add("own node -> " + d.ns + "/" + d.name, {std::nullopt, IpPrefix::parse(nodeIP), d.node}, endpoint(d), d.node,
-                    fromGw + packet(nodeIP, d.ip), d.node, d.ofport, "");
+                    fromGw + packet(nodeIP, ipOf(d)), d.node, d.ofport, "");
             }
         }
         auto firstTraces = traces(first);
@@ -187,7 +195,7 @@ protected:
             ++out.probes;
             out.allowed += actual[i];
             if (static_cast<bool>(actual[i]) != pending[i].expected)
-                out.wrong.push_back(fmt::format("{}: flows {}, evaluator {}", pending[i].what, actual[i] ? "allow" : "deny",
+                out.wrong.push_back(fmt::format("{}{}: flows {}, evaluator {}", pending[i].what, v6 ? " (IPv6)" : "", actual[i] ? "allow" : "deny",
                                                 pending[i].expected ? "allows" : "denies"));
         }
         return out;
@@ -195,9 +203,13 @@ protected:
 
     void check(const PolicyCase& pc) {
         SCOPED_TRACE(pc.name);
-        auto c = test::netpolCluster(pc.policies);
+        auto c = test::netpolCluster(pc.policies, true);
         install(c);
-        auto o = probeAll(c);
+        auto o = probeAll(c, AF_INET);
+        auto o6 = probeAll(c, AF_INET6);
+        o.probes += o6.probes;
+        o.allowed += o6.allowed;
+        o.wrong.insert(o.wrong.end(), o6.wrong.begin(), o6.wrong.end());
         std::string first;
         for (size_t i = 0; i < o.wrong.size() && i < 12; ++i) first += "\n  " + o.wrong[i];
         EXPECT_TRUE(o.wrong.empty()) << o.wrong.size() << " of " << o.probes << " probes differ:" << first
@@ -234,7 +246,7 @@ TEST_F(PolicyFlowsTest, GeneratedCasesDecideAsTheEvaluator) {
 // The test can fail: without the stage, a deny-all policy is not enforced
 // (what kovs did before NetworkPolicy), and the probes say so.
 TEST_F(PolicyFlowsTest, WithoutThePolicyStageTheProbesDisagree) {
-    auto c = test::netpolCluster(test::netpolCases().front().policies);
+    auto c = test::netpolCluster(test::netpolCases().front().policies, true);
     install(c, false);
     auto o = probeAll(c);
     EXPECT_EQ(o.allowed, o.probes) << "no policy stage: everything passes";
@@ -245,7 +257,8 @@ TEST_F(PolicyFlowsTest, WithoutThePolicyStageTheProbesDisagree) {
 // say about the other direction: only a new connection is judged.
 TEST_F(PolicyFlowsTest, RepliesOfAnAllowedConnectionPass) {
     auto c = test::netpolCluster({test::policyObject("x", "deny-all", {{"podSelector", nlohmann::json::object()},
-                                                                       {"policyTypes", {"Ingress", "Egress"}}})});
+                                                                       {"policyTypes", {"Ingress", "Egress"}}})},
+                                 true);
     install(c);
     const auto& xa = pods[0];  // x/a on n1, ofport 10
     const auto& yc = pods[5];  // y/c on n2
@@ -259,4 +272,52 @@ TEST_F(PolicyFlowsTest, RepliesOfAnAllowedConnectionPass) {
     ASSERT_EQ(replies.replies.size(), 2u);
     EXPECT_FALSE(outputsTo(replies.replies[0].text, 2)) << "a new connection out of x/a is denied:\n" << replies.replies[0].text;
     EXPECT_TRUE(outputsTo(replies.replies[1].text, 2)) << "a reply is not:\n" << replies.replies[1].text;
+}
+
+// kube-proxy translates a ClusterIP in the client node's kernel: the packet to
+// the ClusterIP passes the egress stage untouched (out to gw0) and comes back
+// from gw0 with the pod's source and the backend's address, where the policy
+// judges it. NodePort traffic comes from gw0 too, with a node's address
+// (externalTrafficPolicy Cluster: SNAT) or the client's (Local).
+TEST_F(PolicyFlowsTest, ServicesAreJudgedAfterTheKernelsTranslation) {
+    using nlohmann::json;
+    auto c = test::netpolCluster(
+        {test::policyObject("z", "to-y-b", json::parse(R"({"podSelector": {}, "policyTypes": ["Egress"],
+             "egress": [{"to": [{"namespaceSelector": {"matchLabels": {"ns": "y"}}, "podSelector": {"matchLabels": {"pod": "b"}}}],
+                         "ports": [{"protocol": "TCP", "port": 80}]}]})")),
+         test::policyObject("x", "from-nodes", json::parse(R"({"podSelector": {},
+             "ingress": [{"from": [{"ipBlock": {"cidr": "172.18.0.0/16"}}]}]})"))},
+        true);
+    install(c);
+    const auto &xa = pods[0], &xb = pods[1], &yb = pods[4], &za = pods[6];
+    ASSERT_TRUE(xa.node == "n1" && xb.node == "n2" && yb.node == "n1" && za.node == "n1");
+    auto tcp = [](const std::string& src, const std::string& dst, int port) {
+        return fmt::format("tcp,nw_src={},nw_dst={},tcp_src=40000,tcp_dst={}", src, dst, port);
+    };
+    struct Case {
+        std::string what, flow;
+        int ofport;  // where an allowed packet leaves br-n1
+        policy::Endpoint from, to;
+        int port;
+    };
+    auto ep = [](const NetpolPod& p) { return policy::Endpoint{p.ns + "/" + p.name, IpPrefix::parse(p.ip), p.node}; };
+    auto addr = [](const char* ip, const char* node) { return policy::Endpoint{std::nullopt, IpPrefix::parse(ip), node}; };
+    const std::string fromZa = fmt::format("in_port={},dl_src={},", za.ofport, za.mac), fromGw = "in_port=1,";
+    std::vector<Case> cases{
+        {"z/a -> ClusterIP, before the kernel's DNAT", fromZa + tcp(za.ip, "10.96.0.10", 80), 1, ep(za), addr("10.96.0.10", ""), 80},
+        {"z/a -> ClusterIP -> y/b:80", fromGw + tcp(za.ip, yb.ip, 80), yb.ofport, ep(za), ep(yb), 80},
+        {"z/a -> ClusterIP -> y/b:81", fromGw + tcp(za.ip, yb.ip, 81), yb.ofport, ep(za), ep(yb), 81},
+        {"z/a -> ClusterIP -> x/b:80", fromGw + tcp(za.ip, xb.ip, 80), 2, ep(za), ep(xb), 80},
+        {"NodePort (Cluster) from node 2 -> x/a", fromGw + tcp("172.18.0.3", xa.ip, 80), xa.ofport, addr("172.18.0.3", "n2"), ep(xa), 80},
+        {"NodePort (Local) from outside -> x/a", fromGw + tcp(kOutside, xa.ip, 80), xa.ofport, addr(kOutside, ""), ep(xa), 80},
+    };
+    std::vector<std::pair<std::string, std::string>> flows;
+    for (const auto& k : cases) flows.emplace_back("br-n1", k.flow);
+    auto results = traces(flows);
+    const bool expected[] = {true, true, false, false, true, false};
+    for (size_t i = 0; i < cases.size(); ++i) {
+        const auto& k = cases[i];
+        EXPECT_EQ(outputsTo(results[i], k.ofport), expected[i]) << k.what << ":\n" << results[i];
+        if (i > 0) EXPECT_EQ(policy::allowed(c, k.from, k.to, Protocol::TCP, k.port), expected[i]) << k.what << ": the evaluator";
+    }
 }
