@@ -29,7 +29,15 @@ StatusServer::Handler controlCommands(ControlTargets t) {
             return reply({{"ok", true}});
         }
         if (cmd == "port-ready") return portReady(t.flows, req, reply);
-        throw Error("unknown command '" + cmd + "' (known: status, cni-report, port-ready)");
+        if (cmd == "policy") {
+            if (!t.policy)
+                throw Error("NetworkPolicy is not enforced on this node (standalone mode with peers.source kubernetes and "
+                            "networkPolicy.enforce; docs/policy.md)");
+            auto pod = req.value("pod", "");
+            if (pod.find('/') == std::string::npos) throw Error("policy: 'pod' must be namespace/name, got '" + pod + "'");
+            return reply(t.policy->explain(pod));
+        }
+        throw Error("unknown command '" + cmd + "' (known: status, cni-report, port-ready, policy)");
     };
 }
 

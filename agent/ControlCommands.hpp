@@ -5,6 +5,7 @@
 //   {"command": "cni-report", ...}           -> counted in CniStats
 //   {"command": "port-ready", "port": "kovs...", "timeoutMs": 3000}
 //                                            -> {"ready": true|false, "why": "..."}
+//   {"command": "policy", "pod": "ns/name"}  -> PolicySource::explain
 // kovs-cni's ADD asks port-ready before it returns, so that a pod's first
 // packets find their flows.
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include "agent/CniStats.hpp"
 #include "agent/StatusServer.hpp"
 #include "flows/FlowReconciler.hpp"
+#include "policy/PolicySource.hpp"
 
 namespace kovs::agent {
 
@@ -21,6 +23,7 @@ struct ControlTargets {
     std::function<nlohmann::json()> status;
     CniStats& cni;
     flows::FlowReconciler* flows = nullptr;  // null in companion mode: no flow table to wait for
+    const policy::PolicySource* policy = nullptr;  // null where NetworkPolicy is not enforced
 };
 
 StatusServer::Handler controlCommands(ControlTargets targets);

@@ -1,5 +1,6 @@
 // kovsctl: what the agent sees (status), what is wrong on this node (doctor),
-// and the smoke test's two ends (probe serve / probe check).
+// which NetworkPolicies select a pod and what they allow (policy), and the
+// smoke test's two ends (probe serve / probe check).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fmt/format.h>
@@ -52,6 +53,17 @@ void printStatus(const nlohmann::json& s) {
                                  dropped.value("tunnelUnknownSource", 0), dropped.value("podSpoofed", 0), err.empty() ? "" : "  error: " + err);
         for (const auto& why : f.value("podsLeftOut", nlohmann::json::array())) std::cout << "  left out: " << why.get<std::string>() << "\n";
     }
+    if (s.contains("networkPolicy")) {
+        const auto& np = s["networkPolicy"];
+        const auto dropped = s.value("flows", nlohmann::json::object()).value("dropped", nlohmann::json::object());
+        std::cout << fmt::format("policy     {} policies, {} pods, {} namespaces; {} rules for this node's pods; dropped: ingress {}, egress {}\n",
+                                 np.value("policies", 0), np.value("pods", 0), np.value("namespaces", 0), np.value("rules", 0),
+                                 dropped.value("policyIngress", 0), dropped.value("policyEgress", 0));
+        for (const auto& [name, warnings] : np.value("warnings", nlohmann::json::object()).items())
+            for (const auto& w : warnings) std::cout << "  WARNING " << w.get<std::string>() << "\n";
+        for (const auto& [name, why] : np.value("unreadable", nlohmann::json::object()).items())
+            std::cout << fmt::format("  UNREADABLE {}: {}\n", name, why.get<std::string>());
+    }
     if (s.contains("egress")) {
         const auto& e = s["egress"];
         std::string err = e.value("error", "");
@@ -79,6 +91,41 @@ void printStatus(const nlohmann::json& s) {
     for (const auto& r : repairs) std::cout << fmt::format("  {}  {:<10} {}\n", r.value("time", ""), r.value("kind", ""), r.value("detail", ""));
 }
 
+void printPolicy(const nlohmann::json& p) {
+    if (p.contains("error")) throw std::runtime_error(p["error"].get<std::string>());
+    std::string addrs;
+    for (const auto& a : p.value("addresses", nlohmann::json::array())) addrs += (addrs.empty() ? "" : ", ") + a.get<std::string>();
+    std::cout << fmt::format("pod {} on {} ({})\n", p.value("pod", "?"), p.value("podNode", "?"), addrs.empty() ? "no address yet" : addrs);
+    if (p.value("hostNetwork", false)) {
+        std::cout << "  hostNetwork: NetworkPolicy does not select it (it is its node)\n";
+        return;
+    }
+    auto list = [](const nlohmann::json& v) {
+        if (v.is_string()) return v.get<std::string>();
+        std::string t;
+        for (const auto& x : v) t += (t.empty() ? "" : ", ") + x.get<std::string>();
+        return t;
+    };
+    for (const char* dir : {"ingress", "egress"}) {
+        const auto& d = p[dir];
+        if (!d.value("isolated", false)) {
+            std::cout << fmt::format("  {:<7}  open: no policy selects it\n", dir);
+            continue;
+        }
+        std::cout << fmt::format("  {:<7}  isolated by {}; what no rule below allows is dropped\n", dir, list(d["policies"]));
+        if (!p.value("realizedHere", false)) {
+            std::cout << fmt::format("           (its rules are realized on {}: run kovsctl policy there)\n", p.value("podNode", "its node"));
+            continue;
+        }
+        if (d["rules"].empty()) std::cout << "           no rule allows anything\n";
+        for (const auto& r : d["rules"])
+            std::cout << fmt::format("           rule {} of {} (conjunction {}): {} {}  ports {}\n", r.value("rule", 0), r.value("policy", "?"),
+                                     r.value("id", 0), std::string(dir) == "ingress" ? "from" : "to", list(r["peers"]), list(r["ports"]));
+    }
+    for (const auto& [name, warnings] : p.value("warnings", nlohmann::json::object()).items())
+        for (const auto& w : warnings) std::cout << "  WARNING " << w.get<std::string>() << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,6 +138,11 @@ int main(int argc, char** argv) {
     auto* status = app.add_subcommand("status", "the agent's view: bridges, peers, gateway, offload, recent repairs");
     status->add_option("--socket", socket, "agent status socket (default: statusSocket from the config)");
     status->add_flag("--json", json, "print the raw JSON");
+    auto* policy = app.add_subcommand("policy", "the NetworkPolicies that select a pod, per direction, and the rules realized for it");
+    std::string podKey;
+    policy->add_option("pod", podKey, "NAMESPACE/NAME")->required();
+    policy->add_option("--socket", socket, "agent status socket (default: statusSocket from the config)");
+    policy->add_flag("--json", json, "print the raw JSON");
     auto* doctor = app.add_subcommand("doctor", "check every known failure mode on this node; non-zero exit on failure");
     doctor->add_flag("--json", json, "print the results as JSON");
     auto* probe = app.add_subcommand("probe", "the smoke test's ends (kovs-kind check): a server to reach, and the checks");
@@ -132,6 +184,12 @@ int main(int argc, char** argv) {
             auto s = kovs::unixJsonRequest(socket.empty() ? config.statusSocket : socket, {{"command", "status"}});
             if (json) std::cout << s.dump(2) << "\n";
             else printStatus(s);
+            return 0;
+        }
+        if (*policy) {
+            auto p = kovs::unixJsonRequest(socket.empty() ? config.statusSocket : socket, {{"command", "policy"}, {"pod", podKey}});
+            if (json) std::cout << p.dump(2) << "\n";
+            else printPolicy(p);
             return 0;
         }
         kovs::ctl::Doctor d(config);

@@ -288,6 +288,21 @@ void conntrack(Flows& f, const Plan& p, bool serviceReplyPath, bool policy) {
         }
     }
     if (policy) {
+        // From the tunnel only what table 40 will deliver is committed: a
+        // forged inner source must leave no connection behind whose "replies"
+        // would pass this node's egress policy unjudged.
+        for (const auto& peer : p.peers) {
+            const auto outer = fmt::format("{}={}", tunSrc(peer.tunnelIP), peer.tunnelIP.addressString());
+            auto bound = [&](const IpPrefix& source) {
+                if (!p.gatewayOf(source.family)) return;
+                const auto x = fieldsOf(source.family);
+                f.add(kCommit, 150, "ct_state=+new+trk,in_port={},{},{},{}={} actions=ct(commit,zone={}),goto_table:{}", p.tun, outer, x.proto,
+                      x.src, source.prefixLen == source.maxPrefixLen() ? source.addressString() : source.str(), FlowTable::kCtZone, commitNext);
+            };
+            for (const auto& cidr : peer.podCIDRs) bound(cidr);
+            for (const auto& ip : peer.nodeIPs) bound(ip.host());
+        }
+        f.add(kCommit, 140, "ct_state=+new+trk,in_port={} actions=goto_table:{}", p.tun, commitNext);
         // Only a new connection (or a packet conntrack finds invalid) is judged.
         for (const char* state : {"+est+trk", "+rel+trk"}) f.add(kConntrackState, 185, "ct_state={} actions=goto_table:{}", state, kForward);
         f.add(kConntrackState, 0, "actions=goto_table:{}", kEgressPolicy);

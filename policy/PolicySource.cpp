@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace kovs::policy {
@@ -81,6 +82,64 @@ void PolicySource::compile() {
     if (compiles_ > 1 && compiled == compiled_) return;
     compiled_ = std::move(compiled);
     if (onPolicy_) onPolicy_(compiled_);
+}
+
+nlohmann::json PolicySource::explain(const std::string& podKey) const {
+    nlohmann::json out{{"pod", podKey}, {"node", nodeName_}};
+    if (!podSnapshot_ || !policySnapshot_) {
+        out["error"] = notReady();
+        return out;
+    }
+    auto it = podSnapshot_->items.find(podKey);
+    if (it == podSnapshot_->items.end()) {
+        out["error"] = "no pod " + podKey + " in the API (namespace/name)";
+        return out;
+    }
+    const auto& pod = it->second;
+    out["podNode"] = pod.nodeName;
+    out["hostNetwork"] = pod.hostNetwork;
+    out["addresses"] = nlohmann::json::array();
+    for (const auto& ip : pod.ips) out["addresses"].push_back(ip.addressString());
+    out["realizedHere"] = pod.nodeName == nodeName_ && !pod.hostNetwork;
+    auto portText = [](const PortMatch& p) {
+        std::string t = protocolName(p.protocol);
+        if (p.first == 0) return t + "/any";
+        return t + "/" + std::to_string(p.first) + (p.last != p.first ? "-" + std::to_string(p.last) : "");
+    };
+    for (bool ingress : {true, false}) {
+        auto& d = out[ingress ? "ingress" : "egress"];
+        d["policies"] = nlohmann::json::array();
+        d["rules"] = nlohmann::json::array();
+        if (pod.hostNetwork) continue;  // never selected: it is its node
+        for (const auto& [key, np] : policySnapshot_->items) {
+            if (np.namespaceName != pod.namespaceName || !(ingress ? np.ingress : np.egress) || !np.podSelector.matches(pod.labels)) continue;
+            d["policies"].push_back(key);
+            if (!np.warnings.empty()) out["warnings"][key] = np.warnings;
+        }
+        d["isolated"] = !d["policies"].empty();
+        for (const auto& r : compiled_.rules) {
+            if (r.ingress != ingress) continue;
+            bool applies = std::any_of(r.appliedTo.begin(), r.appliedTo.end(), [&](const IpPrefix& a) {
+                return std::find(pod.ips.begin(), pod.ips.end(), a) != pod.ips.end();
+            });
+            if (!applies) continue;
+            nlohmann::json rule{{"id", r.id}, {"policy", r.policy}, {"rule", r.rule}};
+            if (r.anyPeer) {
+                rule["peers"] = "any";
+            } else {
+                rule["peers"] = nlohmann::json::array();
+                for (const auto& p : r.peers) rule["peers"].push_back(p.str());
+            }
+            if (r.anyPort) {
+                rule["ports"] = "any";
+            } else {
+                rule["ports"] = nlohmann::json::array();
+                for (const auto& p : r.ports) rule["ports"].push_back(portText(p));
+            }
+            d["rules"].push_back(std::move(rule));
+        }
+    }
+    return out;
 }
 
 void PolicySource::status(nlohmann::json& out) const {

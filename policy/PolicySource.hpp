@@ -33,6 +33,11 @@ public:
     void start(Callback onPolicy);
     void stop();
 
+    // `kovsctl policy NS/POD`: the policies that select the pod, per
+    // direction, and the rules realized for it on this node (a pod of
+    // another node: that node's agent realizes them).
+    nlohmann::json explain(const std::string& podKey) const;
+
     std::string name() const override { return "networkPolicy"; }
     void status(nlohmann::json& out) const override;
     void metrics(MetricsText& out) const override;

@@ -53,6 +53,8 @@ managedFields, about 3 KiB, as the real server returns them):
       create (409 AlreadyExists; 404 for a namespace that does not exist).
   PUT, PATCH (JSON merge patch, as `kubectl label` sends), DELETE on .../NAME
       replace, patch, delete (404 NotFound), each one watch event.
+  --preload FILE holds a JSON list of such objects from the start (the
+  footprint benchmark's 1000 Pods and 200 NetworkPolicies).
 
 A request without `Authorization: Bearer <the token>` gets the API server's 401
 Status; other paths 404, other methods 405.
@@ -582,6 +584,7 @@ def main():
                    help="follow changes of the peers file: nodes join and leave, watchers get the events")
     p.add_argument("--node-shape", choices=("kind", "minimal"), default="kind")
     p.add_argument("--objects", help="directory of pods and ConfigMaps to serve (<ns>/<resource>/<name>.json)")
+    p.add_argument("--preload", help="JSON list of Namespaces, Pods and NetworkPolicies to hold from the start")
     p.add_argument("--bookmark-interval", type=float, default=5.0, help="seconds between BOOKMARK events")
     p.add_argument("--ready-file", help="written once the socket listens")
     p.add_argument("--parent", type=int, help="exit when this process is gone")
@@ -594,6 +597,20 @@ def main():
         if not token:
             sys.exit(f"kube_api_mock: {a.token_file}: empty token")
         api = Api(read_peers(a.peers), a.node_shape, token, a.bookmark_interval, a.objects)
+        if a.preload:
+            kinds = {kind: resource for resource, (kind, _) in WRITABLE.items()}
+            with open(a.preload, encoding="utf-8") as f:
+                for obj in json.load(f):
+                    meta = obj.get("metadata", {})
+                    resource = kinds.get(obj.get("kind"))
+                    if resource is None:
+                        raise ValueError(f"--preload: kind {obj.get('kind')!r} is not one of {sorted(kinds)}")
+                    code, reply = api.write("POST", resource, meta.get("namespace") if resource != "namespaces" else None,
+                                            None, obj)
+                    if code != 201:
+                        raise ValueError(f"--preload: {meta.get('name')}: {reply.get('message')}")
+            api.events.clear()  # the initial state, not events
+            api.oldest = api.rv
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(a.cert, a.key)
         log = open(a.log, "a", encoding="utf-8") if a.log else sys.stderr  # open for the process's life

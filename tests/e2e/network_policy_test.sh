@@ -16,7 +16,8 @@
 #  - a pod's label change, and a policy deleted, take effect;
 #  - a connection open before a deny policy keeps going (only new connections
 #    are judged), and a new one is refused;
-#  - kovsctl status names the policies, rules and drops per direction.
+#  - kovsctl policy explains which policy and rule apply to a pod; kovsctl
+#    status names the policies, rules and drops per direction.
 # SCTP is proven by the integration test (crafted packets through the flows):
 # this kernel has no SCTP sockets.
 source "$(dirname "$0")/lib.sh"
@@ -189,6 +190,14 @@ case_policies "x/a from pod c of namespace y, on named port serve-81-tcp" \
     '{"metadata":{"name":"from-y-c","namespace":"x"},"spec":{"podSelector":{"matchLabels":{"pod":"a"}},
       "ingress":[{"from":[{"namespaceSelector":{"matchLabels":{"ns":"y"}},"podSelector":{"matchLabels":{"pod":"c"}}}],
                   "ports":[{"port":"serve-81-tcp"}]}]}}'
+
+out=$(kovsctl 1 policy x/a)
+yc=$(ip_of y/c)
+grep -q "ingress  isolated by x/from-y-c" <<<"$out" && grep -q "from $yc/32  ports TCP/81" <<<"$out" &&
+    grep -q "egress   open: no policy selects it" <<<"$out" || fail "kovsctl policy x/a on node 1 does not explain its rule:
+$out"
+grep -q "realized on node2" <<<"$(kovsctl 1 policy x/b)" || fail "kovsctl policy x/b on node 1 does not point to node2: $(kovsctl 1 policy x/b)"
+pass "kovsctl policy x/a names the policy, its peer y/c ($yc) and the named port resolved to TCP/81"
 
 case_policies "egress of z only to y on TCP 80-81 (endPort), union with ingress of y from x on UDP" \
     '{"metadata":{"name":"to-y","namespace":"z"},"spec":{"podSelector":{},"policyTypes":["Egress"],

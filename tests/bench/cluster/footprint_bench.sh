@@ -13,6 +13,10 @@
 #              token), then a chunked watch carrying a bookmark every few
 #              seconds. The agent then initialises TLS and parses the list,
 #              which the file source never does.
+#  policy      the same again, the API also holding 1000 Pods (shaped like
+#              kind's, managedFields included) over the nodes in 50
+#              namespaces and 200 NetworkPolicies, which the agents list and
+#              watch to enforce them (target <= 12 MiB).
 #
 # The peer list holds 3 real nodes and 97 fake ones. The fakes are addresses
 # on one namespace plugged into the underlay bridge, so they answer ARP: each
@@ -24,8 +28,8 @@
 #   KOVS_BENCH_FOOTPRINT_NODES    real nodes (default 3)
 #   KOVS_BENCH_FOOTPRINT_PEERS    peers in the list (default 100, at most 250)
 #   KOVS_BENCH_FOOTPRINT_SECONDS  idle window (default 30: one full 30 s resync falls inside)
-#   KOVS_BENCH_FOOTPRINT_SOURCES  peer sources to measure: "file", "kubernetes" or both
-#                                 (default "file kubernetes"; always run in that order)
+#   KOVS_BENCH_FOOTPRINT_SOURCES  phases to measure: "file", "kubernetes", "policy" or several
+#                                 (default "file kubernetes policy"; always run in that order)
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=../../cluster/lib/kube-api.sh
@@ -41,18 +45,18 @@ fi
 if ! [[ $window =~ ^[0-9]+$ ]] || (( window < 5 )); then
     die "KOVS_BENCH_FOOTPRINT_SECONDS: expected at least 5, got '$window'"
 fi
-sources=${KOVS_BENCH_FOOTPRINT_SOURCES:-file kubernetes}
+sources=${KOVS_BENCH_FOOTPRINT_SOURCES:-file kubernetes policy}
 declare -A measure=()
 read -ra words <<<"$sources"
 for s in "${words[@]}"; do
-    [[ $s == file || $s == kubernetes ]] ||
-        die "KOVS_BENCH_FOOTPRINT_SOURCES: '$s' is not a peer source (expected 'file', 'kubernetes' or both, got '$sources')"
+    [[ $s == file || $s == kubernetes || $s == policy ]] ||
+        die "KOVS_BENCH_FOOTPRINT_SOURCES: '$s' is not a phase (expected 'file', 'kubernetes', 'policy' or several, got '$sources')"
     [ -z "${measure[$s]:-}" ] || die "KOVS_BENCH_FOOTPRINT_SOURCES: '$s' given twice in '$sources'"
     measure[$s]=1
 done
 phases=()
-for s in file kubernetes; do [ -z "${measure[$s]:-}" ] || phases+=("$s"); done
-if [ -n "${measure[kubernetes]:-}" ]; then
+for s in file kubernetes policy; do [ -z "${measure[$s]:-}" ] || phases+=("$s"); done
+if [ -n "${measure[kubernetes]:-}${measure[policy]:-}" ]; then
     for tool in python3 openssl; do
         command -v "$tool" >/dev/null ||
             die "$tool not found: the kubernetes phase needs it for the mock API server (KOVS_BENCH_FOOTPRINT_SOURCES=file skips that phase)"
@@ -134,14 +138,14 @@ rows=() work=() mappings=()
 # One idle window with the agents' current peer source; appends a heading
 # and the table rows to rows, the agents' own counters of work to work.
 measure_idle() {
-    local source=$1 heading=$2 n p pid self0 child0 self1 child1 self child rss target a0 a1 c0 x0 r0 f0 c1 x1 r1 f1 api
+    local source=$1 heading=$2 limit=${3:-10} n p pid self0 child0 self1 child1 self child rss target a0 a1 c0 x0 r0 f0 c1 x1 r1 f1 api
     local -A before act_before api_before
     # Let the burst of programming finish (replies, the first status polls), then measure.
     sleep 2
     for n in $(seq 1 "$real_nodes"); do
         for p in "${procs[@]}"; do before[$p/$n]=$(cpu_ticks "$(pid_of "$p" "$n")"); done
         act_before[$n]=$(activity "$n")
-        if [ "$source" = kubernetes ]; then api_before[$n]=$(api_requests "$n"); fi
+        if [ "$source" != file ]; then api_before[$n]=$(api_requests "$n"); fi
     done
     w0=$(date +%s%N)
     echo "idle window ($source source): ${window} s"
@@ -158,7 +162,7 @@ measure_idle() {
             rss=$(status_kib "$pid" VmRSS)
             target="(context)"
             if [ "$p" = kovs-agent ]; then
-                target="RSS <= 10 MiB: $(verdict "$rss <= 10 * 1024"), CPU <= 0.5 %: $(verdict "$self + $child <= 0.5")"
+                target="RSS <= $limit MiB: $(verdict "$rss <= $limit * 1024"), CPU <= 0.5 %: $(verdict "$self + $child <= 0.5")"
                 if [ "$source" = file ]; then target+=" (peers file, context)"; fi
             fi
             rows+=("$(printf '%-13s %-6s %7.1f %6.1f %6.1f %7.1f %8.3f %9.3f   %s' "$p" "node$n" "$(mib "$rss")" \
@@ -173,7 +177,7 @@ measure_idle() {
     for n in $(seq 1 "$real_nodes"); do
         a0=${act_before[$n]} a1=$(activity "$n")
         api=""
-        if [ "$source" = kubernetes ]; then api=", $(( $(api_requests "$n") - api_before[$n] )) API requests"; fi
+        if [ "$source" != file ]; then api=", $(( $(api_requests "$n") - api_before[$n] )) API requests"; fi
         if [ -z "$a0" ] || [ -z "$a1" ]; then work+=("  node$n: metrics not reachable$api"); continue; fi
         read -r c0 x0 r0 f0 <<<"$a0"; read -r c1 x1 r1 f1 <<<"$a1"
         work+=("  node$n: $(( c1 - c0 )) / $(( x1 - x0 )) / $(( r1 - r0 )) / $(( f1 - f0 ))$api")
@@ -201,6 +205,53 @@ if [ -n "${measure[kubernetes]:-}" ]; then
     printf 'all %d agents restarted with peers from the API and ready, %d peers each, %.1f s after the restart\n' \
         "$real_nodes" $(( peers - 1 )) "$(( ($(date +%s%N) - t0) / 1000000 ))e-3"
     measure_idle kubernetes "peers from the Kubernetes API ($peers nodes, HTTPS, $list_kib KiB NodeList, then a watch): the target, as kind users run it"
+fi
+
+# 1000 Pods over the nodes in 50 namespaces, 200 NetworkPolicies selecting some of them.
+policy_objects() {
+    python3 - "$peers" <<'PY'
+import json, sys
+peers = int(sys.argv[1])
+out = [{"kind": "Namespace", "metadata": {"name": f"ns{n}", "labels": {"team": f"t{n % 5}"}}} for n in range(50)]
+for i in range(1000):
+    node = i % peers + 1
+    ip = f"10.244.{node}.{i // peers + 2}"
+    out.append({"kind": "Pod", "metadata": {"name": f"pod{i}", "namespace": f"ns{i % 50}",
+                "labels": {"app": f"a{i % 20}", "tier": ["fe", "be", "db"][i % 3], "pod-template-hash": "5d8f7c9b6d"}},
+                "spec": {"nodeName": f"node{node}", "containers": [{"name": "app", "image": "registry.k8s.io/e2e-test-images/agnhost:2.47",
+                         "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]}]},
+                "status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}]}})
+for k in range(200):
+    spec = {"podSelector": {"matchLabels": {"app": f"a{k % 20}"}},
+            "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"team": f"t{k % 5}"}},
+                                   "podSelector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["fe", "be"]}]}}],
+                         "ports": [{"protocol": "TCP", "port": "http"}]}]}
+    if k % 2:
+        spec["policyTypes"] = ["Ingress", "Egress"]
+        spec["egress"] = [{"to": [{"podSelector": {"matchLabels": {"tier": "db"}}}], "ports": [{"protocol": "TCP", "port": 5432}]}]
+    out.append({"kind": "NetworkPolicy", "metadata": {"name": f"p{k}", "namespace": f"ns{k % 50}"}, "spec": spec})
+print(json.dumps(out))
+PY
+}
+
+if [ -n "${measure[policy]:-}" ]; then
+    policy_objects > "$CLUSTER_DIR/policy-objects.json"
+    pkill -f -- "--ready-file $(api_dir)/ready" 2>/dev/null || true
+    rm -f "$(api_dir)/ready"
+    kube_api_up "$CLUSTER_DIR/peers.yaml" --preload "$CLUSTER_DIR/policy-objects.json"
+    t0=$(date +%s%N)
+    for n in $(seq 1 "$real_nodes"); do
+        agent_stop "$n" TERM
+        use_kubernetes_source "$n"
+        agent_start "$n"
+    done
+    for n in $(seq 1 "$real_nodes"); do
+        wait_for "node $n ready with the peers, pods and policies from the API" 90 node_ready "$n" || { node_debug "$n"; exit 1; }
+    done
+    rules=$(in_node 1 "$KOVS_BIN/kovsctl" --config "$(node_dir 1)/agent.yaml" status --json | jq -r '"\(.networkPolicy.pods) pods, \(.networkPolicy.policies) policies, \(.networkPolicy.rules) rules for its own pods, compiled in \(.networkPolicy.lastCompileSeconds * 1000 | floor) ms"')
+    printf 'all %d agents restarted with 1000 pods and 200 policies in the API and ready, %.1f s after the restart; node1: %s\n' \
+        "$real_nodes" "$(( ($(date +%s%N) - t0) / 1000000 ))e-3" "$rules"
+    measure_idle policy "peers, 1000 Pods and 200 NetworkPolicies from the Kubernetes API: the target with NetworkPolicy" 12
 fi
 
 echo

@@ -272,6 +272,20 @@ TEST_F(PolicyFlowsTest, RepliesOfAnAllowedConnectionPass) {
     ASSERT_EQ(replies.replies.size(), 2u);
     EXPECT_FALSE(outputsTo(replies.replies[0].text, 2)) << "a new connection out of x/a is denied:\n" << replies.replies[0].text;
     EXPECT_TRUE(outputsTo(replies.replies[1].text, 2)) << "a reply is not:\n" << replies.replies[1].text;
+
+    // A known peer's tunnel with a forged inner source: dropped, and not
+    // committed (its "replies" would pass egress policy unjudged).
+    auto forged = fmt::format("in_port=2,tun_src=172.18.0.3,tun_dst=172.18.0.2,tcp,nw_src=192.0.2.66,nw_dst={},tcp_src=1,tcp_dst=80",
+                              pods[8].ip);  // z/c, n1, selected by no policy
+    auto bound = fmt::format("in_port=2,tun_src=172.18.0.3,tun_dst=172.18.0.2,tcp,nw_src={},nw_dst={},tcp_src=1,tcp_dst=80", pods[3].ip,
+                             pods[8].ip);  // y/a (n2) -> z/c (n1), no policy on z
+    auto r = unixctl.pipeline({{"ofproto/trace", {"br-n1", forged, "--ct-next", "trk,new"}},
+                               {"ofproto/trace", {"br-n1", bound, "--ct-next", "trk,new"}}});
+    ASSERT_EQ(r.replies.size(), 2u);
+    EXPECT_EQ(r.replies[0].text.find("commit"), std::string::npos) << r.replies[0].text;
+    EXPECT_FALSE(outputsTo(r.replies[0].text, pods[8].ofport)) << r.replies[0].text;
+    EXPECT_NE(r.replies[1].text.find("ct(commit"), std::string::npos) << r.replies[1].text;
+    EXPECT_TRUE(outputsTo(r.replies[1].text, pods[8].ofport)) << r.replies[1].text;
 }
 
 // kube-proxy translates a ClusterIP in the client node's kernel: the packet to

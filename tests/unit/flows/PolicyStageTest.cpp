@@ -111,3 +111,21 @@ TEST(PolicyStage, TheTableHasAStageOnlyWhileAPolicySelectsALocalPod) {
     EXPECT_EQ(t.find("table=20,priority=200"), std::string::npos) << "the commit moved after the policy: " << t;
     EXPECT_NE(t.find("table=24,priority=250,in_port=1,ip,nw_src=10.244.1.1 actions=goto_table:28\n"), std::string::npos) << t;
 }
+
+// A forged inner source from a known peer is dropped by table 40; with a
+// policy stage it must not be committed first either, or a pod's packets to
+// that source would pass as replies, unjudged.
+TEST(PolicyStage, FromTheTunnelOnlyBoundSourcesAreCommitted) {
+    FlowInputs in;
+    in.tunnelOfport = 2;
+    in.gateway = {"aa:bb:cc:00:00:01", 1};
+    in.gatewayAddresses = {IpPrefix::parse("10.244.1.1/24")};
+    in.peers = {{IpPrefix::parse("172.18.0.3"), {IpPrefix::parse("10.244.2.0/24")}, {IpPrefix::parse("172.18.0.3")}}};
+    in.policy = twoRules();
+    auto t = FlowTable::render(in).flows;
+    EXPECT_NE(t.find("table=28,priority=150,ct_state=+new+trk,in_port=2,tun_src=172.18.0.3,ip,nw_src=10.244.2.0/24 "
+                     "actions=ct(commit,zone=107),goto_table:30\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("table=28,priority=150,ct_state=+new+trk,in_port=2,tun_src=172.18.0.3,ip,nw_src=172.18.0.3 "
+                     "actions=ct(commit,zone=107),goto_table:30\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("table=28,priority=140,ct_state=+new+trk,in_port=2 actions=goto_table:30\n"), std::string::npos) << t;
+}
