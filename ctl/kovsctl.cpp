@@ -59,10 +59,11 @@ void printStatus(const nlohmann::json& s) {
         std::cout << fmt::format("policy     {} policies, {} pods, {} namespaces; {} rules for this node's pods; dropped: ingress {}, egress {}\n",
                                  np.value("policies", 0), np.value("pods", 0), np.value("namespaces", 0), np.value("rules", 0),
                                  dropped.value("policyIngress", 0), dropped.value("policyEgress", 0));
-        for (const auto& [name, warnings] : np.value("warnings", nlohmann::json::object()).items())
-            for (const auto& w : warnings) std::cout << "  WARNING " << w.get<std::string>() << "\n";
-        for (const auto& [name, why] : np.value("unreadable", nlohmann::json::object()).items())
-            std::cout << fmt::format("  UNREADABLE {}: {}\n", name, why.get<std::string>());
+        const auto warnings = np.value("warnings", nlohmann::json::object());
+        for (const auto& [name, list] : warnings.items())
+            for (const auto& w : list) std::cout << "  WARNING " << w.get<std::string>() << "\n";
+        const auto unreadable = np.value("unreadable", nlohmann::json::object());
+        for (const auto& [name, why] : unreadable.items()) std::cout << fmt::format("  UNREADABLE {}: {}\n", name, why.get<std::string>());
     }
     if (s.contains("egress")) {
         const auto& e = s["egress"];
@@ -122,8 +123,9 @@ void printPolicy(const nlohmann::json& p) {
             std::cout << fmt::format("           rule {} of {} (conjunction {}): {} {}  ports {}\n", r.value("rule", 0), r.value("policy", "?"),
                                      r.value("id", 0), std::string(dir) == "ingress" ? "from" : "to", list(r["peers"]), list(r["ports"]));
     }
-    for (const auto& [name, warnings] : p.value("warnings", nlohmann::json::object()).items())
-        for (const auto& w : warnings) std::cout << "  WARNING " << w.get<std::string>() << "\n";
+    const auto warnings = p.value("warnings", nlohmann::json::object());
+    for (const auto& [name, list] : warnings.items())
+        for (const auto& w : list) std::cout << "  WARNING " << w.get<std::string>() << "\n";
 }
 
 }  // namespace

@@ -185,6 +185,11 @@ ingress_drops() { node_status 1 | jq -e '.flows.dropped.policyIngress > 0' >/dev
 wait_for "node 1 to count the packets its ingress policy dropped" 10 ingress_drops ||
     { node_status 1 | jq .flows; fail "node 1 counted no ingress policy drops after the deny-all matrix"; }
 pass "node 1 counted $(node_status 1 | jq '.flows.dropped.policyIngress') packets dropped by ingress policy"
+out=$(kovsctl 1 policy x/b)
+grep -q "ingress  isolated by x/deny" <<<"$out" && grep -q "realized on node2" <<<"$out" ||
+    fail "kovsctl policy x/b on node 1 does not say it is isolated, and where its rules live: $out"
+grep -q "no rule allows anything" <<<"$(kovsctl 1 policy x/a)" || fail "kovsctl policy x/a under deny-all: $(kovsctl 1 policy x/a)"
+pass "kovsctl policy: x/a (node 1) isolated with no rule; x/b isolated, its rules on node2"
 
 case_policies "x/a from pod c of namespace y, on named port serve-81-tcp" \
     '{"metadata":{"name":"from-y-c","namespace":"x"},"spec":{"podSelector":{"matchLabels":{"pod":"a"}},
@@ -196,8 +201,8 @@ yc=$(ip_of y/c)
 grep -q "ingress  isolated by x/from-y-c" <<<"$out" && grep -q "from $yc/32  ports TCP/81" <<<"$out" &&
     grep -q "egress   open: no policy selects it" <<<"$out" || fail "kovsctl policy x/a on node 1 does not explain its rule:
 $out"
-grep -q "realized on node2" <<<"$(kovsctl 1 policy x/b)" || fail "kovsctl policy x/b on node 1 does not point to node2: $(kovsctl 1 policy x/b)"
-pass "kovsctl policy x/a names the policy, its peer y/c ($yc) and the named port resolved to TCP/81"
+grep -q "ingress  open: no policy selects it" <<<"$(kovsctl 1 policy x/b)" || fail "kovsctl policy x/b: $(kovsctl 1 policy x/b)"
+pass "kovsctl policy x/a names the policy, its peer y/c ($yc) and the named port resolved to TCP/81; x/b is open"
 
 case_policies "egress of z only to y on TCP 80-81 (endPort), union with ingress of y from x on UDP" \
     '{"metadata":{"name":"to-y","namespace":"z"},"spec":{"podSelector":{},"policyTypes":["Egress"],
