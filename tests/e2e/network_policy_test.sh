@@ -16,6 +16,8 @@
 #  - a pod's label change, and a policy deleted, take effect;
 #  - a connection open before a deny policy keeps going (only new connections
 #    are judged), and a new one is refused;
+#  - through a ClusterIP (kube-proxy's iptables rules on the client's node)
+#    egress is judged on the backend kube-proxy chose;
 #  - kovsctl policy explains which policy and rule apply to a pod; kovsctl
 #    status names the policies, rules and drops per direction.
 # SCTP is proven by the integration test (crafted packets through the flows):
@@ -23,6 +25,8 @@
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=../cluster/lib/kube-api.sh
 source "$root/tests/cluster/lib/kube-api.sh"
+# shellcheck source=../cluster/lib/kube-proxy.sh
+source "$root/tests/cluster/lib/kube-proxy.sh"
 [ -x "$KOVS_BUILD/tests/policy_truth" ] || fail "no $KOVS_BUILD/tests/policy_truth: build the tests first"
 
 nodes=2
@@ -211,6 +215,23 @@ case_policies "egress of z only to y on TCP 80-81 (endPort), union with ingress 
       "ingress":[{"from":[{"namespaceSelector":{"matchLabels":{"ns":"x"}}}],"ports":[{"protocol":"UDP","port":80}]}]}}' \
     '{"metadata":{"name":"from-z","namespace":"y"},"spec":{"podSelector":{"matchLabels":{"pod":"b"}},
       "ingress":[{"from":[{"namespaceSelector":{"matchLabels":{"ns":"z"}}}]}]}}'
+
+# Services: kube-proxy (iptables mode, node 1 where z/a runs) translates a
+# ClusterIP in the client node's kernel; the egress rule is judged on the
+# backend it chose. z may reach y on TCP 80: y/b through its ClusterIP too,
+# x/b through its ClusterIP not.
+printf '{"clusterCIDR": "10.244.0.0/16", "services": [
+  {"namespace": "y", "name": "svc-y", "clusterIP": "10.96.0.20", "ports": [{"port": 80, "protocol": "TCP"}], "endpoints": [{"ip": "%s", "node": "node%s"}]},
+  {"namespace": "x", "name": "svc-x", "clusterIP": "10.96.0.21", "ports": [{"port": 80, "protocol": "TCP"}], "endpoints": [{"ip": "%s", "node": "node%s"}]}]}\n' \
+    "$(ip_of y/b)" "${at[y/b]%% *}" "$(ip_of x/b)" "${at[x/b]%% *}" > "$KOVS_SERVICES"
+read -r zn zp <<<"${at[z/a]}"
+kube_proxy_sync "$zn" iptables
+[ "$(probe "$zn" "$zp" "$(ip_of y/b)" TCP 80)" = allow ] || fail "z/a -> y/b:80 directly is denied, the policy allows it"
+[ "$(probe "$zn" "$zp" 10.96.0.20 TCP 80)" = allow ] || fail "z/a -> svc-y (10.96.0.20:80 -> y/b:80) is denied: egress was not judged on the translated packet"
+[ "$(probe "$zn" "$zp" 10.96.0.21 TCP 80)" = deny ] || fail "z/a -> svc-x (10.96.0.21:80 -> x/b:80) passed: the ClusterIP bypassed z's egress policy"
+grep -q "z/a x/b TCP 80 deny" <<<"$(truth)" && grep -q "z/a y/b TCP 80 allow" <<<"$(truth)" || fail "the truth table disagrees with the Services rows' expectations"
+kube_proxy_flush "$zn" iptables
+pass "through a ClusterIP (kube-proxy iptables rules): z/a reaches y/b, which its egress allows, and not x/b"
 
 case_policies "ipBlock of the pod network except z/b, into x" \
     "{\"metadata\":{\"name\":\"cidr\",\"namespace\":\"x\"},\"spec\":{\"podSelector\":{},
