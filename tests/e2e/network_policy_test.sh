@@ -42,19 +42,29 @@ for ns in x y z; do
     done
 done
 step "9 pods (x/a .. z/c) over $nodes nodes, each serving TCP 80, 81 and UDP 80"
+families=$(cluster_families)
+# One process answering every datagram on UDP 80 (socat's UDP servers lose
+# some under concurrent probes); both families where the cluster has IPv6.
+cat > "$CLUSTER_DIR/udp_echo.py" <<'PY'
+import socket, sys
+family = socket.AF_INET6 if sys.argv[1] != "4" else socket.AF_INET
+s = socket.socket(family, socket.SOCK_DGRAM)
+if family == socket.AF_INET6:
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+s.bind(("::" if family == socket.AF_INET6 else "0.0.0.0", 80))
+while True:
+    _, peer = s.recvfrom(64)
+    s.sendto(b"ok\n", peer)
+PY
+listen=TCP-LISTEN
+[ "$families" = 4 ] || listen=TCP6-LISTEN
 for k in "${keys[@]}"; do
     read -r n p <<<"${at[$k]}"
     pod_add "$n" "$p"
     for port in 80 81; do
-        in_pod "$n" "$p" socat "TCP-LISTEN:$port,fork,reuseaddr" SYSTEM:'echo ok' >/dev/null 2>&1 &
+        in_pod "$n" "$p" socat "$listen:$port,fork,reuseaddr$([ "$listen" = TCP-LISTEN ] || echo ,ipv6only=0)" SYSTEM:'echo ok' >/dev/null 2>&1 &
     done
-    # One process answering every datagram (socat's UDP servers lose some under concurrent probes).
-    in_pod "$n" "$p" /usr/bin/python3 -c 'import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("0.0.0.0", 80))
-while True:
-    _, peer = s.recvfrom(64)
-    s.sendto(b"ok\n", peer)' >/dev/null 2>&1 &
+    in_pod "$n" "$p" /usr/bin/python3 "$CLUSTER_DIR/udp_echo.py" "$families" >/dev/null 2>&1 &
 done
 for k in "${keys[@]}"; do
     read -r n p <<<"${at[$k]}"
@@ -62,15 +72,18 @@ for k in "${keys[@]}"; do
 done
 done_step
 
-ip_of() { read -r n p <<<"${at[$1]}"; pod_ip "$n" "$p"; }
+ip_of() {   # ip_of KEY [FAMILY]: the pod's address of that family (4: the first)
+    read -r n p <<<"${at[$1]}"
+    if [ "${2:-4}" = 6 ]; then pod_ip6 "$n" "$p"; else pod_ip "$n" "$p"; fi
+}
 pod_object() {
-    local ns=${1%/*} name=${1#*/} n p ip; read -r n p <<<"${at[$1]}"; ip=$(pod_ip "$n" "$p")
-    jq -nc --arg ns "$ns" --arg name "$name" --arg node "node$n" --arg ip "$ip" '{
+    local ns=${1%/*} name=${1#*/} n p ip ip6; read -r n p <<<"${at[$1]}"; ip=$(pod_ip "$n" "$p"); ip6=$(pod_ip6 "$n" "$p")
+    jq -nc --arg ns "$ns" --arg name "$name" --arg node "node$n" --arg ip "$ip" --arg ip6 "$ip6" '{
         metadata: {name: $name, namespace: $ns, labels: {pod: $name}},
         spec: {nodeName: $node, containers: [{name: "c", image: "registry.k8s.io/e2e-test-images/agnhost:2.47",
                ports: [{name: "serve-80-tcp", containerPort: 80, protocol: "TCP"}, {name: "serve-81-tcp", containerPort: 81, protocol: "TCP"},
                        {name: "serve-80-udp", containerPort: 80, protocol: "UDP"}]}]},
-        status: {phase: "Running", podIP: $ip, podIPs: [{ip: $ip}]}}'
+        status: {phase: "Running", podIP: $ip, podIPs: ([{ip: $ip}] + (if $ip6 != "" and $ip6 != $ip then [{ip: $ip6}] else [] end))}}'
 }
 
 step "the API: Nodes, namespaces x y z, the 9 Pods; agents switched to it"
@@ -111,21 +124,22 @@ change() {
 }
 
 probe() {   # probe N P DST PROTO PORT -> allow|deny
-    local out
+    local out dst=$3
+    [[ $dst != *:* ]] || dst="[$dst]"
     if [ "$4" = TCP ]; then
-        out=$(in_pod "$1" "$2" timeout 3 socat -T2 - "TCP:$3:$5,connect-timeout=1" </dev/null 2>/dev/null || true)
+        out=$(in_pod "$1" "$2" timeout 3 socat -T2 - "TCP:$dst:$5,connect-timeout=1" </dev/null 2>/dev/null || true)
     else
         # UDP has no retransmission of its own: a second datagram where the first got no answer.
         for _ in 1 2; do
-            out=$(echo x | in_pod "$1" "$2" timeout 3 socat -T1 - "UDP:$3:$5" 2>/dev/null || true)
+            out=$(echo x | in_pod "$1" "$2" timeout 3 socat -T1 - "UDP:$dst:$5" 2>/dev/null || true)
             [ "$out" = ok ] && break
         done
     fi
     [ "$out" = ok ] && echo allow || echo deny
 }
-# The matrix of real connections, one line per probe as policy_truth prints them.
+# The matrix of real connections over FAMILY (4 or 6), one line per probe as policy_truth prints them.
 matrix() {
-    local out=$CLUSTER_DIR/matrix.d src
+    local fam=$1 out=$CLUSTER_DIR/matrix.d src
     rm -rf "$out"; mkdir -p "$out"
     for src in "${keys[@]}"; do
         (
@@ -134,7 +148,7 @@ matrix() {
                 [ "$src" = "$dst" ] && continue
                 for pp in "TCP 80" "TCP 81" "UDP 80"; do
                     set -- $pp
-                    echo "$src $dst $1 $2 $(probe "$n" "$p" "$(ip_of "$dst")" "$1" "$2")"
+                    echo "$src $dst $1 $2 $(probe "$n" "$p" "$(ip_of "$dst" "$fam")" "$1" "$2")"
                 done
             done > "$out/${src/\//-}"
         ) &
@@ -142,13 +156,13 @@ matrix() {
     wait
     cat "$out"/* | sort
 }
-# The evaluator's answers for the same probes, over what the API holds.
+# The evaluator's answers for the same probes over FAMILY (default 4), over what the API holds.
 truth() {
-    local probes
+    local fam=${1:-4} probes
     probes=$(for src in "${keys[@]}"; do for dst in "${keys[@]}"; do
         [ "$src" = "$dst" ] && continue
         for pp in "TCP 80" "TCP 81" "UDP 80"; do set -- $pp
-            printf '{"from":"%s","to":"%s","protocol":"%s","port":%s}\n' "$src" "$dst" "$1" "$2"; done
+            printf '{"from":"%s","to":"%s","protocol":"%s","port":%s,"family":%s}\n' "$src" "$dst" "$1" "$2" "$fam"; done
     done; done | jq -sc .)
     jq -nc --argjson ns "$(kube_api GET /api/v1/namespaces | jq -c .items)" \
            --argjson pods "$(kube_api GET /api/v1/pods | jq -c .items)" \
@@ -156,14 +170,17 @@ truth() {
            --argjson probes "$probes" '{namespaces: $ns, pods: $pods, policies: $np, probes: $probes}' |
         "$KOVS_BUILD/tests/policy_truth" | sort
 }
-# check NAME: the matrix against the truth; prints the counts, fails with the differences.
+# check NAME: the matrix of each family against the truth; prints the counts, fails with the differences.
 check() {
-    local got want diffs allowed
-    got=$(matrix); want=$(truth)
-    allowed=$(grep -c ' allow$' <<<"$got" || true)
-    diffs=$(diff <(echo "$want") <(echo "$got") | grep '^[<>]' || true)
-    [ -z "$diffs" ] || { echo "$diffs" | head -20; fail "$1: $(grep -c '^>' <<<"$diffs") of $(wc -l <<<"$got") probes differ from the truth table (< truth, > seen)"; }
-    pass "$1: all $(wc -l <<<"$got") probes as the truth table says ($allowed allowed)"
+    local got want diffs allowed fam over
+    for fam in $families; do
+        over=""; [ "$families" = 4 ] || over=" over IPv$fam"
+        got=$(matrix "$fam"); want=$(truth "$fam")
+        allowed=$(grep -c ' allow$' <<<"$got" || true)
+        diffs=$(diff <(echo "$want") <(echo "$got") | grep '^[<>]' || true)
+        [ -z "$diffs" ] || { echo "$diffs" | head -20; fail "$1$over: $(grep -c '^>' <<<"$diffs") of $(wc -l <<<"$got") probes differ from the truth table (< truth, > seen)"; }
+        pass "$1$over: all $(wc -l <<<"$got") probes as the truth table says ($allowed allowed)"
+    done
 }
 
 np_create() { kube_api POST "/apis/networking.k8s.io/v1/namespaces/$1/networkpolicies" "$2" >/dev/null; }
@@ -202,7 +219,7 @@ case_policies "x/a from pod c of namespace y, on named port serve-81-tcp" \
 
 out=$(kovsctl 1 policy x/a)
 yc=$(ip_of y/c)
-grep -q "ingress  isolated by x/from-y-c" <<<"$out" && grep -q "from $yc/32  ports TCP/81" <<<"$out" &&
+grep -q "ingress  isolated by x/from-y-c" <<<"$out" && grep -q "from $yc/32.*  ports TCP/81" <<<"$out" &&
     grep -q "egress   open: no policy selects it" <<<"$out" || fail "kovsctl policy x/a on node 1 does not explain its rule:
 $out"
 grep -q "ingress  open: no policy selects it" <<<"$(kovsctl 1 policy x/b)" || fail "kovsctl policy x/b: $(kovsctl 1 policy x/b)"
@@ -233,9 +250,10 @@ grep -q "z/a x/b TCP 80 deny" <<<"$(truth)" && grep -q "z/a y/b TCP 80 allow" <<
 kube_proxy_flush "$zn" iptables
 pass "through a ClusterIP (kube-proxy iptables rules): z/a reaches y/b, which its egress allows, and not x/b"
 
+blocks="{\"ipBlock\":{\"cidr\":\"10.244.0.0/16\",\"except\":[\"$(ip_of z/b)/32\"]}}"
+[ "$families" = 4 ] || blocks+=",{\"ipBlock\":{\"cidr\":\"fd00:10:244::/48\",\"except\":[\"$(ip_of z/b 6)/128\"]}}"
 case_policies "ipBlock of the pod network except z/b, into x" \
-    "{\"metadata\":{\"name\":\"cidr\",\"namespace\":\"x\"},\"spec\":{\"podSelector\":{},
-      \"ingress\":[{\"from\":[{\"ipBlock\":{\"cidr\":\"10.244.0.0/16\",\"except\":[\"$(ip_of z/b)/32\"]}}]}]}}"
+    "{\"metadata\":{\"name\":\"cidr\",\"namespace\":\"x\"},\"spec\":{\"podSelector\":{},\"ingress\":[{\"from\":[$blocks]}]}}"
 
 # SCTP: the kernel here has no SCTP sockets, so crafted INIT chunks (scapy)
 # from y/a and z/a to x/a:81, where only namespace y may send SCTP 81. x/a

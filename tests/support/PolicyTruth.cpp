@@ -1,7 +1,7 @@
 // policy_truth: the evaluator (policy/PolicyEvaluator) as a command, for the
 // e2e tests' truth tables. Reads one JSON object on stdin:
 //   {"namespaces": [Namespace...], "pods": [Pod...], "policies": [NetworkPolicy...],
-//    "probes": [{"from": "x/a", "to": "y/b", "protocol": "TCP", "port": 80}, ...]}
+//    "probes": [{"from": "x/a", "to": "y/b", "protocol": "TCP", "port": 80[, "family": 6]}, ...]}
 // (the objects as the API server returns them) and prints one line per
 // probe: "x/a y/b TCP 80 allow" or "... deny". Exit 2 on bad input.
 #include <nlohmann/json.hpp>
@@ -30,16 +30,21 @@ int main() {
             auto np = decodeNetworkPolicy(o);
             c.policies[np.key()] = np;
         }
-        auto endpoint = [&](const std::string& key) {
+        // The pod's address of the probe's family (4 unless it says 6).
+        auto endpoint = [&](const std::string& key, int family) {
             const auto& pod = c.pods.at(key);
-            return Endpoint{key, pod.ips.at(0), pod.nodeName};
+            for (const auto& ip : pod.ips) {
+                if (ip.family == (family == 6 ? AF_INET6 : AF_INET)) return Endpoint{key, ip, pod.nodeName};
+            }
+            throw kovs::Error("pod " + key + " has no IPv" + std::to_string(family) + " address");
         };
         for (const auto& p : in.at("probes")) {
             auto from = p.at("from").get<std::string>(), to = p.at("to").get<std::string>();
             auto proto = p.at("protocol").get<std::string>();
             int port = p.at("port").get<int>();
             Protocol protocol = proto == "TCP" ? Protocol::TCP : proto == "UDP" ? Protocol::UDP : Protocol::SCTP;
-            bool ok = allowed(c, endpoint(from), endpoint(to), protocol, port);
+            int family = p.value("family", 4);
+            bool ok = allowed(c, endpoint(from, family), endpoint(to, family), protocol, port);
             std::printf("%s %s %s %d %s\n", from.c_str(), to.c_str(), proto.c_str(), port, ok ? "allow" : "deny");
         }
     } catch (const std::exception& e) {
