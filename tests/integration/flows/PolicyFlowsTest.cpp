@@ -332,6 +332,8 @@ TEST_F(PolicyFlowsTest, ServicesAreJudgedAfterTheKernelsTranslation) {
     for (size_t i = 0; i < cases.size(); ++i) {
         const auto& k = cases[i];
         EXPECT_EQ(outputsTo(results[i], k.ofport), expected[i]) << k.what << ":\n" << results[i];
-        if (i > 0) EXPECT_EQ(policy::allowed(c, k.from, k.to, Protocol::TCP, k.port), expected[i]) << k.what << ": the evaluator";
+        if (i > 0) {
+            EXPECT_EQ(policy::allowed(c, k.from, k.to, Protocol::TCP, k.port), expected[i]) << k.what << ": the evaluator";
+        }
     }
 }
