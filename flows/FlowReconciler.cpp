@@ -150,14 +150,19 @@ void FlowReconciler::pass(bool readBack) {
         repairs_.record("flows", fmt::format("{} held {} flows that differ from the {} installed: reinstalled", opts_.bridge,
                                              dump->count, expectedCount_));
         spdlog::warn("flows: {} differs from the table installed ({} flows read back); reinstalling", opts_.bridge, dump->count);
+        installed_.clear();  // not what the bridge holds: replaced whole
         install();
     });
 }
 
+// Only the difference to the table installed last (a pod, a peer or a policy
+// changed: a few flows of thousands), or the whole table where the bridge's
+// may be another (first install, after a failure or a read-back that differed).
 void FlowReconciler::install() {
     auto text = desired_;
     auto ports = desiredPorts_;
-    bridge_.replaceFlows(text, [this, text, ports](const std::string& error) {
+    auto mods = installed_.empty() ? std::nullopt : flowModsBetween(installed_, text);
+    auto done = [this, text, ports](const std::string& error) {
         if (!error.empty()) return failed(error);
         installed_ = text;
         installedPorts_ = ports;
@@ -171,7 +176,9 @@ void FlowReconciler::install() {
             notifyWaiters();
             succeeded();
         });
-    });
+    };
+    if (mods) bridge_.modifyFlows(*mods, std::move(done));
+    else bridge_.replaceFlows(text, std::move(done));
 }
 
 void FlowReconciler::succeeded() {

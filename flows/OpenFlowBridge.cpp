@@ -2,9 +2,60 @@
 
 #include "base/Error.hpp"
 
+#include <set>
+#include <sstream>
+
 namespace kovs::flows {
 
 std::string managementTarget(const std::string& rundir, const std::string& bridge) { return "unix:" + rundir + "/" + bridge + ".mgmt"; }
+
+namespace {
+
+std::vector<std::string> lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) {
+        if (!l.empty()) out.push_back(l);
+    }
+    return out;
+}
+
+// A flow's match and priority without its cookie: what delete_strict names.
+std::string strictKey(const std::string& line) {
+    auto match = line.substr(0, line.find("actions="));
+    auto trim = [&] {
+        while (!match.empty() && (match.back() == ' ' || match.back() == ',')) match.pop_back();
+    };
+    trim();
+    if (auto c = match.find("cookie="); c != std::string::npos) {
+        auto end = match.find(',', c);
+        match.erase(c, end == std::string::npos ? std::string::npos : end - c + 1);
+        trim();
+    }
+    return match;
+}
+
+}  // namespace
+
+std::optional<std::string> flowModsBetween(const std::string& installed, const std::string& desired) {
+    const auto before = lines(installed), after = lines(desired);
+    std::set<std::string> afterKeys, beforeLines(before.begin(), before.end());
+    for (const auto& l : after) afterKeys.insert(strictKey(l));
+    std::string mods;
+    size_t count = 0;
+    for (const auto& l : before) {
+        if (afterKeys.count(strictKey(l))) continue;
+        mods += "flow delete_strict " + strictKey(l) + "\n";
+        ++count;
+    }
+    for (const auto& l : after) {
+        if (beforeLines.count(l)) continue;
+        mods += "flow add " + l + "\n";
+        ++count;
+    }
+    if (before.empty() || count > after.size() / 2) return std::nullopt;
+    return mods;
+}
 
 OpenFlowBridge::OpenFlowBridge(EventLoop& loop, std::string bridge, const std::string& rundir, std::chrono::milliseconds timeout)
     : loop_(loop), bridge_(std::move(bridge)), target_(managementTarget(rundir, bridge_)), timeout_(timeout) {}
@@ -38,6 +89,12 @@ void OpenFlowBridge::replaceFlows(const std::string& flows, Done done) {
         [this, done = std::move(done)](const ProcessResult&, const std::string& error) {
             done(error.empty() ? "" : "replace-flows on " + bridge_ + ": " + error);
         });
+}
+
+void OpenFlowBridge::modifyFlows(const std::string& mods, Done done) {
+    run({"ovs-ofctl", "bundle", target_, "-"}, mods, [this, done = std::move(done)](const ProcessResult&, const std::string& error) {
+        done(error.empty() ? "" : "bundle on " + bridge_ + ": " + error);
+    });
 }
 
 void OpenFlowBridge::dumpFlows(Dumped done) {

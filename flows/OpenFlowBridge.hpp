@@ -23,6 +23,13 @@ namespace kovs::flows {
 // ovs-ofctl's target for `bridge`'s management socket: "unix:<rundir>/<bridge>.mgmt".
 std::string managementTarget(const std::string& rundir, const std::string& bridge);
 
+// What turns the table `installed` into `desired` (both as FlowTable renders
+// them, one flow a line) as `ovs-ofctl bundle` input: "flow delete_strict"
+// for each flow whose match and priority are gone, "flow add" for each new or
+// changed one (an add replaces the flow of the same match and priority).
+// nullopt when that is no cheaper than replacing the whole table.
+std::optional<std::string> flowModsBetween(const std::string& installed, const std::string& desired);
+
 class OpenFlowBridge {
 public:
     // "" on success, else ovs-ofctl's failure ("replace-flows on br-int: ...").
@@ -37,6 +44,9 @@ public:
 
     // One call at a time (busy() says whether one runs); the callback runs on the loop.
     void replaceFlows(const std::string& flows, Done done);
+    // `ovs-ofctl bundle`: the flow mods of flowModsBetween, in one atomic
+    // bundle, without reading the table first (replace-flows dumps it whole).
+    void modifyFlows(const std::string& mods, Done done);
     void dumpFlows(Dumped done);
     bool busy() const { return child_.running() || spawnFailed_ != 0; }
 
