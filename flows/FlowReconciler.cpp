@@ -89,15 +89,18 @@ void FlowReconciler::scheduleReadBack() {
 
 void FlowReconciler::setPeers(std::vector<FlowPeer> peers) {
     peers_ = std::move(peers);
+    ++inputChanges_;
     if (started_) reconcile(false);
 }
 
 void FlowReconciler::setPolicy(policy::CompiledPolicy policy) {
     policy_ = std::move(policy);
+    ++inputChanges_;
     if (started_) reconcile(false);
 }
 
 void FlowReconciler::onDatabaseChange() {
+    ++inputChanges_;
     if (started_) reconcile(false);
 }
 
@@ -128,6 +131,7 @@ void FlowReconciler::reconcile(bool readBack) {
 
 void FlowReconciler::pass(bool readBack) {
     if (opts_.waitForPolicy && !policy_) return;  // notReady() says so
+    renderedInputs_ = inputChanges_;
     auto in = flowInputs(opts_, replica_, peers_);
     in.holders = holders_;
     if (policy_) in.policy = *policy_;
@@ -165,6 +169,7 @@ void FlowReconciler::install() {
     auto done = [this, text, ports](const std::string& error) {
         if (!error.empty()) return failed(error);
         installed_ = text;
+        lastInstall_ = std::chrono::system_clock::now();
         installedPorts_ = ports;
         bridge_.dumpFlows([this](std::optional<FlowDump> dump, const std::string& error) {
             if (!dump) return failed(error);
@@ -251,8 +256,12 @@ void FlowReconciler::status(nlohmann::json& out) const {
                     {"podsLeftOut", skipped_},
                     {"serviceReplyPath", opts_.serviceReplyPath},
                     {"policyStage", policy_ && policy_->active()},
-                    // The table last rendered is the one on the bridge.
-                    {"upToDate", !desired_.empty() && desired_ == installed_},
+                    // Every input change is rendered, and that table is the one on the bridge.
+                    {"upToDate", renderedInputs_ == inputChanges_ && !desired_.empty() && desired_ == installed_},
+                    // When the last table change took effect (wall clock, ms): what the
+                    // policy benchmark times an API change against.
+                    {"lastInstallUnixMs",
+                     std::chrono::duration_cast<std::chrono::milliseconds>(lastInstall_.time_since_epoch()).count()},
                     {"dropped", nlohmann::json::object()}};
     for (const auto& c : drops_) out["flows"]["dropped"][c.statusKey] = c.total();
 }

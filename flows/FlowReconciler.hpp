@@ -115,6 +115,8 @@ private:
     std::vector<std::string> skipped_, skippedLogged_;
     LastError error_;
     uint64_t installs_ = 0;
+    uint64_t inputChanges_ = 0, renderedInputs_ = 0;  // status' upToDate: no change waits for a pass
+    std::chrono::system_clock::time_point lastInstall_{};
     uint64_t readBackRepairs_ = 0;
     // Drop counters survive the flows' own counters being reset (reinstall, vswitchd restart).
     struct DropCounter {
