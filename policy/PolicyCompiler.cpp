@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 namespace kovs::policy {
 namespace {
-
-std::string prefixKey(const IpPrefix& p) { return p.str(); }
 
 void sortUnique(std::vector<IpPrefix>& v) {
     std::sort(v.begin(), v.end(), [](const IpPrefix& a, const IpPrefix& b) {
@@ -47,7 +46,7 @@ bool hasNamedPort(const PolicyRule& r) {
 struct Compiler {
     const PolicyCluster& c;
     std::vector<const PolicyPod*> local;              // this node's pods
-    std::map<std::string, const PolicyPod*> podByIp;  // every pod's address -> the pod
+    std::vector<std::pair<IpPrefix, const PolicyPod*>> podAddresses;  // every pod's address, with its pod
     CompiledPolicy out;
 
     // The peers of `r` as (address set, the pod they belong to or nullptr).
@@ -60,10 +59,9 @@ struct Compiler {
                 const auto blocks = subtractPrefixes(peer.ipBlock->cidr, peer.ipBlock->except);
                 for (const auto& p : blocks) peers.emplace_back(p, nullptr);
                 if (!podsInBlocks) continue;
-                for (const auto& [ip, pod] : podByIp) {
-                    auto address = IpPrefix::parse(ip);
-                    if (std::any_of(blocks.begin(), blocks.end(), [&](const IpPrefix& b) { return b.contains(address); }))
-                        peers.emplace_back(address, pod);
+                for (const auto& pa : podAddresses) {
+                    if (std::any_of(blocks.begin(), blocks.end(), [&](const IpPrefix& b) { return b.contains(pa.first); }))
+                        peers.push_back(pa);
                 }
                 continue;
             }
@@ -132,7 +130,7 @@ CompiledPolicy compilePolicy(const PolicyCluster& cluster, const std::string& no
     Compiler k{cluster, {}, {}, {}};
     for (const auto& [_, pod] : cluster.pods) {
         if (pod.hostNetwork) continue;
-        for (const auto& ip : pod.ips) k.podByIp[prefixKey(ip)] = &pod;
+        for (const auto& ip : pod.ips) k.podAddresses.emplace_back(ip, &pod);
         if (pod.nodeName == nodeName && !pod.ips.empty()) k.local.push_back(&pod);
     }
     for (const auto& [_, np] : cluster.policies) {

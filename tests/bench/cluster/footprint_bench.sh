@@ -188,20 +188,27 @@ if [ -n "${measure[file]:-}" ]; then
     measure_idle file "peers from the file ($peers peers): context"
 fi
 
-if [ -n "${measure[kubernetes]:-}" ]; then
-    kube_api_up
-    list_kib=$(( $(cat "$(api_dir)/ready") / 1024 ))
-    echo "mock API server: https://$api_addr:$api_port in the underlay namespace, NodeList of $peers nodes shaped like kind's: $list_kib KiB"
-    t0=$(date +%s%N)
+# Every agent restarted on the mock API server's kubeconfig, and waited for
+# (ready, and it listed the Nodes from the API).
+agents_on_api() {
+    local n
     for n in $(seq 1 "$real_nodes"); do
         agent_stop "$n" TERM
         use_kubernetes_source "$n"
         agent_start "$n"
     done
     for n in $(seq 1 "$real_nodes"); do
-        wait_for "node $n to program $(( peers - 1 )) peers from the API" 90 node_ready "$n" || { node_debug "$n"; exit 1; }
+        wait_for "node $n $1" 90 node_ready "$n" || { node_debug "$n"; exit 1; }
         api_listed "$n" || { tail -20 "$(api_dir)/requests.log" >&2; die "node $n is ready but never listed the nodes from the mock API server"; }
     done
+}
+
+if [ -n "${measure[kubernetes]:-}" ]; then
+    kube_api_up
+    list_kib=$(( $(cat "$(api_dir)/ready") / 1024 ))
+    echo "mock API server: https://$api_addr:$api_port in the underlay namespace, NodeList of $peers nodes shaped like kind's: $list_kib KiB"
+    t0=$(date +%s%N)
+    agents_on_api "to program $(( peers - 1 )) peers from the API"
     printf 'all %d agents restarted with peers from the API and ready, %d peers each, %.1f s after the restart\n' \
         "$real_nodes" $(( peers - 1 )) "$(( ($(date +%s%N) - t0) / 1000000 ))e-3"
     measure_idle kubernetes "peers from the Kubernetes API ($peers nodes, HTTPS, $list_kib KiB NodeList, then a watch): the target, as kind users run it"
@@ -240,14 +247,7 @@ if [ -n "${measure[policy]:-}" ]; then
     rm -f "$(api_dir)/ready"
     kube_api_up "$CLUSTER_DIR/peers.yaml" --preload "$CLUSTER_DIR/policy-objects.json"
     t0=$(date +%s%N)
-    for n in $(seq 1 "$real_nodes"); do
-        agent_stop "$n" TERM
-        use_kubernetes_source "$n"
-        agent_start "$n"
-    done
-    for n in $(seq 1 "$real_nodes"); do
-        wait_for "node $n ready with the peers, pods and policies from the API" 90 node_ready "$n" || { node_debug "$n"; exit 1; }
-    done
+    agents_on_api "ready with the peers, pods and policies from the API"
     rules=$(in_node 1 "$KOVS_BIN/kovsctl" --config "$(node_dir 1)/agent.yaml" status --json | jq -r '"\(.networkPolicy.pods) pods, \(.networkPolicy.policies) policies, \(.networkPolicy.rules) rules for its own pods, compiled in \(.networkPolicy.lastCompileSeconds * 1000 | floor) ms"')
     printf 'all %d agents restarted with 1000 pods and 200 policies in the API and ready, %.1f s after the restart; node1: %s\n' \
         "$real_nodes" "$(( ($(date +%s%N) - t0) / 1000000 ))e-3" "$rules"

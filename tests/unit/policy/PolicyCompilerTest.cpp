@@ -47,7 +47,6 @@ TEST(PolicyCompiler, ARuleIsItsPodsItsPeersAndItsPorts) {
 }
 
 TEST(PolicyCompiler, NamedPortsResolvePerPodAndGroupAlike) {
-    auto pods = kovs::test::netpolPods();
     std::vector<json> objects{policyObject("x", "p", json::parse(R"({"podSelector": {}, "ingress": [{"ports": [{"port": "web"}]}]})"))};
     auto c = netpolCluster(objects);
     // x/a serves "web" on 8080, x/c on 9090: two rules; nothing else of x on n1.
