@@ -12,6 +12,7 @@
 
 #include "base/Error.hpp"
 #include "base/MacAddress.hpp"
+#include "flows/FlowFields.hpp"
 #include "flows/PolicyStage.hpp"
 
 namespace kovs::flows {
@@ -34,13 +35,6 @@ enum Table {
 // ICMPv6 types of neighbour discovery (RFC 4861).
 constexpr int kRouterAdvert = 134, kNeighbourSolicit = 135, kNeighbourAdvert = 136, kRedirect = 137;
 
-// The OpenFlow spelling of one address family's fields.
-struct Fields {
-    const char* proto;  // "ip", "ipv6"
-    const char* src;
-    const char* dst;
-};
-Fields fieldsOf(int family) { return family == AF_INET ? Fields{"ip", "nw_src", "nw_dst"} : Fields{"ipv6", "ipv6_src", "ipv6_dst"}; }
 // The tunnel header's fields of the underlay's family.
 const char* tunSrc(const IpPrefix& underlay) { return underlay.family == AF_INET ? "tun_src" : "tun_ipv6_src"; }
 const char* tunDst(const IpPrefix& underlay) { return underlay.family == AF_INET ? "tun_dst" : "tun_ipv6_dst"; }
@@ -297,7 +291,7 @@ void conntrack(Flows& f, const Plan& p, bool serviceReplyPath, bool policy) {
                 if (!p.gatewayOf(source.family)) return;
                 const auto x = fieldsOf(source.family);
                 f.add(kCommit, 150, "ct_state=+new+trk,in_port={},{},{},{}={} actions=ct(commit,zone={}),goto_table:{}", p.tun, outer, x.proto,
-                      x.src, source.prefixLen == source.maxPrefixLen() ? source.addressString() : source.str(), FlowTable::kCtZone, commitNext);
+                      x.src, matchValue(source), FlowTable::kCtZone, commitNext);
             };
             for (const auto& cidr : peer.podCIDRs) bound(cidr);
             for (const auto& ip : peer.nodeIPs) bound(ip.host());

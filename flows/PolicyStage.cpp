@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "flows/FlowFields.hpp"
+
 #include <map>
 
 namespace kovs::flows {
@@ -11,10 +13,6 @@ using policy::CompiledRule;
 using policy::PortMatch;
 using policy::Protocol;
 
-const char* proto(int family) { return family == AF_INET ? "ip" : "ipv6"; }
-const char* srcField(int family) { return family == AF_INET ? "nw_src" : "ipv6_src"; }
-const char* dstField(int family) { return family == AF_INET ? "nw_dst" : "ipv6_dst"; }
-
 std::string transport(Protocol p, int family) {
     const char* name = p == Protocol::TCP ? "tcp" : p == Protocol::UDP ? "udp" : "sctp";
     return family == AF_INET ? name : std::string(name) + "6";
@@ -22,8 +20,8 @@ std::string transport(Protocol p, int family) {
 
 // An address match: "ip,nw_dst=10.244.1.5" (a host) or "ip,nw_dst=10.0.0.0/8".
 std::string addressMatch(const IpPrefix& p, bool source) {
-    auto addr = p.prefixLen == p.maxPrefixLen() ? p.addressString() : p.str();
-    return fmt::format("{},{}={}", proto(p.family), source ? srcField(p.family) : dstField(p.family), addr);
+    const auto x = fieldsOf(p.family);
+    return fmt::format("{},{}={}", x.proto, source ? x.src : x.dst, matchValue(p));
 }
 
 // Clause flows merged by match: one flow may serve many conjunctions.
