@@ -15,11 +15,6 @@ kube::ListWatchOptions listWatch(kube::ListWatchOptions lw, const char* resource
     return lw;
 }
 
-template <typename T>
-std::map<std::string, T> itemsOf(const std::optional<kube::Snapshot<T>>& s) {
-    return s ? s->items : std::map<std::string, T>{};
-}
-
 }  // namespace
 
 PolicySource::PolicySource(EventLoop& loop, kube::KubeCredentials creds, std::string nodeName, kube::ListWatchOptions tuning)
@@ -33,24 +28,15 @@ PolicySource::PolicySource(EventLoop& loop, kube::KubeCredentials creds, std::st
 
 void PolicySource::start(Callback onPolicy) {
     onPolicy_ = std::move(onPolicy);
-    namespaces_.start([this](const kube::Snapshot<PolicyNamespace>& s) {
-        namespaceSnapshot_ = s;
-        changed();
-    });
-    pods_.start([this](const kube::Snapshot<PolicyPod>& s) {
-        podSnapshot_ = s;
-        changed();
-    });
+    namespaces_.start([this](const kube::Snapshot<PolicyNamespace>& s) { take(s, namespacesListing_, cluster_.namespaces); });
+    pods_.start([this](const kube::Snapshot<PolicyPod>& s) { take(s, podsListing_, cluster_.pods); });
     policies_.start([this](const kube::Snapshot<NetworkPolicy>& s) {
         for (const auto& [key, np] : s.items) {
-            auto old = policySnapshot_ ? policySnapshot_->items.find(key) : decltype(s.items.end()){};
-            bool seen = policySnapshot_ && old != policySnapshot_->items.end() && old->second.warnings == np.warnings;
-            if (!seen) {
-                for (const auto& w : np.warnings) spdlog::warn("networkPolicy: {}", w);
-            }
+            auto old = cluster_.policies.find(key);
+            if (old != cluster_.policies.end() && old->second.warnings == np.warnings) continue;
+            for (const auto& w : np.warnings) spdlog::warn("networkPolicy: {}", w);
         }
-        policySnapshot_ = s;
-        changed();
+        take(s, policiesListing_, cluster_.policies);
     });
 }
 
@@ -63,7 +49,7 @@ void PolicySource::stop() {
 
 // Informer deliveries come one resource at a time; one compile follows a burst.
 void PolicySource::changed() {
-    if (pending_ || !namespaceSnapshot_ || !podSnapshot_ || !policySnapshot_) return;
+    if (pending_ || !namespacesListing_.listed || !podsListing_.listed || !policiesListing_.listed) return;
     pending_ = true;
     loop_.post([this, alive = alive_] {
         if (!*alive) return;
@@ -74,11 +60,10 @@ void PolicySource::changed() {
 
 void PolicySource::compile() {
     const auto began = std::chrono::steady_clock::now();
-    PolicyCluster c{itemsOf(namespaceSnapshot_), itemsOf(podSnapshot_), itemsOf(policySnapshot_)};
-    auto compiled = compilePolicy(c, nodeName_);
+    auto compiled = compilePolicy(cluster_, nodeName_);
     lastCompileSeconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     ++compiles_;
-    compiledPolicies_ = c.policies.size();
+    compiledPolicies_ = cluster_.policies.size();
     if (compiles_ > 1 && compiled == compiled_) return;
     compiled_ = std::move(compiled);
     if (onPolicy_) onPolicy_(compiled_);
@@ -86,12 +71,12 @@ void PolicySource::compile() {
 
 nlohmann::json PolicySource::explain(const std::string& podKey) const {
     nlohmann::json out{{"pod", podKey}, {"node", nodeName_}};
-    if (!podSnapshot_ || !policySnapshot_) {
+    if (!podsListing_.listed || !policiesListing_.listed) {
         out["error"] = notReady();
         return out;
     }
-    auto it = podSnapshot_->items.find(podKey);
-    if (it == podSnapshot_->items.end()) {
+    auto it = cluster_.pods.find(podKey);
+    if (it == cluster_.pods.end()) {
         out["error"] = "no pod " + podKey + " in the API (namespace/name)";
         return out;
     }
@@ -111,7 +96,7 @@ nlohmann::json PolicySource::explain(const std::string& podKey) const {
         d["policies"] = nlohmann::json::array();
         d["rules"] = nlohmann::json::array();
         if (pod.hostNetwork) continue;  // never selected: it is its node
-        for (const auto& [key, np] : policySnapshot_->items) {
+        for (const auto& [key, np] : cluster_.policies) {
             if (np.namespaceName != pod.namespaceName || !(ingress ? np.ingress : np.egress) || !np.podSelector.matches(pod.labels)) continue;
             d["policies"].push_back(key);
             if (!np.warnings.empty()) out["warnings"][key] = np.warnings;
@@ -144,29 +129,23 @@ nlohmann::json PolicySource::explain(const std::string& podKey) const {
 
 void PolicySource::status(nlohmann::json& out) const {
     auto& s = out["networkPolicy"];
-    s["listed"] = {{"namespaces", namespaceSnapshot_.has_value()}, {"pods", podSnapshot_.has_value()},
-                   {"networkPolicies", policySnapshot_.has_value()}};
-    s["namespaces"] = namespaceSnapshot_ ? namespaceSnapshot_->items.size() : 0;
-    s["pods"] = podSnapshot_ ? podSnapshot_->items.size() : 0;
+    s["listed"] = {{"namespaces", namespacesListing_.listed}, {"pods", podsListing_.listed},
+                   {"networkPolicies", policiesListing_.listed}};
+    s["namespaces"] = cluster_.namespaces.size();
+    s["pods"] = cluster_.pods.size();
     s["policies"] = compiledPolicies_;
     s["rules"] = compiled_.rules.size();
     s["isolatedAddresses"] = {{"ingress", compiled_.isolatedIngress.size()}, {"egress", compiled_.isolatedEgress.size()}};
     s["compiles"] = compiles_;
     s["lastCompileSeconds"] = lastCompileSeconds_;
     auto& warnings = s["warnings"] = nlohmann::json::object();
-    if (policySnapshot_) {
-        for (const auto& [key, np] : policySnapshot_->items) {
-            if (!np.warnings.empty()) warnings[key] = np.warnings;
-        }
+    for (const auto& [key, np] : cluster_.policies) {
+        if (!np.warnings.empty()) warnings[key] = np.warnings;
     }
     auto& rejected = s["unreadable"] = nlohmann::json::object();
-    auto addRejected = [&](const auto& snap) {
-        if (!snap) return;
-        for (const auto& [key, why] : snap->rejected) rejected[key] = why;
-    };
-    addRejected(namespaceSnapshot_);
-    addRejected(podSnapshot_);
-    addRejected(policySnapshot_);
+    for (const auto* listing : {&namespacesListing_, &podsListing_, &policiesListing_}) {
+        for (const auto& [key, why] : listing->rejected) rejected[key] = why;
+    }
 }
 
 void PolicySource::metrics(MetricsText& m) const {
@@ -179,9 +158,9 @@ void PolicySource::metrics(MetricsText& m) const {
 
 std::string PolicySource::notReady() const {
     std::string missing;
-    if (!namespaceSnapshot_) missing += " namespaces";
-    if (!podSnapshot_) missing += " pods";
-    if (!policySnapshot_) missing += " networkpolicies";
+    if (!namespacesListing_.listed) missing += " namespaces";
+    if (!podsListing_.listed) missing += " pods";
+    if (!policiesListing_.listed) missing += " networkpolicies";
     return missing.empty() ? "" : "networkPolicy: not listed yet:" + missing;
 }
 

@@ -11,7 +11,8 @@
 // keeps the table it has meanwhile, so an agent restart never opens an
 // isolated pod for a moment.
 #include <functional>
-#include <optional>
+#include <map>
+#include <memory>
 #include <string>
 
 #include "base/EventLoop.hpp"
@@ -44,6 +45,18 @@ public:
     std::string notReady() const override;
 
 private:
+    // Per resource: whether it was listed yet, and the objects that did not decode.
+    struct Listing {
+        bool listed = false;
+        std::map<std::string, std::string> rejected;
+    };
+    template <typename T>
+    void take(const kube::Snapshot<T>& s, Listing& listing, std::map<std::string, T>& items) {
+        listing.listed = true;
+        listing.rejected = s.rejected;
+        items = s.items;
+        changed();
+    }
     void changed();
     void compile();
 
@@ -52,9 +65,9 @@ private:
     kube::Informer<PolicyNamespace> namespaces_;
     kube::Informer<PolicyPod> pods_;
     kube::Informer<NetworkPolicy> policies_;
-    std::optional<kube::Snapshot<PolicyNamespace>> namespaceSnapshot_;
-    std::optional<kube::Snapshot<PolicyPod>> podSnapshot_;
-    std::optional<kube::Snapshot<NetworkPolicy>> policySnapshot_;
+    // What the informers delivered last: the compile's input as it stands.
+    PolicyCluster cluster_;
+    Listing namespacesListing_, podsListing_, policiesListing_;
     Callback onPolicy_;
     bool pending_ = false;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
