@@ -57,7 +57,32 @@ std::string resourceVersionOf(const json& obj) {
     return rv ? *rv : "";
 }
 
+const char* typeName(json::value_t type) {
+    switch (type) {
+        case json::value_t::object: return "an object";
+        case json::value_t::array: return "a list";
+        case json::value_t::string: return "a string";
+        case json::value_t::boolean: return "a boolean";
+        default: return "another JSON type";
+    }
+}
+
 }  // namespace
+
+const json* optionalMember(const json& obj, const char* key, json::value_t type, const std::string& what) {
+    auto it = obj.is_object() ? obj.find(key) : obj.end();
+    if (it == obj.end() || it->is_null()) return nullptr;
+    if (it->type() != type) throw Error(what + "." + key + ": expected " + typeName(type));
+    return &*it;
+}
+
+const json& member(const json& obj, const char* key, json::value_t type, const std::string& what) {
+    if (!obj.is_object()) throw Error(what + ": expected an object");
+    if (!obj.contains(key)) throw Error(what + ": missing '" + key + "'");
+    auto* m = optionalMember(obj, key, type, what);
+    if (!m) throw Error(what + "." + key + ": expected " + typeName(type));
+    return *m;
+}
 
 std::string objectKey(const json& object) {
     auto meta = object.is_object() ? object.find("metadata") : object.end();

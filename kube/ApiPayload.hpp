@@ -37,4 +37,11 @@ WatchEventPayload parseWatchLine(std::string_view line, const std::vector<std::s
 // kovs::Error when the object has no usable name.
 std::string objectKey(const nlohmann::json& object);
 
+// For the resources' decoders: `obj`'s member `key` of JSON type `type`.
+// optionalMember gives nullptr where it is absent or null; both throw
+// kovs::Error naming it for another type ("Node x.spec.podCIDRs: expected a
+// list"), member also where it is absent or `obj` is no object.
+const nlohmann::json* optionalMember(const nlohmann::json& obj, const char* key, nlohmann::json::value_t type, const std::string& what);
+const nlohmann::json& member(const nlohmann::json& obj, const char* key, nlohmann::json::value_t type, const std::string& what);
+
 }  // namespace kovs::kube

@@ -1,28 +1,13 @@
 #include "peers/KubeNode.hpp"
 
 #include "base/Error.hpp"
+#include "kube/ApiPayload.hpp"
 
 namespace kovs::peers {
-namespace {
 
 using nlohmann::json;
-
-const json& member(const json& obj, const char* key, json::value_t type, const std::string& what) {
-    if (!obj.is_object()) throw Error(what + ": expected an object");
-    auto it = obj.find(key);
-    if (it == obj.end()) throw Error(what + ": missing '" + key + "'");
-    if (it->type() != type) throw Error(what + "." + key + ": wrong JSON type");
-    return *it;
-}
-
-const json* optionalMember(const json& obj, const char* key, json::value_t type, const std::string& what) {
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return nullptr;
-    if (it->type() != type) throw Error(what + "." + key + ": wrong JSON type");
-    return &*it;
-}
-
-}  // namespace
+using kube::member;
+using kube::optionalMember;
 
 const std::vector<std::string>& nodeFields() {
     static const std::vector<std::string> kFields{"creationTimestamp", "spec", "podCIDR", "podCIDRs",

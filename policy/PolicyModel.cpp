@@ -1,33 +1,31 @@
 #include "policy/PolicyModel.hpp"
 
 #include "base/Error.hpp"
+#include "kube/ApiPayload.hpp"
 
 namespace kovs::policy {
 namespace {
 
 using nlohmann::json;
+using kube::optionalMember;
 
+// Absent or null reads as empty: every member a policy, pod or namespace
+// may leave out has its empty value as the API's default.
 const json& objectMember(const json& obj, const char* key, const std::string& what) {
     static const json kEmpty = json::object();
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return kEmpty;
-    if (!it->is_object()) throw Error(what + "." + key + ": expected an object");
-    return *it;
+    auto* m = optionalMember(obj, key, json::value_t::object, what);
+    return m ? *m : kEmpty;
 }
 
 const json& listMember(const json& obj, const char* key, const std::string& what) {
     static const json kEmpty = json::array();
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return kEmpty;
-    if (!it->is_array()) throw Error(what + "." + key + ": expected a list");
-    return *it;
+    auto* m = optionalMember(obj, key, json::value_t::array, what);
+    return m ? *m : kEmpty;
 }
 
 std::string stringMember(const json& obj, const char* key, const std::string& what) {
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return "";
-    if (!it->is_string()) throw Error(what + "." + key + ": expected a string");
-    return it->get<std::string>();
+    auto* m = optionalMember(obj, key, json::value_t::string, what);
+    return m ? m->get<std::string>() : "";
 }
 
 // metadata.namespace and metadata.name (the namespace only where `namespaced`).
