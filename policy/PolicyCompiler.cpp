@@ -74,6 +74,14 @@ struct Compiler {
         return peers;
     }
 
+    // The addresses of peersOf alone (none where the rule allows every peer).
+    std::vector<IpPrefix> peerAddresses(const NetworkPolicy& np, const PolicyRule& r) {
+        std::vector<IpPrefix> out;
+        if (r.anyPeer) return out;
+        for (const auto& [ip, _] : peersOf(np, r)) out.push_back(ip);
+        return out;
+    }
+
     void add(const NetworkPolicy& np, bool ingress, int index, std::vector<IpPrefix> appliedTo, bool anyPeer,
              std::vector<IpPrefix> peers, const PolicyRule& r, std::vector<PortMatch> ports) {
         if (appliedTo.empty() || (!anyPeer && peers.empty()) || (!r.anyPort && ports.empty())) return;  // allows nothing here
@@ -83,10 +91,7 @@ struct Compiler {
     }
 
     void ingressRule(const NetworkPolicy& np, int index, const PolicyRule& r, const std::vector<const PolicyPod*>& selected) {
-        std::vector<IpPrefix> peers;
-        if (!r.anyPeer) {
-            for (const auto& [ip, _] : peersOf(np, r)) peers.push_back(ip);
-        }
+        const auto peers = peerAddresses(np, r);
         // The pods this rule applies to, grouped by what its ports resolve to on them.
         std::map<std::vector<PortMatch>, std::vector<IpPrefix>> groups;
         for (const auto* pod : selected) {
@@ -100,11 +105,7 @@ struct Compiler {
         std::vector<IpPrefix> applied;
         for (const auto* pod : selected) applied.insert(applied.end(), pod->ips.begin(), pod->ips.end());
         if (!hasNamedPort(r)) {
-            std::vector<IpPrefix> peers;
-            if (!r.anyPeer) {
-                for (const auto& [ip, _] : peersOf(np, r)) peers.push_back(ip);
-            }
-            add(np, false, index, applied, r.anyPeer, peers, r, resolvePorts(r, nullptr));
+            add(np, false, index, applied, r.anyPeer, peerAddresses(np, r), r, resolvePorts(r, nullptr));
             return;
         }
         // Named ports are the destination's: group the peers by what they resolve to.
