@@ -16,6 +16,20 @@ namespace {
 
 std::string yesNo(bool b) { return b ? "yes" : "NO"; }
 
+// A JSON list of strings as "a, b, c" (a string as itself).
+std::string joined(const nlohmann::json& v) {
+    if (v.is_string()) return v.get<std::string>();
+    std::string t;
+    for (const auto& x : v) t += (t.empty() ? "" : ", ") + x.get<std::string>();
+    return t;
+}
+
+// {"ns/policy": ["what it cannot express", ...]}: one line each.
+void printWarnings(const nlohmann::json& warnings) {
+    for (const auto& [name, list] : warnings.items())
+        for (const auto& w : list) std::cout << "  WARNING " << w.get<std::string>() << "\n";
+}
+
 void printStatus(const nlohmann::json& s) {
     auto str = [&](const nlohmann::json& j, const char* k) { return j.contains(k) ? j[k].dump() : std::string("-"); };
     std::cout << fmt::format("node {}  mode {}  agent up {} s\n", s.value("node", "?"), s.value("mode", "?"),
@@ -59,9 +73,7 @@ void printStatus(const nlohmann::json& s) {
         std::cout << fmt::format("policy     {} policies, {} pods, {} namespaces; {} rules for this node's pods; dropped: ingress {}, egress {}\n",
                                  np.value("policies", 0), np.value("pods", 0), np.value("namespaces", 0), np.value("rules", 0),
                                  dropped.value("policyIngress", 0), dropped.value("policyEgress", 0));
-        const auto warnings = np.value("warnings", nlohmann::json::object());
-        for (const auto& [name, list] : warnings.items())
-            for (const auto& w : list) std::cout << "  WARNING " << w.get<std::string>() << "\n";
+        printWarnings(np.value("warnings", nlohmann::json::object()));
         const auto unreadable = np.value("unreadable", nlohmann::json::object());
         for (const auto& [name, why] : unreadable.items()) std::cout << fmt::format("  UNREADABLE {}: {}\n", name, why.get<std::string>());
     }
@@ -77,10 +89,10 @@ void printStatus(const nlohmann::json& s) {
         // Each family: the tunnel's address first, the node's other one and
         // the pod CIDRs after the tunnel state.
         auto tunnel = p.value("nodeIP", "?");
-        std::string other, pods;
+        std::string other;
         for (const auto& ip : p.value("nodeIPs", nlohmann::json::array()))
             if (ip.get<std::string>() != tunnel) other += (other.empty() ? "" : ", ") + ip.get<std::string>();
-        for (const auto& c : p.value("podCIDRs", nlohmann::json::array())) pods += (pods.empty() ? "" : ", ") + c.get<std::string>();
+        auto pods = joined(p.value("podCIDRs", nlohmann::json::array()));
         std::cout << fmt::format("  {:<16} {:<16} route {:<3} neighbour {:<3} pods {}{}\n", p.value("name", "?"), tunnel,
                                  yesNo(p.value("route", false)), yesNo(p.value("neighbour", false)), pods.empty() ? "-" : pods,
                                  other.empty() ? "" : "  (also at " + other + ")");
@@ -94,26 +106,19 @@ void printStatus(const nlohmann::json& s) {
 
 void printPolicy(const nlohmann::json& p) {
     if (p.contains("error")) throw std::runtime_error(p["error"].get<std::string>());
-    std::string addrs;
-    for (const auto& a : p.value("addresses", nlohmann::json::array())) addrs += (addrs.empty() ? "" : ", ") + a.get<std::string>();
+    auto addrs = joined(p.value("addresses", nlohmann::json::array()));
     std::cout << fmt::format("pod {} on {} ({})\n", p.value("pod", "?"), p.value("podNode", "?"), addrs.empty() ? "no address yet" : addrs);
     if (p.value("hostNetwork", false)) {
         std::cout << "  hostNetwork: NetworkPolicy does not select it (it is its node)\n";
         return;
     }
-    auto list = [](const nlohmann::json& v) {
-        if (v.is_string()) return v.get<std::string>();
-        std::string t;
-        for (const auto& x : v) t += (t.empty() ? "" : ", ") + x.get<std::string>();
-        return t;
-    };
     for (const char* dir : {"ingress", "egress"}) {
         const auto& d = p[dir];
         if (!d.value("isolated", false)) {
             std::cout << fmt::format("  {:<7}  open: no policy selects it\n", dir);
             continue;
         }
-        std::cout << fmt::format("  {:<7}  isolated by {}; what no rule below allows is dropped\n", dir, list(d["policies"]));
+        std::cout << fmt::format("  {:<7}  isolated by {}; what no rule below allows is dropped\n", dir, joined(d["policies"]));
         if (!p.value("realizedHere", false)) {
             std::cout << fmt::format("           (its rules are realized on {}: run kovsctl policy there)\n", p.value("podNode", "its node"));
             continue;
@@ -121,11 +126,9 @@ void printPolicy(const nlohmann::json& p) {
         if (d["rules"].empty()) std::cout << "           no rule allows anything\n";
         for (const auto& r : d["rules"])
             std::cout << fmt::format("           rule {} of {} (conjunction {}): {} {}  ports {}\n", r.value("rule", 0), r.value("policy", "?"),
-                                     r.value("id", 0), std::string(dir) == "ingress" ? "from" : "to", list(r["peers"]), list(r["ports"]));
+                                     r.value("id", 0), std::string(dir) == "ingress" ? "from" : "to", joined(r["peers"]), joined(r["ports"]));
     }
-    const auto warnings = p.value("warnings", nlohmann::json::object());
-    for (const auto& [name, list] : warnings.items())
-        for (const auto& w : list) std::cout << "  WARNING " << w.get<std::string>() << "\n";
+    printWarnings(p.value("warnings", nlohmann::json::object()));
 }
 
 }  // namespace
