@@ -107,6 +107,11 @@ WRITABLE = {"namespaces": ("Namespace", "v1"), "pods": ("Pod", "v1"),
 NAME = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?"
 
 
+def kind_of(resource):
+    """(kind, apiVersion) of a resource this server serves: the Nodes, or one of WRITABLE."""
+    return WRITABLE.get(resource, ("Node", "v1"))
+
+
 def merge_patch(target, patch):
     """RFC 7386 JSON merge patch (kubectl label/annotate send one)."""
     if not isinstance(patch, dict):
@@ -236,8 +241,8 @@ class Api:
     def list_body(self, resource="nodes", match=None, extra=()):
         with self.changed:
             items = self.current(resource, match) + list(extra)
-            return json.dumps({"kind": WRITABLE.get(resource, ("Node",))[0] + "List",
-                               "apiVersion": WRITABLE.get(resource, ("", "v1"))[1],
+            kind, version = kind_of(resource)
+            return json.dumps({"kind": kind + "List", "apiVersion": version,
                                "metadata": {"resourceVersion": str(self.rv)}, "items": items},
                               separators=(",", ":")).encode()
 
@@ -525,7 +530,7 @@ class Handler(BaseHTTPRequestHandler):
                     send(kind, obj)
                     sent["events"] += 1
                 if bookmarks and time.monotonic() >= next_bookmark:
-                    kind, version = WRITABLE.get(resource, ("Node", "v1"))
+                    kind, version = kind_of(resource)
                     send("BOOKMARK", {"kind": kind, "apiVersion": version, "metadata": {"resourceVersion": api.next_rv()}})
                     sent["bookmarks"] += 1
                     next_bookmark = time.monotonic() + api.bookmark_interval
