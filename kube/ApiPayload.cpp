@@ -1,6 +1,7 @@
 #include "kube/ApiPayload.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include "base/Error.hpp"
 #include "base/JsonDepth.hpp"
@@ -12,7 +13,10 @@ using nlohmann::json;
 const char* const kEnvelope[] = {"kind",  "metadata", "name",   "namespace", "resourceVersion",
                                  "items", "type",     "object", "code",      "message"};
 
-json parseFiltered(std::string_view text, const std::vector<std::string>& fields) {
+// `onItem`: each element of a top-level "items" array that is an object is
+// handed over as soon as it is parsed, and dropped from the document.
+json parseFiltered(std::string_view text, const std::vector<std::string>& fields,
+                   const std::function<void(json&&)>* onItem = nullptr) {
     if (jsonNestingDepth(text) > kMaxJsonDepth)
         throw Error("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     auto listed = [&](const std::string& key, const char* suffix) {
@@ -26,7 +30,15 @@ json parseFiltered(std::string_view text, const std::vector<std::string>& fields
     // advance) every key is kept; nlohmann reports a key at the depth of the
     // object holding it, and that object's end one level up.
     int wholeAt = -1;  // the depth of the "name.*" key whose value is being read
+    bool inItems = false;
     return json::parse(text, [&](int depth, json::parse_event_t event, json& parsed) {
+        if (onItem) {
+            if (event == json::parse_event_t::key && depth == 1) inItems = parsed == "items";
+            if (inItems && event == json::parse_event_t::object_end && depth == 2) {
+                (*onItem)(std::move(parsed));
+                return false;
+            }
+        }
         if (wholeAt >= 0 && (event == json::parse_event_t::object_end || event == json::parse_event_t::array_end) &&
             depth <= wholeAt) {
             wholeAt = -1;
@@ -93,19 +105,25 @@ std::string objectKey(const json& object) {
     return ns && !ns->empty() ? *ns + "/" + *name : *name;
 }
 
-ListPayload parseListPayload(std::string_view body, const std::vector<std::string>& fields) {
-    json doc = parseFiltered(body, fields);
+std::string parseListPayload(std::string_view body, const std::vector<std::string>& fields,
+                             const std::function<void(nlohmann::json&& item)>& onItem) {
+    json doc = parseFiltered(body, fields, &onItem);
     if (doc.is_discarded() || !doc.is_object()) throw Error("the response is not a JSON object");
     auto* kind = stringMember(doc, "kind");
     if (!kind || kind->size() <= 4 || kind->compare(kind->size() - 4, 4, "List") != 0)
         throw Error("the response is not a list (kind " + (kind ? "'" + *kind + "'" : std::string("missing")) + ")");
-    ListPayload out;
-    out.resourceVersion = resourceVersionOf(doc);
-    if (out.resourceVersion.empty()) throw Error("the list has no metadata.resourceVersion");
+    auto resourceVersion = resourceVersionOf(doc);
+    if (resourceVersion.empty()) throw Error("the list has no metadata.resourceVersion");
     auto items = doc.find("items");
-    if (items == doc.end() || items->is_null()) return out;
+    if (items == doc.end() || items->is_null()) return resourceVersion;
     if (!items->is_array()) throw Error("the list's items is not an array");
-    out.items = std::move(*items);
+    for (auto& item : *items) onItem(std::move(item));  // what was not an object: the store skips it
+    return resourceVersion;
+}
+
+ListPayload parseListPayload(std::string_view body, const std::vector<std::string>& fields) {
+    ListPayload out;
+    out.resourceVersion = parseListPayload(body, fields, [&](json&& item) { out.items.push_back(std::move(item)); });
     return out;
 }
 

@@ -5,6 +5,7 @@
 // objects themselves are decoded by the resource's own decoder.
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,15 @@ struct WatchEventPayload {
 // for anything that is not a well-formed list / event (garbage, a truncated
 // line, an unknown event type, a missing resourceVersion); a malformed
 // object inside a well-formed envelope is the decoder's business.
+//
+// A list is read item by item: `onItem` gets each element of `items` as soon
+// as it is parsed, and the document never holds them all (1000 kind Pods
+// are ~5 MiB of JSON; only one at a time exists as a DOM). Items handed out
+// before a later part of the body turns out malformed are the caller's to
+// discard. Returns the list's resourceVersion.
+std::string parseListPayload(std::string_view body, const std::vector<std::string>& fields,
+                             const std::function<void(nlohmann::json&& item)>& onItem);
+// The same, collected (tests, fuzzing).
 ListPayload parseListPayload(std::string_view body, const std::vector<std::string>& fields);
 WatchEventPayload parseWatchLine(std::string_view line, const std::vector<std::string>& fields);
 

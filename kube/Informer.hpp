@@ -1,8 +1,8 @@
 #pragma once
 // A typed informer: ListWatch (list + watch on a worker thread) into a map of
-// decoded objects, whose whole state is post()ed to the EventLoop each time
-// it changes. The callback runs on the loop thread like every other
-// reconciler input, and never after stop() returned.
+// decoded objects on the EventLoop's thread, whose callback runs each time
+// that map changed, like every other reconciler input, and never after
+// stop() returned.
 //
 //   kube::Informer<Peer> nodes(loop, creds, {.resource = "nodes", .path = "/api/v1/nodes",
 //                                            .fields = {"spec", "podCIDRs", ...}}, decodeNode);
@@ -12,11 +12,17 @@
 // but of no interest (a Node without an InternalIP yet), or throws
 // kovs::Error for one that is malformed: that object alone is left out and
 // listed in Snapshot::rejected with the reason, the others are used.
+//
+// Memory: the objects are held once, on the loop thread (snapshot()); the
+// worker keeps only what it decoded since its last publish, and posts that.
+// A consumer reads snapshot() rather than copying it (1000 kind Pods are
+// about 0.7 MiB decoded: docs/benchmarks.md).
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "base/EventLoop.hpp"
 #include "base/Metrics.hpp"
@@ -38,22 +44,27 @@ public:
     using Callback = std::function<void(const Snapshot<T>&)>;
 
     Informer(EventLoop& loop, KubeCredentials creds, ListWatchOptions opts, Decode decode)
-        : loop_(loop), decode_(std::move(decode)), listWatch_(std::move(creds), std::move(opts), *this) {}
+        : loop_(loop),
+          decode_(std::move(decode)),
+          delivery_(std::make_shared<Delivery>()),
+          listWatch_(std::move(creds), std::move(opts), *this) {}
     ~Informer() override { stop(); }
 
     void start(Callback onChange) {
-        delivery_ = std::make_shared<Delivery>();
         delivery_->onChange = std::move(onChange);
         listWatch_.start();
     }
     // Call on the loop thread: no posted task is running then, so none runs after.
     void stop() {
         listWatch_.stop();
-        if (delivery_) {
-            delivery_->active = false;
-            delivery_->onChange = nullptr;
-        }
+        delivery_->active = false;
+        delivery_->onChange = nullptr;
     }
+
+    // Loop thread: the objects as of the last callback, and whether there
+    // was one (the first comes after the first list, even an empty one).
+    const Snapshot<T>& snapshot() const { return delivery_->snapshot; }
+    bool listed() const { return delivery_->listed; }
 
     const ListWatch& listWatch() const { return listWatch_; }
 
@@ -69,63 +80,94 @@ public:
     }
 
 private:
+    // What the worker read since its last publish(). nullopt: gone (erased,
+    // of no interest, or no longer rejected).
+    struct Batch {
+        bool replace = false;  // a list: what it does not hold is gone
+        std::map<std::string, std::optional<T>> items;
+        std::map<std::string, std::optional<std::string>> rejected;
+    };
+    // Loop-thread state, shared with the posted batches.
     struct Delivery {
         Callback onChange;
         bool active = true;
+        bool listed = false;
+        Snapshot<T> snapshot;
+
+        // True if the snapshot changed.
+        bool apply(Batch& b) {
+            if (b.replace) {
+                Snapshot<T> next;
+                for (auto& [key, v] : b.items) {
+                    if (v) next.items.emplace(key, std::move(*v));
+                }
+                for (auto& [key, why] : b.rejected) {
+                    if (why) next.rejected.emplace(key, std::move(*why));
+                }
+                bool changed = !(next == snapshot);
+                snapshot = std::move(next);
+                return changed;
+            }
+            bool itemsChanged = patch(snapshot.items, b.items);
+            bool rejectedChanged = patch(snapshot.rejected, b.rejected);
+            return itemsChanged || rejectedChanged;
+        }
+        template <typename V>
+        static bool patch(std::map<std::string, V>& into, std::map<std::string, std::optional<V>>& from) {
+            bool changed = false;
+            for (auto& [key, v] : from) {
+                if (!v) {
+                    changed |= into.erase(key) > 0;
+                    continue;
+                }
+                auto it = into.find(key);
+                if (it != into.end() && it->second == *v) continue;
+                into.insert_or_assign(key, std::move(*v));
+                changed = true;
+            }
+            return changed;
+        }
     };
 
-    // Only what changed is posted, without keeping a copy of what was: a
-    // list compares against the state it replaces, an event against the
-    // object it replaces.
-    void clear() override {
-        listBase_ = std::move(state_);
-        state_ = {};
-    }
+    // ObjectStore, on the worker thread.
+    void clear() override { batch_ = Batch{.replace = true}; }
     void upsert(const std::string& key, const nlohmann::json& object) override {
-        auto value = decode_(object);
-        dirty_ |= state_.rejected.erase(key) > 0;
-        if (!value) {
-            dirty_ |= state_.items.erase(key) > 0;
-            return;
-        }
-        auto it = state_.items.find(key);
-        if (it != state_.items.end() && it->second == *value) return;
-        state_.items.insert_or_assign(key, std::move(*value));
-        dirty_ = true;
+        auto value = decode_(object);  // throws: ListWatch rejects it
+        batch_.items.insert_or_assign(key, std::move(value));
+        gone(batch_.rejected, key);
     }
     void reject(const std::string& key, const std::string& reason) override {
-        dirty_ |= state_.items.erase(key) > 0;
-        auto [it, added] = state_.rejected.try_emplace(key, reason);
-        if (added || it->second != reason) dirty_ = true;
-        it->second = reason;
+        gone(batch_.items, key);
+        batch_.rejected.insert_or_assign(key, reason);
     }
     void erase(const std::string& key) override {
-        dirty_ |= state_.items.erase(key) > 0;
-        dirty_ |= state_.rejected.erase(key) > 0;
+        gone(batch_.items, key);
+        gone(batch_.rejected, key);
+    }
+    // A list replaces everything: what it does not hold needs no entry.
+    template <typename V>
+    void gone(std::map<std::string, std::optional<V>>& m, const std::string& key) {
+        if (batch_.replace) {
+            m.erase(key);
+        } else {
+            m.insert_or_assign(key, std::nullopt);
+        }
     }
     void publish() override {
-        if (listBase_) {
-            // A list replaced everything: what counts is how it differs from
-            // what was there (and published) before.
-            dirty_ = !(*listBase_ == state_);
-            listBase_.reset();
-        }
-        if (published_ && !dirty_) return;
-        published_ = true;
-        dirty_ = false;
-        loop_.post([delivery = delivery_, snapshot = state_] {
-            if (delivery->active && delivery->onChange) delivery->onChange(snapshot);
+        if (!batch_.replace && batch_.items.empty() && batch_.rejected.empty()) return;
+        loop_.post([delivery = delivery_, batch = std::exchange(batch_, {})]() mutable {
+            if (!delivery->active) return;
+            bool changed = delivery->apply(batch);
+            if (!changed && delivery->listed) return;
+            delivery->listed = true;
+            if (delivery->onChange) delivery->onChange(delivery->snapshot);
         });
     }
 
     EventLoop& loop_;
     Decode decode_;
     std::shared_ptr<Delivery> delivery_;
-    // Worker-thread state.
-    Snapshot<T> state_;
-    std::optional<Snapshot<T>> listBase_;  // between clear() and publish()
-    bool dirty_ = false;
-    bool published_ = false;
+    Batch batch_;  // worker thread
     ListWatch listWatch_;  // last: its worker uses the members above
 };
 

@@ -171,30 +171,30 @@ bool ListWatch::list() {
                      excerpt(body));
         return false;
     }
-    ListPayload payload;
+    // Each item goes to the store as it is parsed. A list that turns out
+    // malformed further on leaves its items in the store's batch, unpublished:
+    // the next list's clear() drops them.
+    store_.clear();
+    size_t skipped = rejected_, items = 0;
     try {
-        payload = parseListPayload(body, opts_.fields);
+        resourceVersion_ = parseListPayload(body, opts_.fields, [&](json&& item) {
+            ++items;
+            try {
+                upsert(objectKey(item), item);
+            } catch (const Error& e) {  // no name to key it by
+                ++rejected_;
+                spdlog::warn("Kubernetes {}: an item of the list skipped: {}", opts_.resource, e.what());
+            }
+        });
     } catch (const Error& e) {
         spdlog::error("Kubernetes {}: GET {}{}: {}", opts_.resource, http_.server(), path, e.what());
         return false;
     }
     body.clear();
     body.shrink_to_fit();
-
-    store_.clear();
-    size_t skipped = rejected_;
-    for (const auto& item : payload.items) {
-        try {
-            upsert(objectKey(item), item);
-        } catch (const Error& e) {  // no name to key it by
-            ++rejected_;
-            spdlog::warn("Kubernetes {}: an item of the list skipped: {}", opts_.resource, e.what());
-        }
-    }
     skipped = rejected_ - skipped;
-    resourceVersion_ = payload.resourceVersion;
     ++lists_;
-    spdlog::info("Kubernetes {}: listed {} object(s) at resourceVersion {}{}", opts_.resource, payload.items.size(),
+    spdlog::info("Kubernetes {}: listed {} object(s) at resourceVersion {}{}", opts_.resource, items,
                  resourceVersion_, skipped ? fmt::format(", {} skipped", skipped) : "");
     store_.publish();
     return true;

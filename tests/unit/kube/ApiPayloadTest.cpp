@@ -70,6 +70,28 @@ TEST(ApiPayload, AnyListKindAndAnEmptyList) {
     EXPECT_TRUE(l.items.empty());
 }
 
+TEST(ApiPayload, AListIsHandedOverItemByItemAsItIsParsed) {
+    // Nested objects inside an item, and an "items" member elsewhere, are not items.
+    std::string body = R"({"kind":"PodList","metadata":{"resourceVersion":"7"},"items":[)"
+                       R"({"metadata":{"name":"a","items":[{"metadata":{"name":"inner"}}]},"spec":{"x":{"y":1}}},)"
+                       R"("not an object",{"metadata":{"name":"b"}}]})";
+    std::vector<json> seen;
+    auto rv = parseListPayload(body, {"spec", "x", "y"}, [&](json&& item) { seen.push_back(std::move(item)); });
+    EXPECT_EQ(rv, "7");
+    ASSERT_EQ(seen.size(), 3u);
+    EXPECT_EQ(seen[0]["metadata"]["name"], "a");
+    EXPECT_EQ(seen[0]["spec"], json({{"x", {{"y", 1}}}}));
+    EXPECT_EQ(seen[1]["metadata"]["name"], "b");
+    EXPECT_EQ(seen[2], "not an object") << "handed over last, for the store to skip";
+
+    // A body that breaks off after an item: that item was handed over, and
+    // the list is an error (the store discards what it got).
+    seen.clear();
+    EXPECT_THROW(parseListPayload(body.substr(0, body.find("\"not")), {}, [&](json&& item) { seen.push_back(std::move(item)); }),
+                 Error);
+    EXPECT_EQ(seen.size(), 1u);
+}
+
 TEST(ApiPayload, BadListsAreErrors) {
     for (const char* body : {"", "{\"kind\":\"NodeList\"", R"({"kind":"Status","code":403})", R"({"kind":5})",
                              R"({"kind":"List"})", R"({"kind":"NodeList","metadata":{}})",
