@@ -1,10 +1,17 @@
 #include "policy/LabelSelector.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "base/Error.hpp"
 
 namespace kovs::policy {
+
+const std::string& Labels::at(const std::string& key) const {
+    auto it = find(key);
+    if (it == end()) throw std::out_of_range("no label " + key);
+    return it->second;
+}
 
 bool LabelSelector::matches(const Labels& labels) const {
     return std::all_of(requirements.begin(), requirements.end(), [&](const Requirement& r) {

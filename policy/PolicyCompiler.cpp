@@ -14,7 +14,7 @@ void sortUnique(std::vector<IpPrefix>& v) {
     v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
-bool inNamespaceOf(const PolicyCluster& c, const NetworkPolicy& np, const PolicyPeer& peer, const PolicyPod& pod) {
+bool inNamespaceOf(const ClusterView& c, const NetworkPolicy& np, const PolicyPeer& peer, const PolicyPod& pod) {
     if (!peer.namespaces) return pod.namespaceName == np.namespaceName;
     auto ns = c.namespaces.find(pod.namespaceName);
     static const Labels kNone;
@@ -44,7 +44,7 @@ bool hasNamedPort(const PolicyRule& r) {
 }
 
 struct Compiler {
-    const PolicyCluster& c;
+    ClusterView c;
     std::vector<const PolicyPod*> local;              // this node's pods
     std::vector<std::pair<IpPrefix, const PolicyPod*>> podAddresses;  // every pod's address, with its pod
     CompiledPolicy out;
@@ -127,7 +127,7 @@ struct Compiler {
 
 }  // namespace
 
-CompiledPolicy compilePolicy(const PolicyCluster& cluster, const std::string& nodeName) {
+CompiledPolicy compilePolicy(const ClusterView& cluster, const std::string& nodeName) {
     Compiler k{cluster, {}, {}, {}};
     for (const auto& [_, pod] : cluster.pods) {
         if (pod.hostNetwork) continue;

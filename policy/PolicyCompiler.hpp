@@ -47,6 +47,6 @@ struct CompiledPolicy {
 
 // The pods of `nodeName` (not hostNetwork, with an address) and what the
 // policies say about them.
-CompiledPolicy compilePolicy(const PolicyCluster& cluster, const std::string& nodeName);
+CompiledPolicy compilePolicy(const ClusterView& cluster, const std::string& nodeName);
 
 }  // namespace kovs::policy

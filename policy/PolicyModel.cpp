@@ -44,6 +44,7 @@ Labels labelsOf(const json& object, const std::string& what) {
         if (!v.is_string()) throw Error(what + ".metadata.labels." + k + ": expected a string");
         labels[k] = v.get<std::string>();
     }
+    labels.shrinkToFit();
     return labels;
 }
 

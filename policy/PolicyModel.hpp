@@ -91,11 +91,23 @@ struct NetworkPolicy {
     std::string key() const { return namespaceName + "/" + name; }
 };
 
-// The cluster as the policy stage sees it. Keys: "ns/name", or the name.
+using Namespaces = std::map<std::string, PolicyNamespace>;  // key: the name
+using Pods = std::map<std::string, PolicyPod>;              // key: "ns/name"
+using Policies = std::map<std::string, NetworkPolicy>;      // key: "ns/name"
+
+// The cluster as the policy stage sees it, held elsewhere: in the agent the
+// informers' stores (held once), in tests a PolicyCluster.
+struct ClusterView {
+    const Namespaces& namespaces;
+    const Pods& pods;
+    const Policies& policies;
+};
+
 struct PolicyCluster {
-    std::map<std::string, PolicyNamespace> namespaces;
-    std::map<std::string, PolicyPod> pods;
-    std::map<std::string, NetworkPolicy> policies;
+    Namespaces namespaces;
+    Pods pods;
+    Policies policies;
+    operator ClusterView() const { return {namespaces, pods, policies}; }
 };
 
 // Decoders for kube::Informer: throw kovs::Error naming the object and the

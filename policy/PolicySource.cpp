@@ -23,21 +23,20 @@ PolicySource::PolicySource(EventLoop& loop, kube::KubeCredentials creds, std::st
       namespaces_(loop, creds, listWatch(tuning, "namespaces", "/api/v1/namespaces", namespaceFields()),
                   [](const nlohmann::json& o) { return std::optional<PolicyNamespace>(decodeNamespace(o)); }),
       pods_(loop, creds, listWatch(tuning, "pods", "/api/v1/pods", podFields()), decodePod),
+      // What a policy leaves out is logged as it is read: at a list, and
+      // when the policy is changed.
       policies_(loop, creds, listWatch(tuning, "networkpolicies", "/apis/networking.k8s.io/v1/networkpolicies", networkPolicyFields()),
-                [](const nlohmann::json& o) { return std::optional<NetworkPolicy>(decodeNetworkPolicy(o)); }) {}
+                [](const nlohmann::json& o) {
+                    auto np = decodeNetworkPolicy(o);
+                    for (const auto& w : np.warnings) spdlog::warn("networkPolicy: {}", w);
+                    return std::optional<NetworkPolicy>(std::move(np));
+                }) {}
 
 void PolicySource::start(Callback onPolicy) {
     onPolicy_ = std::move(onPolicy);
-    namespaces_.start([this](const kube::Snapshot<PolicyNamespace>& s) { take(s, namespacesListing_, cluster_.namespaces); });
-    pods_.start([this](const kube::Snapshot<PolicyPod>& s) { take(s, podsListing_, cluster_.pods); });
-    policies_.start([this](const kube::Snapshot<NetworkPolicy>& s) {
-        for (const auto& [key, np] : s.items) {
-            auto old = cluster_.policies.find(key);
-            if (old != cluster_.policies.end() && old->second.warnings == np.warnings) continue;
-            for (const auto& w : np.warnings) spdlog::warn("networkPolicy: {}", w);
-        }
-        take(s, policiesListing_, cluster_.policies);
-    });
+    namespaces_.start([this](const auto&) { changed(); });
+    pods_.start([this](const auto&) { changed(); });
+    policies_.start([this](const auto&) { changed(); });
 }
 
 void PolicySource::stop() {
@@ -49,7 +48,7 @@ void PolicySource::stop() {
 
 // Informer deliveries come one resource at a time; one compile follows a burst.
 void PolicySource::changed() {
-    if (pending_ || !namespacesListing_.listed || !podsListing_.listed || !policiesListing_.listed) return;
+    if (pending_ || !listed()) return;
     pending_ = true;
     loop_.post([this, alive = alive_] {
         if (!*alive) return;
@@ -60,10 +59,10 @@ void PolicySource::changed() {
 
 void PolicySource::compile() {
     const auto began = std::chrono::steady_clock::now();
-    auto compiled = compilePolicy(cluster_, nodeName_);
+    auto compiled = compilePolicy(cluster(), nodeName_);
     lastCompileSeconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     ++compiles_;
-    compiledPolicies_ = cluster_.policies.size();
+    compiledPolicies_ = policies_.snapshot().items.size();
     if (compiles_ > 1 && compiled == compiled_) return;
     compiled_ = std::move(compiled);
     if (onPolicy_) onPolicy_(compiled_);
@@ -71,12 +70,13 @@ void PolicySource::compile() {
 
 nlohmann::json PolicySource::explain(const std::string& podKey) const {
     nlohmann::json out{{"pod", podKey}, {"node", nodeName_}};
-    if (!podsListing_.listed || !policiesListing_.listed) {
+    if (!listed()) {
         out["error"] = notReady();
         return out;
     }
-    auto it = cluster_.pods.find(podKey);
-    if (it == cluster_.pods.end()) {
+    const auto& pods = pods_.snapshot().items;
+    auto it = pods.find(podKey);
+    if (it == pods.end()) {
         out["error"] = "no pod " + podKey + " in the API (namespace/name)";
         return out;
     }
@@ -96,7 +96,7 @@ nlohmann::json PolicySource::explain(const std::string& podKey) const {
         d["policies"] = nlohmann::json::array();
         d["rules"] = nlohmann::json::array();
         if (pod.hostNetwork) continue;  // never selected: it is its node
-        for (const auto& [key, np] : cluster_.policies) {
+        for (const auto& [key, np] : policies_.snapshot().items) {
             if (np.namespaceName != pod.namespaceName || !(ingress ? np.ingress : np.egress) || !np.podSelector.matches(pod.labels)) continue;
             d["policies"].push_back(key);
             if (!np.warnings.empty()) out["warnings"][key] = np.warnings;
@@ -129,23 +129,26 @@ nlohmann::json PolicySource::explain(const std::string& podKey) const {
 
 void PolicySource::status(nlohmann::json& out) const {
     auto& s = out["networkPolicy"];
-    s["listed"] = {{"namespaces", namespacesListing_.listed}, {"pods", podsListing_.listed},
-                   {"networkPolicies", policiesListing_.listed}};
-    s["namespaces"] = cluster_.namespaces.size();
-    s["pods"] = cluster_.pods.size();
+    s["listed"] = {{"namespaces", namespaces_.listed()}, {"pods", pods_.listed()},
+                   {"networkPolicies", policies_.listed()}};
+    s["namespaces"] = namespaces_.snapshot().items.size();
+    s["pods"] = pods_.snapshot().items.size();
     s["policies"] = compiledPolicies_;
     s["rules"] = compiled_.rules.size();
     s["isolatedAddresses"] = {{"ingress", compiled_.isolatedIngress.size()}, {"egress", compiled_.isolatedEgress.size()}};
     s["compiles"] = compiles_;
     s["lastCompileSeconds"] = lastCompileSeconds_;
     auto& warnings = s["warnings"] = nlohmann::json::object();
-    for (const auto& [key, np] : cluster_.policies) {
+    for (const auto& [key, np] : policies_.snapshot().items) {
         if (!np.warnings.empty()) warnings[key] = np.warnings;
     }
     auto& rejected = s["unreadable"] = nlohmann::json::object();
-    for (const auto* listing : {&namespacesListing_, &podsListing_, &policiesListing_}) {
-        for (const auto& [key, why] : listing->rejected) rejected[key] = why;
-    }
+    auto unreadable = [&](const char* resource, const auto& snapshot) {
+        for (const auto& [key, why] : snapshot.rejected) rejected[std::string(resource) + " " + key] = why;
+    };
+    unreadable("namespace", namespaces_.snapshot());
+    unreadable("pod", pods_.snapshot());
+    unreadable("networkpolicy", policies_.snapshot());
 }
 
 void PolicySource::metrics(MetricsText& m) const {
@@ -158,9 +161,9 @@ void PolicySource::metrics(MetricsText& m) const {
 
 std::string PolicySource::notReady() const {
     std::string missing;
-    if (!namespacesListing_.listed) missing += " namespaces";
-    if (!podsListing_.listed) missing += " pods";
-    if (!policiesListing_.listed) missing += " networkpolicies";
+    if (!namespaces_.listed()) missing += " namespaces";
+    if (!pods_.listed()) missing += " pods";
+    if (!policies_.listed()) missing += " networkpolicies";
     return missing.empty() ? "" : "networkPolicy: not listed yet:" + missing;
 }
 

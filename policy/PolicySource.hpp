@@ -1,8 +1,8 @@
 #pragma once
 // NetworkPolicy's inputs from the Kubernetes API: Namespaces, Pods and
 // NetworkPolicies, each listed and watched by a kube::Informer that keeps
-// only what the decoders read (policy/PolicyModel), composed into one
-// PolicyCluster and compiled for this node (PolicyCompiler) on the loop,
+// only what the decoders read (policy/PolicyModel), viewed as one
+// cluster and compiled for this node (PolicyCompiler) on the loop,
 // once per burst of changes. An object that does not decode is skipped and
 // counted (kovs_kube_objects_rejected_total{resource}); a policy with parts
 // this version cannot express is compiled to allow less, and named in status.
@@ -45,18 +45,11 @@ public:
     std::string notReady() const override;
 
 private:
-    // Per resource: whether it was listed yet, and the objects that did not decode.
-    struct Listing {
-        bool listed = false;
-        std::map<std::string, std::string> rejected;
-    };
-    template <typename T>
-    void take(const kube::Snapshot<T>& s, Listing& listing, std::map<std::string, T>& items) {
-        listing.listed = true;
-        listing.rejected = s.rejected;
-        items = s.items;
-        changed();
+    // The informers' stores: the only copy of the objects.
+    ClusterView cluster() const {
+        return {namespaces_.snapshot().items, pods_.snapshot().items, policies_.snapshot().items};
     }
+    bool listed() const { return namespaces_.listed() && pods_.listed() && policies_.listed(); }
     void changed();
     void compile();
 
@@ -65,9 +58,6 @@ private:
     kube::Informer<PolicyNamespace> namespaces_;
     kube::Informer<PolicyPod> pods_;
     kube::Informer<NetworkPolicy> policies_;
-    // What the informers delivered last: the compile's input as it stands.
-    PolicyCluster cluster_;
-    Listing namespacesListing_, podsListing_, policiesListing_;
     Callback onPolicy_;
     bool pending_ = false;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

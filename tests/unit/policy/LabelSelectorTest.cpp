@@ -5,6 +5,7 @@
 #include "policy/LabelSelector.hpp"
 
 using kovs::Error;
+using kovs::policy::Labels;
 using kovs::policy::LabelSelector;
 using nlohmann::json;
 
@@ -52,4 +53,18 @@ TEST(LabelSelector, WhatItCannotReadIsAnErrorNamingIt) {
             EXPECT_EQ(std::string(e.what()).rfind("sel", 0), 0u) << e.what();
         }
     }
+}
+
+TEST(Labels, OneSortedListWhateverTheOrderTheyCameIn) {
+    Labels a{{"tier", "fe"}, {"app", "web"}};
+    Labels b;
+    b["app"] = "db";
+    b["tier"] = "fe";
+    b["app"] = "web";  // replaced, not added
+    EXPECT_EQ(a, b);
+    ASSERT_EQ(b.size(), 2u);
+    EXPECT_EQ(b.begin()->first, "app");
+    EXPECT_EQ(b.at("tier"), "fe");
+    EXPECT_EQ(b.find("zone"), b.end());
+    EXPECT_THROW(b.at("zone"), std::out_of_range);
 }
