@@ -1,5 +1,7 @@
 #include "flows/FlowReconciler.hpp"
 
+#include <functional>
+
 #include <spdlog/spdlog.h>
 
 #include "base/Error.hpp"
@@ -137,24 +139,28 @@ void FlowReconciler::pass(bool readBack) {
     if (policy_) in.policy = *policy_;
     auto rendered = FlowTable::render(in);
     holders_ = std::move(rendered.holders);
-    desired_ = std::move(rendered.flows);
+    if (installed_ && *installed_ == rendered.flows) {
+        desired_ = installed_;
+    } else {
+        desired_ = std::make_shared<const std::string>(std::move(rendered.flows));
+    }
     desiredPorts_ = std::move(rendered.ports);
     skipped_ = std::move(rendered.skipped);
     if (skipped_ != skippedLogged_) {
         for (const auto& why : skipped_) spdlog::warn("flows: a pod left out of the table: {}", why);
         skippedLogged_ = skipped_;
     }
-    if (desired_ != installed_) return install();
+    if (desired_ != installed_) return install();  // the same text is the same pointer
     if (!readBack) return verifySoon();
     bridge_.dumpFlows([this](std::optional<FlowDump> dump, const std::string& error) {
         if (!dump) return failed(error);
         countDrops(*dump);
-        if (dump->flows == expectedDump_) return succeeded();
+        if (std::hash<std::string>{}(dump->flows) == expectedDump_) return succeeded();
         ++readBackRepairs_;
         repairs_.record("flows", fmt::format("{} held {} flows that differ from the {} installed: reinstalled", opts_.bridge,
                                              dump->count, expectedCount_));
         spdlog::warn("flows: {} differs from the table installed ({} flows read back); reinstalling", opts_.bridge, dump->count);
-        installed_.clear();  // not what the bridge holds: replaced whole
+        installed_.reset();  // not what the bridge holds: replaced whole
         install();
     });
 }
@@ -165,7 +171,7 @@ void FlowReconciler::pass(bool readBack) {
 void FlowReconciler::install() {
     auto text = desired_;
     auto ports = desiredPorts_;
-    auto mods = installed_.empty() ? std::nullopt : flowModsBetween(installed_, text);
+    auto mods = installed_ ? flowModsBetween(*installed_, *text) : std::nullopt;
     auto done = [this, text, ports](const std::string& error) {
         if (!error.empty()) return failed(error);
         installed_ = text;
@@ -174,7 +180,7 @@ void FlowReconciler::install() {
         bridge_.dumpFlows([this](std::optional<FlowDump> dump, const std::string& error) {
             if (!dump) return failed(error);
             countDrops(*dump);
-            expectedDump_ = dump->flows;
+            expectedDump_ = std::hash<std::string>{}(dump->flows);
             expectedCount_ = dump->count;
             ++installs_;
             spdlog::info("flows: installed {} flows on {}", dump->count, opts_.bridge);
@@ -183,7 +189,7 @@ void FlowReconciler::install() {
         });
     };
     if (mods) bridge_.modifyFlows(*mods, std::move(done));
-    else bridge_.replaceFlows(text, std::move(done));
+    else bridge_.replaceFlows(*text, std::move(done));
 }
 
 void FlowReconciler::succeeded() {
@@ -194,7 +200,7 @@ void FlowReconciler::succeeded() {
 
 void FlowReconciler::failed(const std::string& why) {
     if (error_.failed(why)) spdlog::warn("flows: {}", why);
-    installed_.clear();  // whatever the bridge holds now, the next pass installs
+    installed_.reset();  // whatever the bridge holds now, the next pass installs
     installedPorts_.clear();
     retry_.schedule();
     runAgain();
@@ -257,7 +263,7 @@ void FlowReconciler::status(nlohmann::json& out) const {
                     {"serviceReplyPath", opts_.serviceReplyPath},
                     {"policyStage", policy_ && policy_->active()},
                     // Every input change is rendered, and that table is the one on the bridge.
-                    {"upToDate", renderedInputs_ == inputChanges_ && !desired_.empty() && desired_ == installed_},
+                    {"upToDate", renderedInputs_ == inputChanges_ && !desired_->empty() && desired_ == installed_},
                     // When the last table change took effect (wall clock, ms): what the
                     // policy benchmark times an API change against.
                     {"lastInstallUnixMs",

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <optional>
 #include <string>
@@ -80,7 +81,7 @@ public:
     std::string notReady() const override;
 
     // For tests: the table as last rendered.
-    const std::string& desired() const { return desired_; }
+    const std::string& desired() const { return *desired_; }
 
 private:
     // Renders; installs when the table differs from the last installed one, or
@@ -105,11 +106,13 @@ private:
     std::map<std::string, std::string> holders_;  // the last render's, for the next (FlowInputs::holders)
     bool started_ = false;
 
-    std::string desired_;
-    std::string installed_;    // what was last sent
+    // The table rendered last, and the one sent last: at rest the same text,
+    // held once (a few hundred KiB with 1000 policy flows).
+    std::shared_ptr<const std::string> desired_ = std::make_shared<const std::string>();
+    std::shared_ptr<const std::string> installed_;  // null: unknown, the next install is whole
     std::set<std::string> installedPorts_;  // pod ports with their flows in it
     std::set<std::string> desiredPorts_;
-    std::string expectedDump_; // what dump-flows showed right after that
+    size_t expectedDump_ = 0;  // hash of what dump-flows showed right after that
     size_t expectedCount_ = 0;
     bool again_ = false, againReadBack_ = false;  // passes asked for while ovs-ofctl ran
     std::vector<std::string> skipped_, skippedLogged_;
