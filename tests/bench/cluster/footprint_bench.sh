@@ -243,8 +243,7 @@ PY
 
 if [ -n "${measure[policy]:-}" ]; then
     policy_objects > "$CLUSTER_DIR/policy-objects.json"
-    pkill -f -- "--ready-file $(api_dir)/ready" 2>/dev/null || true
-    rm -f "$(api_dir)/ready"
+    kube_api_down
     kube_api_up "$CLUSTER_DIR/peers.yaml" --preload "$CLUSTER_DIR/policy-objects.json"
     t0=$(date +%s%N)
     agents_on_api "ready with the peers, pods and policies from the API"

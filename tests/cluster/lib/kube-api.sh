@@ -30,6 +30,17 @@ kube_api_up() {
     wait_for "the mock API server to listen" 15 test -s "$d/ready" ||
         { tail -5 "$d/mock.log" "$d/requests.log" >&2 2>/dev/null; die "the mock API server did not start"; }
 }
+# kube_api_down: stop the mock API server and wait until it is gone (it
+# finishes its serve loop first, up to half a second, and holds the port
+# until then: a new one started at once could not listen).
+kube_api_down() {
+    local pid
+    pid=$(pgrep -f -- "--ready-file $(api_dir)/ready") || return 0
+    kill "$pid" 2>/dev/null || true
+    wait_for "the mock API server (pid $pid) to exit" 10 sh -c '! test -e "/proc/$1"' sh "$pid" ||
+        die "the mock API server of $(api_dir) did not exit"
+    rm -f "$(api_dir)/ready"
+}
 # kube_api_signal USR1|USR2: the mock API server compacts and drops every
 # watch (USR1: 410 Gone, a relist) or drops them only (USR2).
 kube_api_signal() {
