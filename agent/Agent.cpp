@@ -96,6 +96,7 @@ void Agent::startJobs() {
     }
     if (standalone(config_)) {
         flows_ = std::make_unique<flows::FlowReconciler>(loop_, ovsdb_->replica(), repairs_, flowOptions(config_));
+        if (!unixctl_) unixctl_ = std::make_unique<ovs::UnixctlClient>(loop_, config_.ovs.rundir);  // kovsctl trace
         jobs_.push_back(flows_.get());
         if (config_.egress.masquerade) {
             egress_ = std::make_unique<egress::EgressReconciler>(loop_, repairs_, egressOptions(config_));
@@ -152,7 +153,7 @@ void Agent::startPeers() {
 void Agent::startServers() {
     jobs_.push_back(&cni_);
     statusServer_ = std::make_unique<StatusServer>(loop_, config_.statusSocket,
-                                                   controlCommands({[this] { return status(); }, cni_, flows_.get(), policy_.get()}));
+                                                   controlCommands({[this] { return status(); }, cni_, flows_.get(), policy_.get(), flows_ ? unixctl_.get() : nullptr}));
     healthServer_ = std::make_unique<HealthServer>(loop_, config_.metricsAddress,
                                                    HealthHandlers{[this] { return readiness(); }, [this] { return metrics(); }});
 }

@@ -37,7 +37,8 @@ StatusServer::Handler controlCommands(ControlTargets t) {
             if (pod.find('/') == std::string::npos) throw Error("policy: 'pod' must be namespace/name, got '" + pod + "'");
             return reply(t.policy->explain(pod));
         }
-        throw Error("unknown command '" + cmd + "' (known: status, cni-report, port-ready, policy)");
+        if (cmd == "trace") return traceCommand({t.flows, t.policy, t.vswitchd}, req, reply);
+        throw Error("unknown command '" + cmd + "' (known: status, cni-report, port-ready, policy, trace)");
     };
 }
 

@@ -6,6 +6,7 @@
 //   {"command": "port-ready", "port": "kovs...", "timeoutMs": 3000}
 //                                            -> {"ready": true|false, "why": "..."}
 //   {"command": "policy", "pod": "ns/name"}  -> PolicySource::explain
+//   {"command": "trace", "from": ..., "to": ...} -> agent/TraceCommand
 // kovs-cni's ADD asks port-ready before it returns, so that a pod's first
 // packets find their flows.
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 
 #include "agent/CniStats.hpp"
 #include "agent/StatusServer.hpp"
+#include "agent/TraceCommand.hpp"
 #include "flows/FlowReconciler.hpp"
 #include "policy/PolicySource.hpp"
 
@@ -24,6 +26,7 @@ struct ControlTargets {
     CniStats& cni;
     flows::FlowReconciler* flows = nullptr;  // null in companion mode: no flow table to wait for
     const policy::PolicySource* policy = nullptr;  // null where NetworkPolicy is not enforced
+    ovs::UnixctlClient* vswitchd = nullptr;        // null without a flow table
 };
 
 StatusServer::Handler controlCommands(ControlTargets targets);

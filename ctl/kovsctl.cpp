@@ -1,7 +1,9 @@
 // kovsctl: what the agent sees (status), what is wrong on this node (doctor),
-// which NetworkPolicies select a pod and what they allow (policy), and the
-// smoke test's two ends (probe serve / probe check).
+// which NetworkPolicies select a pod and what they allow (policy), what
+// br-int does with one packet and why (trace), and the smoke test's two ends
+// (probe serve / probe check).
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cstdio>
 #include <fmt/format.h>
 #include <iostream>
@@ -131,6 +133,52 @@ void printPolicy(const nlohmann::json& p) {
     printWarnings(p.value("warnings", nlohmann::json::object()));
 }
 
+// PORT/PROTO, PROTO/PORT or PORT ("80/TCP", "udp/53", "8080"): TCP unless named.
+std::pair<int, std::string> parsePortProtocol(const std::string& text) {
+    std::string port = text, proto = "TCP";
+    if (auto slash = text.find('/'); slash != std::string::npos) {
+        port = text.substr(0, slash);
+        proto = text.substr(slash + 1);
+        if (!port.empty() && !std::isdigit(static_cast<unsigned char>(port[0]))) std::swap(port, proto);
+    }
+    for (auto& c : proto) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) < 1 ||
+        std::stoi(port) > 65535 || (proto != "TCP" && proto != "UDP" && proto != "SCTP"))
+        throw std::runtime_error("'" + text + "' is not PORT/PROTOCOL (a port 1-65535; TCP, UDP or SCTP), e.g. 80/TCP");
+    return {std::stoi(port), proto};
+}
+
+std::string traceEnd(const nlohmann::json& e) {
+    auto given = e.value("given", "?"), address = e.value("address", "?");
+    return given == address ? address : given + " (" + address + ")";
+}
+
+// Returns whether the packet was dropped.
+bool printTrace(const nlohmann::json& t, const nlohmann::json& peers, bool ofproto) {
+    if (t.contains("error") && !t.contains("steps")) throw std::runtime_error(t["error"].get<std::string>());
+    std::cout << fmt::format("trace {} -> {} {}/{} on {}, as the first packet of a new connection\n", traceEnd(t["from"]),
+                             traceEnd(t["to"]), t.value("port", 0), t.value("protocol", "?"), t.value("bridge", "br-int"));
+    std::cout << "packet " << t.value("packet", "") << "\n";
+    for (const auto& s : t.value("steps", nlohmann::json::array())) {
+        auto match = s.value("match", "");
+        std::cout << fmt::format("  table {:>2}  {:<36} {}\n", s.value("table", 0), s.value("stage", ""), match.empty() ? "(any packet)" : match);
+        if (!s.value("meaning", "").empty()) std::cout << fmt::format("            -> {}\n", s.value("meaning", ""));
+    }
+    if (ofproto) std::cout << "\nofproto/trace said:\n" << t.value("ofproto", "") << "\n\n";
+    if (t.contains("error")) std::cout << "could not read the trace: " << t["error"].get<std::string>() << "\n";
+    std::cout << "verdict: " << t.value("verdict", "?") << "\n";
+    if (t.contains("tunnelPeer")) {
+        const auto peer = t["tunnelPeer"].get<std::string>();
+        std::string node = "the node at " + peer;
+        for (const auto& p : peers) {
+            if (p.value("nodeIP", "") == peer) node = p.value("name", node) + " (" + peer + ")";
+        }
+        std::cout << fmt::format("continue on {}: kovsctl trace {} {} {}/{}\n", node, t["from"].value("given", "?"),
+                                 t["to"].value("given", "?"), t.value("port", 0), t.value("protocol", "?"));
+    }
+    return t.value("dropped", false);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -148,6 +196,17 @@ int main(int argc, char** argv) {
     policy->add_option("pod", podKey, "NAMESPACE/NAME")->required();
     policy->add_option("--socket", socket, "agent status socket (default: statusSocket from the config)");
     policy->add_flag("--json", json, "print the raw JSON");
+    auto* trace = app.add_subcommand("trace", "what br-int does with one packet, table by table, and why (exit 1: dropped)");
+    std::string traceFrom, traceTo, tracePort = "80/TCP";
+    bool ipv4 = false, ipv6 = false, ofproto = false;
+    trace->add_option("from", traceFrom, "NAMESPACE/POD or an address")->required();
+    trace->add_option("to", traceTo, "NAMESPACE/POD or an address")->required();
+    trace->add_option("port", tracePort, "PORT/PROTOCOL (default 80/TCP)");
+    auto* v4 = trace->add_flag("-4,--ipv4", ipv4, "IPv4 (default: IPv4 where both ends have it)");
+    trace->add_flag("-6,--ipv6", ipv6, "IPv6")->excludes(v4);
+    trace->add_flag("--ofproto", ofproto, "also print OVS's own trace");
+    trace->add_option("--socket", socket, "agent status socket (default: statusSocket from the config)");
+    trace->add_flag("--json", json, "print the raw JSON");
     auto* doctor = app.add_subcommand("doctor", "check every known failure mode on this node; non-zero exit on failure");
     doctor->add_flag("--json", json, "print the results as JSON");
     auto* probe = app.add_subcommand("probe", "the smoke test's ends (kovs-kind check): a server to reach, and the checks");
@@ -196,6 +255,20 @@ int main(int argc, char** argv) {
             if (json) std::cout << p.dump(2) << "\n";
             else printPolicy(p);
             return 0;
+        }
+        if (*trace) {
+            auto [port, protocol] = parsePortProtocol(tracePort);
+            const auto path = socket.empty() ? config.statusSocket : socket;
+            auto t = kovs::unixJsonRequest(path, {{"command", "trace"}, {"from", traceFrom}, {"to", traceTo}, {"port", port},
+                                                  {"protocol", protocol}, {"family", ipv6 ? 6 : ipv4 ? 4 : 0}});
+            if (json) {
+                if (t.contains("error") && !t.contains("steps")) throw std::runtime_error(t["error"].get<std::string>());
+                std::cout << t.dump(2) << "\n";
+                return t.value("dropped", false) ? 1 : 0;
+            }
+            auto peers = t.contains("tunnelPeer") ? kovs::unixJsonRequest(path, {{"command", "status"}}).value("peers", nlohmann::json::array())
+                                                  : nlohmann::json::array();
+            return printTrace(t, peers, ofproto) ? 1 : 0;
         }
         kovs::ctl::Doctor d(config);
         auto checks = d.run();

@@ -53,7 +53,8 @@ FlowInputs flowInputs(const FlowReconcilerOptions& opts, const ovs::OvsdbReplica
         // pod it leaves out (no ofport yet, a bad or contested field).
         auto ids = ovs::PodPortIds::parse(ovsdb::mapValue(row.value("external_ids", nlohmann::json())));
         if (!ids.madeByKovsCni() || ids.mac.empty() || ids.ipAddresses.empty()) continue;
-        in.pods.push_back({name, ids.mac, ids.addresses(), ofport.value_or(-1)});
+        in.pods.push_back({name, ids.mac, ids.addresses(), ofport.value_or(-1),
+                           ids.podName.empty() ? "" : ids.podNamespace + "/" + ids.podName});
     }
     return in;
 }
@@ -87,6 +88,12 @@ void FlowReconciler::scheduleReadBack() {
         scheduleReadBack();  // first: nothing the pass does can end the periodic read-back
         reconcile(true);
     });
+}
+
+FlowInputs FlowReconciler::currentInputs() const {
+    auto in = flowInputs(opts_, replica_, peers_);
+    if (policy_) in.policy = *policy_;
+    return in;
 }
 
 void FlowReconciler::setPeers(std::vector<FlowPeer> peers) {
@@ -134,9 +141,8 @@ void FlowReconciler::reconcile(bool readBack) {
 void FlowReconciler::pass(bool readBack) {
     if (opts_.waitForPolicy && !policy_) return;  // notReady() says so
     renderedInputs_ = inputChanges_;
-    auto in = flowInputs(opts_, replica_, peers_);
+    auto in = currentInputs();
     in.holders = holders_;
-    if (policy_) in.policy = *policy_;
     auto rendered = FlowTable::render(in);
     holders_ = std::move(rendered.holders);
     if (installed_ && *installed_ == rendered.flows) {

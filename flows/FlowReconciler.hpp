@@ -75,6 +75,11 @@ public:
     using PortReady = std::function<void(bool ready, const std::string& why)>;
     void whenPortReady(const std::string& port, std::chrono::milliseconds timeout, PortReady done);
 
+    // The table's inputs as they stand now, policy included (kovsctl trace
+    // explains a trace with them), and the bridge they are for.
+    FlowInputs currentInputs() const;
+    const std::string& bridge() const { return opts_.bridge; }
+
     std::string name() const override { return "flows"; }
     void status(nlohmann::json& out) const override;
     void metrics(MetricsText& out) const override;

@@ -465,4 +465,21 @@ std::map<std::string, std::string> FlowTable::holdersIn(const FlowDump& dump, co
     return holders;
 }
 
+const char* FlowTable::stageName(int table) {
+    switch (table) {
+        case kIngress: return "ingress: port and source check";
+        case kPodNeighbour: return "a pod's neighbour discovery";
+        case kConntrack: return "conntrack lookup";
+        case kConntrackState: return "Services reply path";
+        case kEgressPolicy: return "NetworkPolicy egress";
+        case kIngressPolicy: return "NetworkPolicy ingress";
+        case kCommit: return "conntrack commit";
+        case kForward: return "L3 forwarding";
+        case kNeighbourReply: return "neighbour reply";
+        case kFromTunnel: return "from the tunnel: inner source check";
+        case kTunnelDelivery: return "delivery from the tunnel";
+    }
+    return "";
+}
+
 }  // namespace kovs::flows

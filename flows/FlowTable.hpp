@@ -64,6 +64,7 @@ struct FlowPod {
     std::string mac;                     // attached-mac
     std::vector<std::string> addresses;  // its ip-address entries, "10.244.1.5/24", "fd00:10:244:1::5" ...
     int ofport = -1;
+    std::string podKey;                  // "namespace/name" as kovs-cni recorded it (traces name the pod)
 };
 
 // A peer node (validated by peers/PeerFilter).
@@ -134,6 +135,10 @@ public:
     // pods' ofports naming the ports: what a dry run passes as
     // FlowInputs::holders to decide a contested address as the agent did.
     static std::map<std::string, std::string> holdersIn(const FlowDump& dump, const std::vector<FlowPod>& pods);
+
+    // What table `table` does, in words ("L3 forwarding"); "" for a table
+    // this version does not write.
+    static const char* stageName(int table);
 };
 
 }  // namespace kovs::flows

@@ -38,6 +38,11 @@ public:
     // direction, and the rules realized for it on this node (a pod of
     // another node: that node's agent realizes them).
     nlohmann::json explain(const std::string& podKey) const;
+    // A pod of the cluster ("namespace/name"), or null.
+    const PolicyPod* pod(const std::string& key) const {
+        auto it = pods_.snapshot().items.find(key);
+        return it == pods_.snapshot().items.end() ? nullptr : &it->second;
+    }
 
     std::string name() const override { return "networkPolicy"; }
     void status(nlohmann::json& out) const override;

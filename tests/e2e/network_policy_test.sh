@@ -19,7 +19,9 @@
 #  - through a ClusterIP (kube-proxy's iptables rules on the client's node)
 #    egress is judged on the backend kube-proxy chose;
 #  - kovsctl policy explains which policy and rule apply to a pod; kovsctl
-#    status names the policies, rules and drops per direction.
+#    trace follows an allowed and a denied packet through the tables and
+#    names the rule that decided; kovsctl status names the policies, rules
+#    and drops per direction.
 #  - SCTP with crafted packets (this kernel has no SCTP sockets): allowed
 #    from one namespace, dropped from another, counted on the rule.
 source "$(dirname "$0")/lib.sh"
@@ -224,6 +226,27 @@ grep -q "ingress  isolated by x/from-y-c" <<<"$out" && grep -q "from $yc/32.*  p
 $out"
 grep -q "ingress  open: no policy selects it" <<<"$(kovsctl 1 policy x/b)" || fail "kovsctl policy x/b: $(kovsctl 1 policy x/b)"
 pass "kovsctl policy x/a names the policy, its peer y/c ($yc) and the named port resolved to TCP/81; x/b is open"
+# kovsctl trace: OVS's own trace of the first packet, explained. On node 1
+# the packet from y/c (node 2) arrives through the tunnel. (The delivery
+# names the pod as kovs-cni recorded it: this test bed's CNI calls carry
+# names of their own.)
+out=$(kovsctl 1 trace y/c x/a 81/TCP) || fail "kovsctl trace y/c x/a 81/TCP on node 1 failed or says dropped:
+$out"
+grep -q "from the tunnel" <<<"$out" && grep -q -- "-> allowed by NetworkPolicy x/from-y-c, ingress rule 0" <<<"$out" &&
+    grep -q "^verdict: delivered to pod .* (port kovs" <<<"$out" ||
+    fail "kovsctl trace y/c x/a 81/TCP on node 1 does not name the rule and the delivery:
+$out"
+rc=0
+out=$(kovsctl 1 trace y/c x/a 80/TCP) || rc=$?
+[ "$rc" = 1 ] && grep -q "^verdict: dropped: the destination pod is isolated for ingress and no rule allows this" <<<"$out" ||
+    fail "kovsctl trace y/c x/a 80/TCP on node 1: expected exit 1 and the ingress isolation as the reason, got exit $rc:
+$out"
+out=$(kovsctl 2 trace y/c x/a 81/TCP) || fail "kovsctl trace y/c x/a 81/TCP on node 2 failed: $out"
+grep -q "^verdict: sent through the tunnel to the node at $(node_ip 1)" <<<"$out" &&
+    grep -q "^continue on .*$(node_ip 1).*: kovsctl trace y/c x/a 81/TCP" <<<"$out" ||
+    fail "kovsctl trace on node 2 does not say it leaves through the tunnel for node 1, and how to continue:
+$out"
+pass "kovsctl trace: y/c -> x/a TCP/81 allowed by x/from-y-c ingress rule 0 and delivered on node 1, sent through the tunnel on node 2 (continue on node 1); TCP/80 dropped by x/a's ingress isolation (exit 1)"
 
 case_policies "egress of z only to y on TCP 80-81 (endPort), union with ingress of y from x on UDP" \
     '{"metadata":{"name":"to-y","namespace":"z"},"spec":{"podSelector":{},"policyTypes":["Egress"],
