@@ -1,6 +1,7 @@
 #include "flows/FlowReconciler.hpp"
 
 #include <functional>
+#include <tuple>
 
 #include <spdlog/spdlog.h>
 
@@ -253,6 +254,11 @@ void FlowReconciler::countDrops(const FlowDump& dump) {
         if (now < c.last) c.base += c.last;  // the flows were re-created
         c.last = now;
     }
+    rulePackets_.clear();
+    for (auto it = dump.packetsByCookie.upper_bound(kCookiePolicyRule); it != dump.packetsByCookie.end() &&
+                                                                          it->first - kCookiePolicyRule <= 0xffffffffu;
+         ++it)
+        rulePackets_.insert(*it);
 }
 
 std::string FlowReconciler::notReady() const {
@@ -284,6 +290,21 @@ void FlowReconciler::metrics(MetricsText& out) const {
                 static_cast<double>(readBackRepairs_));
     const char* help = "Packets dropped by br-int's ingress checks (pods, tunnel), by reason.";
     for (const auto& c : drops_) out.counter("kovs_flow_drops_total", help, static_cast<double>(c.total()), {{"reason", c.reason}});
+    if (!policy_) return;
+    // One policy rule may be realized as several conjunctions (a named port
+    // resolved to different numbers on different pods): summed.
+    std::map<std::tuple<std::string, bool, int>, uint64_t> perRule;
+    for (const auto& r : policy_->rules) {
+        auto it = rulePackets_.find(kCookiePolicyRule + r.id);
+        perRule[{r.policy, r.ingress, r.rule}] += it == rulePackets_.end() ? 0 : it->second;
+    }
+    for (const auto& [rule, packets] : perRule) {
+        const auto& [policy, ingress, index] = rule;
+        out.gauge("kovs_policy_rule_packets",
+                  "Packets a NetworkPolicy rule allowed on this node since its flows were installed (first packets of new "
+                  "connections; as of the last read-back of the table).",
+                  static_cast<double>(packets), {{"policy", policy}, {"direction", ingress ? "ingress" : "egress"}, {"rule", std::to_string(index)}});
+    }
 }
 
 }  // namespace kovs::flows

@@ -126,6 +126,9 @@ private:
     uint64_t inputChanges_ = 0, renderedInputs_ = 0;  // status' upToDate: no change waits for a pass
     std::chrono::system_clock::time_point lastInstall_{};
     uint64_t readBackRepairs_ = 0;
+    // Packets each NetworkPolicy rule's conjunction flow allowed, as of the
+    // last read-back (key: its cookie).
+    std::map<uint64_t, uint64_t> rulePackets_;
     // Drop counters survive the flows' own counters being reset (reinstall, vswitchd restart).
     struct DropCounter {
         uint64_t cookie;

@@ -246,7 +246,13 @@ grep -q "^verdict: sent through the tunnel to the node at $(node_ip 1)" <<<"$out
     grep -q "^continue on .*$(node_ip 1).*: kovsctl trace y/c x/a 81/TCP" <<<"$out" ||
     fail "kovsctl trace on node 2 does not say it leaves through the tunnel for node 1, and how to continue:
 $out"
-pass "kovsctl trace: y/c -> x/a TCP/81 allowed by x/from-y-c ingress rule 0 and delivered on node 1, sent through the tunnel on node 2 (continue on node 1); TCP/80 dropped by x/a's ingress isolation (exit 1)"
+# The rule's own counter: the first packets of the connections it allowed
+# (the matrix's from y/c on TCP 81; a trace sends nothing), as of the
+# table's next read-back (every 30 s).
+rule_counted() { metrics_has 1 'kovs_policy_rule_packets{direction="ingress",policy="x/from-y-c",rule="0"} [1-9]'; }
+wait_for "node 1 to count what x/from-y-c's rule allowed" 40 rule_counted ||
+    fail "node 1's /metrics has no packets on x/from-y-c's rule: $(agent_metrics 1 | grep kovs_policy_rule_packets)"
+pass "kovsctl trace: y/c -> x/a TCP/81 allowed by x/from-y-c ingress rule 0 and delivered on node 1, sent through the tunnel on node 2 (continue on node 1); TCP/80 dropped by x/a's ingress isolation (exit 1); /metrics counts the rule's packets"
 
 case_policies "egress of z only to y on TCP 80-81 (endPort), union with ingress of y from x on UDP" \
     '{"metadata":{"name":"to-y","namespace":"z"},"spec":{"podSelector":{},"policyTypes":["Egress"],
