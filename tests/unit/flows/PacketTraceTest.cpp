@@ -80,23 +80,8 @@ Final flow: recirc_id=0x3,eth,tcp,tun_src=0.0.0.0,tun_dst=172.18.0.3,tun_ipv6_sr
 Megaflow: recirc_id=0x3,eth,tcp,in_port=3,nw_src=10.244.1.5,nw_dst=10.244.2.0/24,nw_ecn=0,nw_frag=no,tp_dst=80
 Datapath actions: ct(commit,zone=107)
 )TRACE";
-const char* kDenied = R"TRACE(Flow: tcp,in_port=3,vlan_tci=0x0000,dl_src=0a:58:0a:f4:01:05,dl_dst=0a:58:0a:f4:01:01,nw_src=10.244.1.5,nw_dst=10.244.2.7,nw_tos=0,nw_ecn=0,nw_ttl=0,nw_frag=no,tp_src=33333,tp_dst=81,tcp_flags=0
-
-bridge("br-int")
-----------------
- 0. ip,in_port=3,dl_src=0a:58:0a:f4:01:05,nw_src=10.244.1.5, priority 100
-    goto_table:10
-10. ip, priority 100
-    ct(table=20,zone=107)
-    drop
-     -> A clone of the packet is forked to recirculate. The forked pipeline will be resumed at table 20.
-     -> Sets the packet to an untracked state, and clears all the conntrack fields.
-
-Final flow: unchanged
-Megaflow: recirc_id=0,eth,ip,in_port=3,dl_src=0a:58:0a:f4:01:05,nw_src=10.244.1.5,nw_frag=no
-Datapath actions: ct(zone=107),recirc(0x4)
-
-===============================================================================
+// The same packet to port 81, from its recirculation on (its first pass is kAllowed's).
+const char* kDenied = R"TRACE(===============================================================================
 recirc(0x4) - resume conntrack with ct_state=new|trk
 ===============================================================================
 
