@@ -23,12 +23,12 @@ Agent::~Agent() {
 
 void Agent::startOvs() {
     if (config_.ovs.manage) {
-        supervisor_ = std::make_unique<ovs::OvsSupervisor>(loop_, supervisorOptions(config_));
-        supervisor_->setRestartHandler([this](ovs::OvsSupervisor::Daemon d, pid_t pid) {
+        supervisor_ = std::make_unique<daemons::OvsSupervisor>(loop_, supervisorOptions(config_));
+        supervisor_->setRestartHandler([this](daemons::OvsSupervisor::Daemon d, pid_t pid) {
             repairs_.record("ovs-restart", fmt::format("{} restarted as pid {}", toString(d), pid));
             // Bridges live in the database; routes, neighbours and flows lived
             // in the dead vswitchd. The tunnel job sees the new pid itself.
-            if (d == ovs::OvsSupervisor::Daemon::Vswitchd && flows_) flows_->verifySoon();
+            if (d == daemons::OvsSupervisor::Daemon::Vswitchd && flows_) flows_->verifySoon();
         });
         supervisor_->start();
         jobs_.push_back(supervisor_.get());
@@ -41,7 +41,7 @@ void Agent::startOvs() {
 
 void Agent::startBridges() {
     // The uplink's port and br-phy's MAC are part of br-phy's desired state.
-    bridges_ = std::make_unique<bridge::BridgeReconciler>(loop_, *ovsdb_, bridgeOptions(config_, ovsdb_->replica()));
+    bridges_ = std::make_unique<bridge::BridgeReconciler>(loop_, *ovsdb_, bridgeOptions(config_, ovsdb_->replica()), config_.resync);
     bridges_->setAppliedHandler([this](const bridge::BridgePlan& plan) {
         for (const auto& c : plan.changes) repairs_.record("ovsdb", c);
     });
@@ -82,9 +82,11 @@ void Agent::startJobs() {
     offload_ = std::make_unique<offload::OffloadGuard>(offloadHostDevices(config_), [this] {
         return offload::podInterfacesFromReplica(ovsdb_->replica(), config_.bridge.integration);
     });
-    // Start-up sweep: pods created while the agent was down, taps re-created by a vswitchd restart.
-    if (auto n = offload_->sweep()) repairs_.record("offload", fmt::format("TX checksum turned off on {} device(s) at start-up", n));
+    // Its first pass is the start-up sweep: pods created while the agent was
+    // down, taps re-created by a vswitchd restart.
     offload_->attach(loop_, config_.resync);
+    if (auto n = offload_->stats().repairs)
+        repairs_.record("offload", fmt::format("TX checksum turned off on {} device(s) at start-up", n));
     jobs_.push_back(offload_.get());
 
     if (tunnelJobWanted(config_)) {
@@ -103,12 +105,12 @@ void Agent::startJobs() {
             jobs_.push_back(egress_.get());
         }
     }
-    socketBuffers_ = std::make_unique<ovs::SocketBufferSizer>(config_.ovs.rundir, config_.ovs.socketBufferKiB);
+    socketBuffers_ = std::make_unique<daemons::SocketBufferSizer>(loop_, config_.ovs.rundir, config_.ovs.socketBufferKiB, config_.resync);
     jobs_.push_back(socketBuffers_.get());
     ovsdb_->addChangeHandler([this] {
         if (flows_) flows_->onDatabaseChange();
         offload_->portsChanged();
-        socketBuffers_->run();
+        socketBuffers_->trigger();
     });
 }
 
@@ -158,12 +160,6 @@ void Agent::startServers() {
                                                    HealthHandlers{[this] { return readiness(); }, [this] { return metrics(); }});
 }
 
-void Agent::resync() {
-    bridges_->trigger();
-    socketBuffers_->run();
-    loop_.after(config_.resync, [this] { resync(); });
-}
-
 void Agent::start() {
     if (auto missing = missingNodeFamily(config_, linkAddresses); !missing.empty()) throw Error(missing);
     startOvs();
@@ -176,9 +172,8 @@ void Agent::start() {
     startPeers();
     if (flows_) flows_->start();
     if (egress_ && config_.peers.source == Config::PeerSourceKind::None) egress_->start();
-    socketBuffers_->run();
+    socketBuffers_->start();
     startServers();
-    loop_.after(config_.resync, [this] { resync(); });
     spdlog::info("kovs-agent running on node {} ({} mode, pod CIDRs {}, gateway {})", config_.node.name,
                  standalone(config_) ? "standalone" : "companion", joinPrefixes(config_.node.podCIDRs),
                  config_.bridge.gateway);

@@ -26,9 +26,9 @@
 #include "flows/FlowReconciler.hpp"
 #include "gateway/GatewayGuard.hpp"
 #include "offload/OffloadGuard.hpp"
-#include "ovs/OvsSupervisor.hpp"
+#include "daemons/OvsSupervisor.hpp"
 #include "ovs/OvsdbClient.hpp"
-#include "ovs/SocketBufferSizer.hpp"
+#include "daemons/SocketBufferSizer.hpp"
 #include "ovs/UnixctlClient.hpp"
 #include "peers/PeerSource.hpp"
 #include "policy/PolicySource.hpp"
@@ -63,7 +63,6 @@ private:
     void startJobs();
     void startPeers();
     void startServers();
-    void resync();
 
     EventLoop& loop_;
     Config config_;
@@ -71,7 +70,7 @@ private:
     RepairLog repairs_;
     CniStats cni_;
 
-    std::unique_ptr<ovs::OvsSupervisor> supervisor_;
+    std::unique_ptr<daemons::OvsSupervisor> supervisor_;
     std::unique_ptr<ovs::OvsdbClient> ovsdb_;
     std::unique_ptr<bridge::BridgeReconciler> bridges_;
     std::unique_ptr<gateway::GatewayGuard> gateway_;
@@ -82,7 +81,7 @@ private:
     std::unique_ptr<policy::PolicySource> policy_;
     std::unique_ptr<flows::FlowReconciler> flows_;
     std::unique_ptr<egress::EgressReconciler> egress_;
-    std::unique_ptr<ovs::SocketBufferSizer> socketBuffers_;
+    std::unique_ptr<daemons::SocketBufferSizer> socketBuffers_;
     std::unique_ptr<PeerFanout> peers_;
     std::unique_ptr<peers::PeerSource> peerSource_;
     std::unique_ptr<StatusServer> statusServer_;

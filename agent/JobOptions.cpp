@@ -18,8 +18,8 @@ std::vector<IpPrefix> gatewayAddresses(const Config& c) {
 
 }  // namespace
 
-ovs::OvsSupervisorOptions supervisorOptions(const Config& c) {
-    ovs::OvsSupervisorOptions o;
+daemons::OvsSupervisorOptions supervisorOptions(const Config& c) {
+    daemons::OvsSupervisorOptions o;
     o.rundir = c.ovs.rundir;
     o.dbPath = c.ovs.database;
     o.schemaPath = c.ovs.schema;

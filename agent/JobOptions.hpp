@@ -9,7 +9,7 @@
 #include "egress/EgressReconciler.hpp"
 #include "flows/FlowReconciler.hpp"
 #include "gateway/GatewayGuard.hpp"
-#include "ovs/OvsSupervisor.hpp"
+#include "daemons/OvsSupervisor.hpp"
 #include "ovs/OvsdbClient.hpp"
 #include "peers/PeerFilter.hpp"
 #include "tunnel/TunnelReconciler.hpp"
@@ -19,7 +19,7 @@ namespace kovs::agent {
 
 inline bool standalone(const Config& c) { return c.mode == Config::Mode::Standalone; }
 
-ovs::OvsSupervisorOptions supervisorOptions(const Config& c);
+daemons::OvsSupervisorOptions supervisorOptions(const Config& c);
 // The agent's connection (with the bridge job's monitor), also doctor's dry-run input.
 ovs::OvsdbClientOptions ovsdbOptions(const Config& c);
 bridge::BridgeOptions bridgeOptions(const Config& c);

@@ -14,10 +14,10 @@ void OvsDaemons::start() {
     // stop() ends them itself, after the uplink is back on eth0; if this
     // process dies instead, the container's end takes them along.
     opts.keepRunningOnExit = false;
-    supervisor_ = std::make_unique<ovs::OvsSupervisor>(loop_, opts);
+    supervisor_ = std::make_unique<daemons::OvsSupervisor>(loop_, opts);
     supervisor_->start();
     spdlog::info("ovs daemons running: ovsdb-server pid {}, ovs-vswitchd pid {} (rundir {})",
-                 supervisor_->pid(ovs::OvsSupervisor::Daemon::OvsdbServer), supervisor_->pid(ovs::OvsSupervisor::Daemon::Vswitchd),
+                 supervisor_->pid(daemons::OvsSupervisor::Daemon::OvsdbServer), supervisor_->pid(daemons::OvsSupervisor::Daemon::Vswitchd),
                  config_.ovs.rundir);
 }
 

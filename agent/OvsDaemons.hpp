@@ -17,7 +17,7 @@
 
 #include "agent/Config.hpp"
 #include "base/EventLoop.hpp"
-#include "ovs/OvsSupervisor.hpp"
+#include "daemons/OvsSupervisor.hpp"
 
 namespace kovs::agent {
 
@@ -39,7 +39,7 @@ private:
 
     EventLoop& loop_;
     Config config_;
-    std::unique_ptr<ovs::OvsSupervisor> supervisor_;
+    std::unique_ptr<daemons::OvsSupervisor> supervisor_;
 };
 
 }  // namespace kovs::agent

@@ -21,16 +21,13 @@ std::string join(const std::vector<std::string>& v) {
 }
 }  // namespace
 
-BridgeReconciler::BridgeReconciler(EventLoop& loop, ovs::OvsdbClient& client, BridgeOptions opts)
-    : loop_(loop), client_(client), planner_(std::move(opts)), retry_(loop, kBackoffMin, kBackoffMax, [this] {
-          settling_ = false;
-          reconcile();
-      }) {}
+BridgeReconciler::BridgeReconciler(EventLoop& loop, ovs::OvsdbClient& client, BridgeOptions opts,
+                                   std::chrono::milliseconds resync)
+    : loop_(loop), client_(client), planner_(std::move(opts)),
+      engine_(loop, {.job = "bridges", .resync = resync, .retryMin = kBackoffMin, .retryMax = kBackoffMax},
+              [this](bool, ReconcileEngine::Done done) { pass(std::move(done)); }) {}
 
-BridgeReconciler::~BridgeReconciler() {
-    *alive_ = false;
-    if (settleTimer_) loop_.cancel(settleTimer_);
-}
+BridgeReconciler::~BridgeReconciler() { *alive_ = false; }
 
 void BridgeReconciler::start() {
     if (started_) return;
@@ -38,100 +35,73 @@ void BridgeReconciler::start() {
     auto token = alive_;
     client_.addChangeHandler([this, token] {
         if (!*token) return;
-        settling_ = false;
+        settlingUntil_.reset();
         trigger();
     });
     client_.addStateHandler([this, token](ovs::OvsdbClient::State s) {
         if (*token && s == ovs::OvsdbClient::State::Ready) trigger();
     });
     client_.start();
-    trigger();
-}
-
-void BridgeReconciler::trigger() {
-    if (scheduled_) return;
-    scheduled_ = true;
-    auto token = alive_;
-    loop_.post([this, token] {
-        if (!*token) return;
-        scheduled_ = false;
-        reconcile();
-    });
-}
-
-void BridgeReconciler::settleLater() {
-    if (settleTimer_) return;
-    auto token = alive_;
-    settleTimer_ = loop_.after(kSettle, [this, token] {
-        if (!*token) return;
-        settleTimer_ = 0;
-        settling_ = false;
-        reconcile();
-    });
+    engine_.start();
 }
 
 bool BridgeReconciler::converged() const {
-    return client_.state() == ovs::OvsdbClient::State::Ready && !inFlight_ && planner_.plan(client_.replica()).txn.empty();
+    return client_.state() == ovs::OvsdbClient::State::Ready && !engine_.passInFlight() &&
+           planner_.plan(client_.replica()).txn.empty();
 }
 
-void BridgeReconciler::reconcile() {
-    if (stopped_) return;
-    if (client_.state() != ovs::OvsdbClient::State::Ready) return;  // the Ready transition triggers us again
-    if (inFlight_ || settling_) {
-        dirty_ = true;
-        return;
+void BridgeReconciler::pass(ReconcileEngine::Done done) {
+    using Result = ReconcileEngine::Result;
+    if (client_.state() != ovs::OvsdbClient::State::Ready) return done(Result::ok());  // the Ready transition triggers us again
+    if (settlingUntil_) {
+        auto left = std::chrono::ceil<std::chrono::milliseconds>(*settlingUntil_ - EventLoop::Clock::now());
+        if (left.count() > 0) {
+            done(Result::ok());
+            return engine_.trigger(left);  // after done(): a trigger during the pass would run at once
+        }
+        settlingUntil_.reset();
     }
     auto plan = planner_.plan(client_.replica());
     auto foreign = join(plan.foreign);
     if (foreign != lastForeign_ && !foreign.empty()) spdlog::info("bridges: {}", foreign);
     lastForeign_ = foreign;
-    if (plan.txn.empty()) {
-        retry_.succeeded();
-        return;
-    }
+    if (plan.txn.empty()) return done(Result::ok());
     spdlog::info("bridges: {}", join(plan.changes));
     plan.txn.comment("kovs-agent: bridge reconcile");
-    inFlight_ = true;
-    dirty_ = false;
     ++transactions_;
     auto token = alive_;
     auto shared = std::make_shared<BridgePlan>(std::move(plan));
-    client_.transact(shared->txn, [this, token, shared](const std::vector<ovsdb::Json>* results, const std::string& err) {
+    client_.transact(shared->txn, [this, token, shared, done](const std::vector<ovsdb::Json>* results, const std::string& err) {
         if (!*token) return;
-        inFlight_ = false;
-        if (!results) {
-            ++failures_;
-            lastError_ = err;
-            spdlog::warn("bridges: {}; retrying in {} ms", err, retry_.nextDelay().count());
-            retry_.schedule();
-            return;
-        }
-        lastError_.clear();
-        retry_.succeeded();
+        if (!results) return done(Result::failed(err));
         if (onApplied_) onApplied_(*shared);
         // Until the replica shows our commit, a re-plan would repeat it.
-        if (!planner_.plan(client_.replica()).txn.empty()) {
-            settling_ = true;
-            settleLater();
-        } else if (dirty_) {
-            trigger();
-        }
+        bool settle = !planner_.plan(client_.replica()).txn.empty();
+        if (settle) settlingUntil_ = EventLoop::Clock::now() + kSettle;
+        done(Result::ok());
+        if (settle) engine_.trigger(kSettle);
     });
 }
 
 bool BridgeReconciler::reconcileOnce(std::chrono::milliseconds timeout) {
     start();
     bool ok = loop_.runUntil([this] { return converged(); }, timeout);
-    if (!ok && lastError_.empty()) {
-        lastError_ = client_.state() != ovs::OvsdbClient::State::Ready
-                         ? "OVSDB not ready (" + std::string(toString(client_.state())) + ")"
-                         : "bridges not converged: " + join(planner_.plan(client_.replica()).changes);
+    notConverged_.clear();
+    if (!ok) {
+        notConverged_ = client_.state() != ovs::OvsdbClient::State::Ready
+                            ? "OVSDB not ready (" + std::string(toString(client_.state())) + ")"
+                            : "bridges not converged: " + join(planner_.plan(client_.replica()).changes);
     }
     return ok;
 }
 
+std::string BridgeReconciler::lastError() const {
+    auto error = engine_.lastError();
+    return error.empty() ? notConverged_ : error;
+}
+
 void BridgeReconciler::cleanup(std::chrono::milliseconds timeout) {
-    stopped_ = true;  // or the next monitor update would rebuild what we remove
+    engine_.stop();  // or the next monitor update would rebuild what we remove
     client_.start();
     if (!client_.waitReady(timeout))
         throw Error("bridge cleanup: OVSDB " + std::string(toString(client_.state())) + " after " +
@@ -161,6 +131,7 @@ void BridgeReconciler::status(nlohmann::json& out) const {
                            {"ports", ports}});
     }
     out["bridges"] = bridges;
+    engine_.status(out["ovsdb"]);
 }
 
 void BridgeReconciler::metrics(MetricsText& m) const {
@@ -168,11 +139,13 @@ void BridgeReconciler::metrics(MetricsText& m) const {
     m.counter("kovs_ovsdb_transactions_total", "OVSDB transactions sent.", static_cast<double>(client_.transactionsSent()));
     m.counter("kovs_bridge_repairs_total", "Transactions the bridge job sent to bring OVSDB to the desired state.",
               static_cast<double>(transactions_));
+    engine_.metrics(m);
 }
 
 std::string BridgeReconciler::notReady() const {
     if (client_.state() != ovs::OvsdbClient::State::Ready) return "OVSDB not connected";
-    if (!converged()) return "bridges not converged" + (lastError_.empty() ? std::string() : ": " + lastError_);
+    auto error = engine_.lastError();
+    if (!converged()) return "bridges not converged" + (error.empty() ? std::string() : ": " + error);
     return "";
 }
 

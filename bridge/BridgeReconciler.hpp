@@ -3,16 +3,18 @@
 // triggered: every monitor update re-plans against the replica and sends
 // only the difference, one transaction at a time; nothing is sent when OVS
 // already matches. A port someone deletes comes back on the update that
-// reports the deletion, not on a poll.
+// reports the deletion, not on a poll. Passes, retries and the periodic
+// resync are the job's ReconcileEngine's.
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/EventLoop.hpp"
 #include "base/Job.hpp"
-#include "base/RetryTimer.hpp"
+#include "base/ReconcileEngine.hpp"
 #include "bridge/BridgePlanner.hpp"
 #include "ovs/OvsdbClient.hpp"
 
@@ -20,15 +22,16 @@ namespace kovs::bridge {
 
 class BridgeReconciler : public Job {
 public:
-    BridgeReconciler(EventLoop& loop, ovs::OvsdbClient& client, BridgeOptions opts);
+    BridgeReconciler(EventLoop& loop, ovs::OvsdbClient& client, BridgeOptions opts,
+                     std::chrono::milliseconds resync = std::chrono::seconds(30));
     ~BridgeReconciler() override;
     BridgeReconciler(const BridgeReconciler&) = delete;
     BridgeReconciler& operator=(const BridgeReconciler&) = delete;
 
     // Subscribes to monitor updates and reconnects; reconciles on each.
     void start();
-    // Requests a reconcile on the loop (periodic resync, for instance).
-    void trigger();
+    // Requests a reconcile on the loop.
+    void trigger() { engine_.trigger(); }
 
     // The replica is current and matches the desired state, nothing in flight.
     bool converged() const;
@@ -39,8 +42,10 @@ public:
     void cleanup(std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
     uint64_t transactions() const { return transactions_; }
-    uint64_t failures() const { return failures_; }
-    const std::string& lastError() const { return lastError_; }
+    uint64_t failures() const { return engine_.failures(); }
+    // The last failed transaction's error, or after a reconcileOnce() that
+    // timed out, what was not converged.
+    std::string lastError() const;
     const BridgePlanner& planner() const { return planner_; }
     // Sections "ovsdb" (the connection) and "bridges" (what the replica holds).
     std::string name() const override { return "bridges"; }
@@ -52,27 +57,21 @@ public:
     void setAppliedHandler(std::function<void(const BridgePlan&)> h) { onApplied_ = std::move(h); }
 
 private:
-    void reconcile();
-    // Re-plans once the replica can show our last commit (kSettle).
-    void settleLater();
+    void pass(ReconcileEngine::Done done);
 
     EventLoop& loop_;
     ovs::OvsdbClient& client_;
     BridgePlanner planner_;
-    RetryTimer retry_;  // after a failed transaction: 100 ms doubling to 5 s
     bool started_ = false;
-    bool stopped_ = false;
-    bool scheduled_ = false;
-    bool inFlight_ = false;
-    bool dirty_ = false;
-    bool settling_ = false;
-    EventLoop::TimerId settleTimer_ = 0;
+    // After our own commit, until the replica shows it (or kSettle passed):
+    // a re-plan meanwhile would repeat the commit.
+    std::optional<EventLoop::Clock::time_point> settlingUntil_;
     uint64_t transactions_ = 0;
-    uint64_t failures_ = 0;
-    std::string lastError_;
+    std::string notConverged_;
     std::string lastForeign_;
     std::function<void(const BridgePlan&)> onApplied_;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+    ReconcileEngine engine_;  // after a failed transaction: 100 ms doubling to 5 s
 };
 
 }  // namespace kovs::bridge

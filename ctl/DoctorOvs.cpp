@@ -18,7 +18,7 @@
 #include "gateway/TunnelOverhead.hpp"
 #include "offload/PodInterfaces.hpp"
 #include "ovs/OvsdbClient.hpp"
-#include "ovs/PacketSocketBuffers.hpp"
+#include "daemons/PacketSocketBuffers.hpp"
 #include "ovs/UnixctlClient.hpp"
 
 namespace kovs::ctl {
@@ -158,9 +158,9 @@ void Doctor::checkSocketBuffers(std::vector<DoctorCheck>& out) {
         out.push_back(skipped("socket-buffers", "ovs.socketBufferKiB is 0: vswitchd's packet sockets keep the kernel default"));
         return;
     }
-    std::vector<ovs::PacketSocketInfo> sockets;
+    std::vector<daemons::PacketSocketInfo> sockets;
     try {
-        sockets = ovs::packetSockets(ovs::vswitchdPid(config_.ovs.rundir));
+        sockets = daemons::packetSockets(daemons::vswitchdPid(config_.ovs.rundir));
     } catch (const std::exception& e) {
         out.push_back(skipped("socket-buffers", std::string("cannot inspect vswitchd's packet sockets: ") + e.what()));
         return;

@@ -18,18 +18,18 @@ constexpr std::chrono::milliseconds kCoalesce{20};
 }  // namespace
 
 EgressReconciler::EgressReconciler(EventLoop& loop, RepairLog& repairs, EgressOptions opts)
-    : loop_(loop), repairs_(repairs), opts_(std::move(opts)) {}
+    : loop_(loop), repairs_(repairs), opts_(std::move(opts)),
+      engine_(loop, {.job = "egress", .resync = opts_.resync}, [this](bool, ReconcileEngine::Done done) {
+          pass();
+          done(ReconcileEngine::Result::ok());
+      }) {}
 
 EgressReconciler::~EgressReconciler() {
-    if (soonTimer_) loop_.cancel(*soonTimer_);
-    if (backoffTimer_) loop_.cancel(*backoffTimer_);
-    if (resyncTimer_) loop_.cancel(*resyncTimer_);
     if (events_) loop_.unwatch(events_.get());
 }
 
 void EgressReconciler::start() {
-    if (started_) return;
-    started_ = true;
+    if (engine_.started()) return;
     events_.reset(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_NETFILTER));
     sockaddr_nl sa{};
     sa.nl_family = AF_NETLINK;
@@ -40,22 +40,13 @@ void EgressReconciler::start() {
     } else {
         loop_.watch(events_.get(), EPOLLIN, [this](uint32_t) { onRulesetEvents(); });
     }
-    reconcile();
-    scheduleResync();
-}
-
-void EgressReconciler::scheduleResync() {
-    resyncTimer_ = loop_.after(opts_.resync, [this] {
-        resyncTimer_.reset();
-        soon(std::chrono::milliseconds(0));
-        scheduleResync();
-    });
+    engine_.start();
 }
 
 void EgressReconciler::setPeers(std::vector<IpPrefix> podCidrs, std::vector<IpPrefix> nodeAddresses) {
     peerPodCidrs_ = std::move(podCidrs);
     peerNodeAddresses_ = std::move(nodeAddresses);
-    if (started_) soon(std::chrono::milliseconds(0));
+    engine_.trigger();
 }
 
 void EgressReconciler::onRulesetEvents() {
@@ -63,15 +54,7 @@ void EgressReconciler::onRulesetEvents() {
     bool any = false;
     ssize_t n;
     while ((n = ::recv(events_.get(), buf, sizeof buf, 0)) > 0 || (n < 0 && errno == ENOBUFS)) any = true;
-    if (any) soon(kCoalesce);
-}
-
-void EgressReconciler::soon(std::chrono::milliseconds delay) {
-    if (soonTimer_) return;
-    soonTimer_ = loop_.after(delay, [this] {
-        soonTimer_.reset();
-        reconcile();
-    });
+    if (any) engine_.trigger(kCoalesce);
 }
 
 std::string EgressReconciler::Rules::describe() const {
@@ -95,33 +78,15 @@ EgressReconciler::Rules EgressReconciler::plan() const {
     return {planEgress(in, AF_INET), planEgress(in, AF_INET6)};
 }
 
-void EgressReconciler::reconcile() {
-    if (backoffTimer_) return;  // a held-back repair is pending; it runs the next pass
+void EgressReconciler::pass() {
     try {
         auto want = plan();
         auto have = readBack();
         bool drifted = installed_ && *installed_ == want && have != expected_;
-        if (installed_ && *installed_ == want && !drifted) {
-            retry_.succeeded();
-            if (error_.cleared()) spdlog::info("egress: recovered");
-            return;
-        }
+        if (installed_ && *installed_ == want && !drifted) return;
         if (drifted) {
             // Someone removed or changed our table; put it back, but do not fight.
-            if (!repairAdmitted_) {
-                auto wait = throttle_.admit();
-                if (wait > std::chrono::milliseconds(0)) {
-                    spdlog::warn("egress: the egress tables (ip kovs, ip6 kovs) changed under the agent {} times in {} s; repairing in {} ms",
-                                 throttle_.inWindow(), throttle_.window().count() / 1000, wait.count());
-                    backoffTimer_ = loop_.after(wait, [this] {
-                        backoffTimer_.reset();
-                        repairAdmitted_ = true;
-                        reconcile();
-                    });
-                    return;
-                }
-            }
-            repairAdmitted_ = false;
+            if (!engine_.admitRepair("the egress tables (ip kovs, ip6 kovs)")) return;
             ++readBackRepairs_;
             repairs_.record("egress", "the egress tables differed from the rules installed: restored");
         }
@@ -136,12 +101,9 @@ void EgressReconciler::reconcile() {
         if (!installed_ || !(*installed_ == want)) spdlog::info("egress: {}", want.describe());
         installed_ = want;
         ++installs_;
-        if (error_.cleared()) spdlog::info("egress: recovered");
-        retry_.succeeded();
-    } catch (const std::exception& e) {
-        if (error_.failed(e.what())) spdlog::warn("egress: {}", e.what());
-        installed_.reset();
-        retry_.schedule();
+    } catch (...) {
+        installed_.reset();  // whatever the kernel holds now, the next pass installs
+        throw;
     }
 }
 
@@ -149,8 +111,9 @@ void EgressReconciler::status(nlohmann::json& out) const {
     out["egress"] = {{"rules", installed_ ? installed_->describe() : ""},
                      {"installs", installs_},
                      {"readBackRepairs", readBackRepairs_},
-                     {"contested", throttle_.contested()},
-                     {"error", error_.str()}};
+                     {"contested", engine_.contested()},
+                     {"error", engine_.lastError()}};
+    engine_.status(out["egress"]);
 }
 
 void EgressReconciler::metrics(MetricsText& m) const {
@@ -159,9 +122,13 @@ void EgressReconciler::metrics(MetricsText& m) const {
     m.counter("kovs_egress_readback_repairs_total", "Times an egress table was found changed or gone and restored.",
               static_cast<double>(readBackRepairs_));
     m.gauge("kovs_egress_contested", "1 while the egress tables keep being changed under the agent (repairs backed off).",
-            throttle_.contested() ? 1 : 0);
+            engine_.contested() ? 1 : 0);
+    engine_.metrics(m);
 }
 
-std::string EgressReconciler::notReady() const { return error_.empty() ? "" : "egress: " + error_.str(); }
+std::string EgressReconciler::notReady() const {
+    auto error = engine_.lastError();
+    return error.empty() ? "" : "egress: " + error;
+}
 
 }  // namespace kovs::egress

@@ -8,8 +8,9 @@
 // Triggers: the peers change (their pod CIDRs and node addresses), any
 // nftables ruleset change (NFNLGRP_NFTABLES notifications: someone flushed the
 // ruleset, or a kube-proxy resync touched the tables), and the periodic
-// resync. Someone who keeps removing the table is not fought: repairs go
-// through a RepairThrottle and the status says the table is contested.
+// resync, all on the job's ReconcileEngine. Someone who keeps removing the
+// table is not fought: repairs are admitted by the engine's throttle and the
+// status says the table is contested.
 #include <chrono>
 #include <optional>
 #include <string>
@@ -17,10 +18,8 @@
 
 #include "base/EventLoop.hpp"
 #include "base/Job.hpp"
-#include "base/LastError.hpp"
+#include "base/ReconcileEngine.hpp"
 #include "base/RepairLog.hpp"
-#include "base/RepairThrottle.hpp"
-#include "base/RetryTimer.hpp"
 #include "base/UniqueFd.hpp"
 #include "egress/EgressPlanner.hpp"
 #include "egress/NftablesNat.hpp"
@@ -61,9 +60,7 @@ private:
         std::string describe() const;
     };
 
-    void reconcile();
-    void soon(std::chrono::milliseconds delay);
-    void scheduleResync();
+    void pass();
     void onRulesetEvents();
     Rules plan() const;
     std::string readBack() const;
@@ -73,19 +70,12 @@ private:
     EgressOptions opts_;
     NftablesNat nat4_{AF_INET}, nat6_{AF_INET6};
     std::vector<IpPrefix> peerPodCidrs_, peerNodeAddresses_;
-    bool started_ = false;
 
     std::optional<Rules> installed_;
     std::string expected_;  // the rules as read back right after installing them
     uint64_t installs_ = 0;
     uint64_t readBackRepairs_ = 0;
-    LastError error_;
-    RepairThrottle throttle_;
-    bool repairAdmitted_ = false;  // the throttle's wait is over: repair on this pass
-    std::optional<EventLoop::TimerId> backoffTimer_;
-    RetryTimer retry_{loop_, std::chrono::milliseconds(200), std::chrono::seconds(10), [this] { reconcile(); }};
-    std::optional<EventLoop::TimerId> soonTimer_;
-    std::optional<EventLoop::TimerId> resyncTimer_;
+    ReconcileEngine engine_;
     UniqueFd events_;
 };
 

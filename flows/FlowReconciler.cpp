@@ -61,16 +61,16 @@ FlowInputs flowInputs(const FlowReconcilerOptions& opts, const ovs::OvsdbReplica
 }
 
 FlowReconciler::FlowReconciler(EventLoop& loop, const ovs::OvsdbReplica& replica, RepairLog& repairs, FlowReconcilerOptions opts)
-    : loop_(loop), replica_(replica), repairs_(repairs), opts_(std::move(opts)), bridge_(loop, opts_.bridge, opts_.rundir, opts_.ofctlTimeout) {}
+    : loop_(loop), replica_(replica), repairs_(repairs), opts_(std::move(opts)), bridge_(loop, opts_.bridge, opts_.rundir, opts_.ofctlTimeout),
+      engine_(loop, {.job = "flows", .resync = opts_.readBack}, [this](bool full, Done done) { pass(full, std::move(done)); }) {}
 
 FlowReconciler::~FlowReconciler() {
     for (auto& [_, w] : waiters_) loop_.cancel(w.timer);
-    if (verifyTimer_) loop_.cancel(*verifyTimer_);
-    if (readBackTimer_) loop_.cancel(*readBackTimer_);
 }
 
 void FlowReconciler::start() {
-    started_ = true;
+    if (starting_ || engine_.started()) return;
+    starting_ = true;
     // vswitchd keeps the table across an agent restart: which pod holds a
     // contested address is read back from it before the first render.
     bridge_.dumpFlows([this](std::optional<FlowDump> dump, const std::string&) {
@@ -79,15 +79,7 @@ void FlowReconciler::start() {
         } catch (const std::exception& e) {
             spdlog::warn("flows: cannot read the pods' addresses back from {}: {}", opts_.bridge, e.what());
         }
-        reconcile(true);
-    });
-    scheduleReadBack();
-}
-
-void FlowReconciler::scheduleReadBack() {
-    readBackTimer_ = loop_.after(opts_.readBack, [this] {
-        scheduleReadBack();  // first: nothing the pass does can end the periodic read-back
-        reconcile(true);
+        engine_.start();
     });
 }
 
@@ -97,50 +89,29 @@ FlowInputs FlowReconciler::currentInputs() const {
     return in;
 }
 
+void FlowReconciler::inputChanged() {
+    ++inputChanges_;
+    engine_.trigger();
+}
+
 void FlowReconciler::setPeers(std::vector<FlowPeer> peers) {
     peers_ = std::move(peers);
-    ++inputChanges_;
-    if (started_) reconcile(false);
+    inputChanged();
 }
 
 void FlowReconciler::setPolicy(policy::CompiledPolicy policy) {
     policy_ = std::move(policy);
-    ++inputChanges_;
-    if (started_) reconcile(false);
+    inputChanged();
 }
 
-void FlowReconciler::onDatabaseChange() {
-    ++inputChanges_;
-    if (started_) reconcile(false);
-}
+void FlowReconciler::onDatabaseChange() { inputChanged(); }
 
-void FlowReconciler::verifySoon() {
-    if (!started_ || verifyTimer_) return;
-    verifyTimer_ = loop_.after(kVerifyDelay, [this] {
-        verifyTimer_.reset();
-        reconcile(true);
-    });
-}
+void FlowReconciler::verifySoon() { engine_.requestFull(kVerifyDelay); }
 
-// One ovs-ofctl call runs at a time; a pass asked for meanwhile runs when it
-// is done (a read-back asked for is not lost).
-void FlowReconciler::reconcile(bool readBack) {
-    if (bridge_.busy()) {
-        again_ = true;
-        againReadBack_ = againReadBack_ || readBack;
-        return;
-    }
-    // Whatever throws in a pass (a render refusing its inputs, ovs-ofctl
-    // that cannot be started) is a failed pass: retried with backoff.
-    try {
-        pass(readBack);
-    } catch (const std::exception& e) {
-        failed(e.what());
-    }
-}
-
-void FlowReconciler::pass(bool readBack) {
-    if (opts_.waitForPolicy && !policy_) return;  // notReady() says so
+// Whatever throws here (a render refusing its inputs, ovs-ofctl that cannot
+// be started) is a failed pass to the engine: retried with backoff.
+void FlowReconciler::pass(bool full, Done done) {
+    if (opts_.waitForPolicy && !policy_) return done(ReconcileEngine::Result::ok());  // notReady() says so
     renderedInputs_ = inputChanges_;
     auto in = currentInputs();
     in.holders = holders_;
@@ -157,67 +128,65 @@ void FlowReconciler::pass(bool readBack) {
         for (const auto& why : skipped_) spdlog::warn("flows: a pod left out of the table: {}", why);
         skippedLogged_ = skipped_;
     }
-    if (desired_ != installed_) return install();  // the same text is the same pointer
-    if (!readBack) return verifySoon();
-    bridge_.dumpFlows([this](std::optional<FlowDump> dump, const std::string& error) {
-        if (!dump) return failed(error);
+    if (desired_ != installed_) return install(std::move(done));  // the same text is the same pointer
+    if (!full) {
+        done(ReconcileEngine::Result::ok());
+        return verifySoon();
+    }
+    bridge_.dumpFlows([this, done = std::move(done)](std::optional<FlowDump> dump, const std::string& error) {
+        if (!dump) return done(failed(error));
         countDrops(*dump);
-        if (std::hash<std::string>{}(dump->flows) == expectedDump_) return succeeded();
+        if (std::hash<std::string>{}(dump->flows) == expectedDump_) return done(ReconcileEngine::Result::ok());
         ++readBackRepairs_;
         repairs_.record("flows", fmt::format("{} held {} flows that differ from the {} installed: reinstalled", opts_.bridge,
                                              dump->count, expectedCount_));
         spdlog::warn("flows: {} differs from the table installed ({} flows read back); reinstalling", opts_.bridge, dump->count);
         installed_.reset();  // not what the bridge holds: replaced whole
-        install();
+        try {
+            install(done);
+        } catch (const std::exception& e) {
+            done(failed(e.what()));
+        }
     });
 }
 
 // Only the difference to the table installed last (a pod, a peer or a policy
 // changed: a few flows of thousands), or the whole table where the bridge's
 // may be another (first install, after a failure or a read-back that differed).
-void FlowReconciler::install() {
+void FlowReconciler::install(Done done) {
     auto text = desired_;
     auto ports = desiredPorts_;
     auto mods = installed_ ? flowModsBetween(*installed_, *text) : std::nullopt;
-    auto done = [this, text, ports](const std::string& error) {
-        if (!error.empty()) return failed(error);
+    auto installedThen = [this, text, ports, done](const std::string& error) {
+        if (!error.empty()) return done(failed(error));
         installed_ = text;
         lastInstall_ = std::chrono::system_clock::now();
         installedPorts_ = ports;
-        bridge_.dumpFlows([this](std::optional<FlowDump> dump, const std::string& error) {
-            if (!dump) return failed(error);
+        bridge_.dumpFlows([this, done](std::optional<FlowDump> dump, const std::string& error) {
+            if (!dump) return done(failed(error));
             countDrops(*dump);
             expectedDump_ = std::hash<std::string>{}(dump->flows);
             expectedCount_ = dump->count;
             ++installs_;
             spdlog::info("flows: installed {} flows on {}", dump->count, opts_.bridge);
             notifyWaiters();
-            succeeded();
+            done(ReconcileEngine::Result::ok());
         });
     };
-    if (mods) bridge_.modifyFlows(*mods, std::move(done));
-    else bridge_.replaceFlows(*text, std::move(done));
+    try {
+        if (mods) bridge_.modifyFlows(*mods, std::move(installedThen));
+        else bridge_.replaceFlows(*text, std::move(installedThen));
+    } catch (...) {
+        failed("");
+        throw;
+    }
 }
 
-void FlowReconciler::succeeded() {
-    if (error_.cleared()) spdlog::info("flows: {} recovered", opts_.bridge);
-    retry_.succeeded();
-    runAgain();
-}
-
-void FlowReconciler::failed(const std::string& why) {
-    if (error_.failed(why)) spdlog::warn("flows: {}", why);
-    installed_.reset();  // whatever the bridge holds now, the next pass installs
+// Whatever the bridge holds now, the next pass installs it whole.
+ReconcileEngine::Result FlowReconciler::failed(const std::string& why) {
+    installed_.reset();
     installedPorts_.clear();
-    retry_.schedule();
-    runAgain();
-}
-
-void FlowReconciler::runAgain() {
-    if (!again_) return;
-    bool readBack = againReadBack_;
-    again_ = againReadBack_ = false;
-    reconcile(readBack);
+    return ReconcileEngine::Result::failed(why);
 }
 
 void FlowReconciler::whenPortReady(const std::string& port, std::chrono::milliseconds timeout, PortReady done) {
@@ -228,7 +197,7 @@ void FlowReconciler::whenPortReady(const std::string& port, std::chrono::millise
         if (node.empty()) return;
         auto& w = node.mapped();
         std::string why = "flows for " + w.port + " not installed within " + std::to_string(timeout.count()) + " ms";
-        if (!error_.empty()) why += ": " + error_.str();
+        if (auto error = engine_.lastError(); !error.empty()) why += ": " + error;
         w.done(false, why);
     });
     waiters_.emplace(id, Waiter{port, timer, std::move(done)});
@@ -263,14 +232,15 @@ void FlowReconciler::countDrops(const FlowDump& dump) {
 
 std::string FlowReconciler::notReady() const {
     if (opts_.waitForPolicy && !policy_) return "flows: waiting for NetworkPolicy (the table waits for the first list)";
-    return error_.empty() ? "" : "flows: " + error_.str();
+    auto error = engine_.lastError();
+    return error.empty() ? "" : "flows: " + error;
 }
 
 void FlowReconciler::status(nlohmann::json& out) const {
     out["flows"] = {{"bridge", opts_.bridge},
                     {"installs", installs_},
                     {"readBackRepairs", readBackRepairs_},
-                    {"error", error_.str()},
+                    {"error", engine_.lastError()},
                     {"podsLeftOut", skipped_},
                     {"serviceReplyPath", opts_.serviceReplyPath},
                     {"policyStage", policy_ && policy_->active()},
@@ -282,6 +252,7 @@ void FlowReconciler::status(nlohmann::json& out) const {
                      std::chrono::duration_cast<std::chrono::milliseconds>(lastInstall_.time_since_epoch()).count()},
                     {"dropped", nlohmann::json::object()}};
     for (const auto& c : drops_) out["flows"]["dropped"][c.statusKey] = c.total();
+    engine_.status(out["flows"]);
 }
 
 void FlowReconciler::metrics(MetricsText& out) const {
@@ -290,6 +261,7 @@ void FlowReconciler::metrics(MetricsText& out) const {
                 static_cast<double>(readBackRepairs_));
     const char* help = "Packets dropped by br-int's ingress checks (pods, tunnel), by reason.";
     for (const auto& c : drops_) out.counter("kovs_flow_drops_total", help, static_cast<double>(c.total()), {{"reason", c.reason}});
+    engine_.metrics(out);
     if (!policy_) return;
     // One policy rule may be realized as several conjunctions (a named port
     // resolved to different numbers on different pods): summed.

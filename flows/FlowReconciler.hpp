@@ -4,11 +4,13 @@
 // and the peers' pod CIDRs; observed = `dump-flows` read back; apply = one
 // atomic replace-flows when they differ.
 //
-// Triggers: a changed desired table is installed at once (a pod port got its
-// ofport, a peer came or went); a read-back follows any OVSDB change that left
-// the desired table as it was (a restarted vswitchd has the same ofports and
-// no flows) and runs every `readBack`; verifySoon() asks for one (the agent
-// calls it when vswitchd restarts). A failed install is retried with backoff.
+// On the job's ReconcileEngine: a changed desired table is installed at once
+// (a pod port got its ofport, a peer came or went) by a quick pass; a full
+// pass reads the table back: after any OVSDB change that left the desired
+// table as it was (a restarted vswitchd has the same ofports and no flows),
+// every `readBack` (the engine's resync), on verifySoon() (the agent calls it
+// when vswitchd restarts) and on every retry of a failed pass. A pass lasts
+// until its ovs-ofctl calls are answered: one runs at a time.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -21,9 +23,8 @@
 
 #include "base/EventLoop.hpp"
 #include "base/Job.hpp"
-#include "base/LastError.hpp"
+#include "base/ReconcileEngine.hpp"
 #include "base/RepairLog.hpp"
-#include "base/RetryTimer.hpp"
 #include "flows/FlowTable.hpp"
 #include "flows/OpenFlowBridge.hpp"
 #include "flows/PolicyStage.hpp"
@@ -89,17 +90,15 @@ public:
     const std::string& desired() const { return *desired_; }
 
 private:
+    using Done = ReconcileEngine::Done;
     // Renders; installs when the table differs from the last installed one, or
-    // when the read-back (readBack) shows that the bridge holds another.
-    void reconcile(bool readBack);
-    void pass(bool readBack);  // one reconcile pass; throws on what it cannot do
-    void install();
-    void succeeded();
-    void failed(const std::string& why);
-    void runAgain();
+    // when a full pass's read-back shows that the bridge holds another.
+    void pass(bool full, Done done);
+    void install(Done done);
+    ReconcileEngine::Result failed(const std::string& why);
+    void inputChanged();
     void countDrops(const FlowDump& dump);
     void notifyWaiters();
-    void scheduleReadBack();
 
     EventLoop& loop_;
     const ovs::OvsdbReplica& replica_;
@@ -109,7 +108,7 @@ private:
     std::vector<FlowPeer> peers_;
     std::optional<policy::CompiledPolicy> policy_;
     std::map<std::string, std::string> holders_;  // the last render's, for the next (FlowInputs::holders)
-    bool started_ = false;
+    bool starting_ = false;
 
     // The table rendered last, and the one sent last: at rest the same text,
     // held once (a few hundred KiB with 1000 policy flows).
@@ -119,9 +118,7 @@ private:
     std::set<std::string> desiredPorts_;
     size_t expectedDump_ = 0;  // hash of what dump-flows showed right after that
     size_t expectedCount_ = 0;
-    bool again_ = false, againReadBack_ = false;  // passes asked for while ovs-ofctl ran
     std::vector<std::string> skipped_, skippedLogged_;
-    LastError error_;
     uint64_t installs_ = 0;
     uint64_t inputChanges_ = 0, renderedInputs_ = 0;  // status' upToDate: no change waits for a pass
     std::chrono::system_clock::time_point lastInstall_{};
@@ -144,7 +141,7 @@ private:
                                     {kCookiePolicyIngressDrop, "policyIngress", "policy_ingress"},
                                     {kCookiePolicyEgressDrop, "policyEgress", "policy_egress"}};
 
-    RetryTimer retry_{loop_, std::chrono::milliseconds(200), std::chrono::seconds(10), [this] { reconcile(true); }};
+    ReconcileEngine engine_;
     struct Waiter {
         std::string port;
         EventLoop::TimerId timer;
@@ -152,8 +149,6 @@ private:
     };
     std::map<uint64_t, Waiter> waiters_;
     uint64_t nextWaiter_ = 0;
-    std::optional<EventLoop::TimerId> verifyTimer_;
-    std::optional<EventLoop::TimerId> readBackTimer_;
 };
 
 }  // namespace kovs::flows

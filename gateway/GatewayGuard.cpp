@@ -12,9 +12,14 @@ namespace {
 
 // Retries of a failed reconcile that no event will announce: 100 ms, then
 // doubling while it keeps failing, so a lasting failure (EPERM) costs one
-// attempt per 5 s, not ten a second.
+// attempt per 5 s, not ten a second. Usually a pass fails because gw0 changed
+// under it (an address flushed again between our address and route steps):
+// the events of that change trigger the next pass at once, the retry never
+// delays an event, and a flush racing a pass fails a few in a row, so only
+// a streak of three is news.
 constexpr std::chrono::milliseconds kRetryMin{100};
 constexpr std::chrono::milliseconds kRetryMax{5000};
+constexpr unsigned kQuietFailures = 3;
 
 void validateRoutes(const GatewayGuardOptions& o) {
     for (const auto& r : o.routes) {
@@ -41,9 +46,16 @@ void validate(const GatewayGuardOptions& o) {
 }  // namespace
 
 GatewayGuard::GatewayGuard(EventLoop& loop, GatewayGuardOptions options)
-    : loop_(loop), opt_(std::move(options)), retry_(loop, kRetryMin, kRetryMax, [this] { reconcile(); }),
-      link_(loop, opt_.name, opt_.mtu, [this] { reconcile(); }), sysctls_(opt_.name),
-      addresses_(opt_.name, {opt_.addresses, opt_.adoptAddresses}), routes_(opt_.name) {
+    : loop_(loop), opt_(std::move(options)),
+      link_(loop, opt_.name, opt_.mtu, [this] { engine_.runNow(); }), sysctls_(opt_.name),
+      addresses_(opt_.name, {opt_.addresses, opt_.adoptAddresses}), routes_(opt_.name),
+      engine_(loop,
+              {.job = "gateway guard " + opt_.name, .resync = opt_.resyncInterval, .coalesce = opt_.coalesceDelay,
+               .retryMin = kRetryMin, .retryMax = kRetryMax, .quietFailures = kQuietFailures},
+              [this](bool, ReconcileEngine::Done done) {
+                  pass();
+                  done(ReconcileEngine::Result::ok());
+              }) {
     validate(opt_);
     if (!opt_.enabled) {
         spdlog::info("gateway guard {}: disabled", opt_.name);
@@ -52,39 +64,21 @@ GatewayGuard::GatewayGuard(EventLoop& loop, GatewayGuardOptions options)
     sock_ = nl::connectRoute();
     watcher_.emplace(loop_, opt_.name, [this] {
         if (!damageSeen_) damageSeen_ = EventLoop::Clock::now();
-        scheduleReconcile();
+        engine_.trigger();
     });
     watcher_->ignoreSender(nl_socket_get_local_port(sock_.get()));
-    scheduleReconcile();
-    scheduleResync();
+    engine_.start();
 }
 
-GatewayGuard::~GatewayGuard() {
-    if (reconcileTimer_) loop_.cancel(*reconcileTimer_);
-    if (resyncTimer_) loop_.cancel(*resyncTimer_);
-}
+GatewayGuard::~GatewayGuard() { engine_.stop(); }
 
 GatewayGuardStats GatewayGuard::stats() const {
     std::lock_guard lock(statsMutex_);
     GatewayGuardStats s = stats_;
+    s.reconciles = engine_.passes();
+    s.failures = engine_.failures();
     if (watcher_) s.events = watcher_->counters();
     return s;
-}
-
-void GatewayGuard::scheduleReconcile() {
-    if (reconcileTimer_) return;  // coalesced into the pending one
-    reconcileTimer_ = loop_.after(opt_.coalesceDelay, [this] {
-        reconcileTimer_.reset();
-        reconcile();
-    });
-}
-
-void GatewayGuard::scheduleResync() {
-    resyncTimer_ = loop_.after(opt_.resyncInterval, [this] {
-        resyncTimer_.reset();
-        reconcile();
-        scheduleResync();
-    });
 }
 
 void GatewayGuard::setRoutes(std::vector<GatewayRoute> routes) {
@@ -93,18 +87,14 @@ void GatewayGuard::setRoutes(std::vector<GatewayRoute> routes) {
     validateRoutes(next);  // a bad route changes nothing
     opt_.routes = std::move(next.routes);
     opt_.routesComplete = true;
-    if (opt_.enabled) scheduleReconcile();
+    engine_.trigger();
 }
 
-void GatewayGuard::reconcileNow() {
-    if (!opt_.enabled) return;
-    reconcile();
-}
+void GatewayGuard::reconcileNow() { engine_.runNow(); }
 
-void GatewayGuard::reconcile() {
+void GatewayGuard::pass() {
     auto start = damageSeen_.value_or(EventLoop::Clock::now());
     damageSeen_.reset();
-    bool failed = false;
     GatewayRepairs r;
     bool present = false;
     try {
@@ -125,31 +115,18 @@ void GatewayGuard::reconcile() {
             routes_.reconcile(sock_.get(), ifindex, desiredGatewayRoutes(addresses_.guarded(), opt_.routes),
                               opt_.routesComplete, r);
         }
-    } catch (const std::exception& e) {
-        // Usually gw0 changed under the reconcile (an address flushed again
-        // between our address and route steps): the events of that change
-        // schedule the next reconcile at once. The retry timer only covers
-        // failures no event will announce, and never delays an event.
-        ++consecutiveFailures_;
-        // A flush racing a reconcile fails a few in a row; only a streak is news.
-        if (consecutiveFailures_ == 3 || consecutiveFailures_ % 100 == 0) spdlog::warn("gateway guard {}: reconcile failed {} times in a row, retrying: {}", opt_.name, consecutiveFailures_, e.what());
-        else spdlog::debug("gateway guard {}: reconcile failed, retrying: {}", opt_.name, e.what());
-        {
-            std::lock_guard lock(statsMutex_);
-            ++stats_.failures;
-        }
-        retry_.schedule();
-        failed = true;
+    } catch (...) {
         if (!damageSeen_) damageSeen_ = start;  // the restore is not over
-    }
-    if (!failed) {
-        consecutiveFailures_ = 0;
-        retry_.succeeded();
+        record(r, present, false, {});
+        throw;
     }
     auto took = EventLoop::Clock::now() - start;
-    if (r.total() > 0 && !failed && onRestore_) onRestore_(took);
+    if (r.total() > 0 && onRestore_) onRestore_(took);
+    record(r, present, r.total() > 0, took);
+}
+
+void GatewayGuard::record(const GatewayRepairs& r, bool present, bool repaired, std::chrono::nanoseconds took) {
     std::lock_guard lock(statsMutex_);
-    ++stats_.reconciles;
     stats_.linkPresent = present;
     stats_.linkUp += r.linkUp;
     stats_.mtuFixed += r.mtu;
@@ -160,16 +137,15 @@ void GatewayGuard::reconcile() {
     stats_.sysctlsFixed += r.sysctl;
     stats_.mtuHeld += r.mtuHeld;
     stats_.mtuContested = link_.mtuContested();
-    if (r.total() > 0 && !failed) {
-        ++stats_.restores;
-        stats_.lastRestore = took;
-        stats_.maxRestore = std::max(stats_.maxRestore, stats_.lastRestore);
-        stats_.totalRestore += took;
-        restoreLatency_.observe(took);
-        spdlog::info("gateway guard {}: repaired in {} us (link up {}, mtu {}, sysctl {}, +addr {}, -addr {}, +route {}, -route {})",
-                     opt_.name, std::chrono::duration_cast<std::chrono::microseconds>(took).count(), r.linkUp, r.mtu,
-                     r.sysctl, r.addrAdded, r.addrRemoved, r.routeAdded, r.routeRemoved);
-    }
+    if (!repaired) return;
+    ++stats_.restores;
+    stats_.lastRestore = took;
+    stats_.maxRestore = std::max(stats_.maxRestore, stats_.lastRestore);
+    stats_.totalRestore += took;
+    restoreLatency_.observe(took);
+    spdlog::info("gateway guard {}: repaired in {} us (link up {}, mtu {}, sysctl {}, +addr {}, -addr {}, +route {}, -route {})",
+                 opt_.name, std::chrono::duration_cast<std::chrono::microseconds>(took).count(), r.linkUp, r.mtu, r.sysctl,
+                 r.addrAdded, r.addrRemoved, r.routeAdded, r.routeRemoved);
 }
 
 void GatewayGuard::status(nlohmann::json& out) const {
@@ -182,6 +158,7 @@ void GatewayGuard::status(nlohmann::json& out) const {
                       {"mtuContested", link_.mtuContested()}, {"mtuRepairsHeld", g.mtuHeld},
                       {"restores", g.restores}, {"failures", g.failures},
                       {"lastRestoreMicros", g.lastRestore.count() / 1000}};
+    engine_.status(out["gateway"]);
 }
 
 void GatewayGuard::metrics(MetricsText& m) const {
@@ -197,6 +174,7 @@ void GatewayGuard::metrics(MetricsText& m) const {
             link_.mtuContested() ? 1 : 0, {{"kind", "mtu"}});
     m.counter("kovs_gateway_repairs_held_total", "Gateway repairs the guard held back because the value kept being changed under it.",
               static_cast<double>(g.mtuHeld), {{"kind", "mtu"}});
+    engine_.metrics(m);
     std::lock_guard lock(statsMutex_);
     restoreLatency_.write(m, "kovs_gateway_restore_seconds", "Time from damage to the gateway to its repair.");
 }

@@ -6,7 +6,8 @@
 // periodic resync backs them up, because the kernel sends no RTM_DELROUTE for
 // routes removed along with an address or when a link goes down.
 //
-// This is the job: trigger, scheduling, retries, status and metrics. Each
+// This is the job; when it runs (notifications coalesced, resync, retries
+// with backoff, failures logged once a streak) is its ReconcileEngine's. Each
 // pass finds gw0 and runs one step per kind of kernel object, in this order
 // (each step's header says what it keeps and why):
 //   gateway/GatewayLink       up, MTU (with the MTU-repair throttle)
@@ -26,8 +27,8 @@
 #include "base/EventLoop.hpp"
 #include "base/IpPrefix.hpp"
 #include "base/Job.hpp"
-#include "base/RetryTimer.hpp"
 #include "base/Metrics.hpp"
+#include "base/ReconcileEngine.hpp"
 #include "base/Netlink.hpp"
 #include "base/NetlinkWatcher.hpp"
 #include "gateway/GatewayAddresses.hpp"
@@ -108,28 +109,24 @@ public:
     std::string notReady() const override;
 
 private:
-    void scheduleReconcile();
-    void scheduleResync();
-    void reconcile();
+    void pass();
+    void record(const GatewayRepairs& r, bool present, bool repaired, std::chrono::nanoseconds took);
 
     EventLoop& loop_;
     GatewayGuardOptions opt_;
     nl::Sock sock_;  // requests and dumps of every step
     std::optional<NetlinkWatcher> watcher_;
-    std::optional<EventLoop::TimerId> reconcileTimer_;
-    std::optional<EventLoop::TimerId> resyncTimer_;
-    RetryTimer retry_;
     GatewayLink link_;
     GatewaySysctls sysctls_;
     GatewayAddresses addresses_;
     GatewayRoutes routes_;
-    unsigned consecutiveFailures_ = 0;
     std::optional<EventLoop::Clock::time_point> damageSeen_;
 
     std::function<void(std::chrono::nanoseconds)> onRestore_;
     mutable std::mutex statsMutex_;
     GatewayGuardStats stats_;
     LatencyHistogram restoreLatency_;
+    ReconcileEngine engine_;  // last: its first pass runs in the constructor
 };
 
 }  // namespace kovs::gateway

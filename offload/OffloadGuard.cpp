@@ -16,11 +16,7 @@ namespace kovs::offload {
 OffloadGuard::OffloadGuard(std::vector<std::string> hostDevices, PodLister pods)
     : hostDevices_(hostDevices.begin(), hostDevices.end()), pods_(std::move(pods)) {}
 
-OffloadGuard::~OffloadGuard() {
-    if (!loop_) return;
-    if (resyncTimer_) loop_->cancel(resyncTimer_);
-    if (newPodsTimer_) loop_->cancel(newPodsTimer_);
-}
+OffloadGuard::~OffloadGuard() = default;
 
 bool OffloadGuard::check(const std::string& where, Repair kind, const std::function<bool()>& repair) {
     ++stats_.checks;
@@ -76,14 +72,10 @@ uint64_t OffloadGuard::sweep() {
     return stats_.repairs - before;
 }
 
+// A CNI adds the port and moves the veth's peer in separate steps; a short
+// delay also coalesces the updates of one ADD.
 void OffloadGuard::portsChanged() {
-    if (!loop_ || newPodsTimer_) return;
-    // A CNI adds the port and moves the veth's peer in separate steps; a short
-    // delay also coalesces the updates of one ADD.
-    newPodsTimer_ = loop_->after(std::chrono::milliseconds(200), [this] {
-        newPodsTimer_ = 0;
-        checkNewPods();
-    });
+    if (engine_) engine_->trigger(std::chrono::milliseconds(200));
 }
 
 void OffloadGuard::checkNewPods() {
@@ -94,9 +86,7 @@ void OffloadGuard::checkNewPods() {
 }
 
 void OffloadGuard::attach(EventLoop& loop, std::chrono::milliseconds resync) {
-    if (loop_) throw Error("offload guard: already attached to a loop");
-    loop_ = &loop;
-    resync_ = resync;
+    if (engine_) throw Error("offload guard: already attached to a loop");
     // Host devices (gw0, the uplink) are re-checked when the kernel reports
     // a change of them: a re-created device comes back with offload on.
     linkEvents_.emplace(
@@ -106,15 +96,14 @@ void OffloadGuard::attach(EventLoop& loop, std::chrono::milliseconds resync) {
             if (h->nlmsg_type == RTM_NEWLINK && hostDevices_.count(name)) changedHostDevices_.insert(name);
         },
         [this](bool overflowed) { onLinkEvents(overflowed); });
-    scheduleResync();
-}
-
-void OffloadGuard::scheduleResync() {
-    resyncTimer_ = loop_->after(resync_, [this] {
-        resyncTimer_ = 0;
-        sweep();
-        scheduleResync();
+    // A pass never fails: an interface that cannot be checked is counted and
+    // named in the status, and the others are still checked.
+    engine_.emplace(loop, ReconcileOptions{.job = "offload guard", .resync = resync}, [this](bool full, ReconcileEngine::Done done) {
+        if (full) sweep();
+        else checkNewPods();
+        done(ReconcileEngine::Result::ok());
     });
+    engine_->start();
 }
 
 void OffloadGuard::onLinkEvents(bool overflowed) {
@@ -123,7 +112,7 @@ void OffloadGuard::onLinkEvents(bool overflowed) {
     if (overflowed) {
         // Notifications were lost: we cannot know which device changed.
         spdlog::warn("offload guard: link notifications overflowed; sweeping");
-        sweep();
+        engine_->runNow(true);
         return;
     }
     for (const auto& name : changed) checkHostDevice(name);
@@ -139,6 +128,7 @@ void OffloadGuard::status(nlohmann::json& out) const {
                       {"hostVethsIsolated", stats_.hostVethRepairs},
                       {"errors", stats_.errors},
                       {"lastError", stats_.lastError.str()}};
+    if (engine_) engine_->status(out["offload"]);
 }
 
 void OffloadGuard::metrics(MetricsText& m) const {
@@ -150,6 +140,7 @@ void OffloadGuard::metrics(MetricsText& m) const {
     m.counter("kovs_offload_repairs_total", help, static_cast<double>(stats_.hostVethRepairs), {{"kind", "host_veth"}});
     m.counter("kovs_offload_checks_total", "Offload guard checks (TX checksum and pod veth host ends).",
               static_cast<double>(stats_.checks));
+    if (engine_) engine_->metrics(m);
 }
 
 }  // namespace kovs::offload

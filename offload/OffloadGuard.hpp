@@ -4,11 +4,13 @@
 // interface; and keeps the host ends of pod veths free of the node's IP stack
 // (isolateHostVeth: pods an older kovs-cni attached). ovs-vswitchd re-creates its tap devices with offload on when it
 // restarts or when userspace-tso-enable is toggled, and pods may have been
-// created while the agent was down, so the guard
-//   - sweeps everything on demand (agent start-up, periodic resync),
-//   - re-checks a host device as soon as a RTM_NEWLINK names it, and
-//   - checks pods it has not seen yet when the bridge's ports change (a pod
-//     another CNI attached gets no kovs-cni ADD unless kovs is chained there).
+// created while the agent was down, so the guard, on its ReconcileEngine,
+//   - sweeps everything in a full pass (attach(): the start-up sweep; the
+//     periodic resync; notifications lost),
+//   - checks pods it has not seen yet in a quick pass when the bridge's ports
+//     change (a pod another CNI attached gets no kovs-cni ADD unless kovs is
+//     chained there), and
+//   - re-checks a host device as soon as a RTM_NEWLINK names it.
 // Pods are kovs-cni's and other CNIs' alike (offload/PodInterfaces.hpp).
 // Each repair is counted (exported as a metric by the agent).
 //
@@ -26,6 +28,7 @@
 #include "base/Job.hpp"
 #include "base/LastError.hpp"
 #include "base/NetlinkWatcher.hpp"
+#include "base/ReconcileEngine.hpp"
 #include "offload/PodInterfaces.hpp"
 
 namespace kovs::offload {
@@ -60,8 +63,9 @@ public:
     // (coalesced; needs attach()).
     void portsChanged();
 
-    // Wires the guard to a loop: link notifications for the host devices and
-    // a periodic sweep. The guard must outlive the loop's use of it.
+    // Wires the guard to a loop: a sweep now (the start-up sweep), link
+    // notifications for the host devices and a sweep every `resync`. The guard
+    // must outlive the loop's use of it.
     void attach(EventLoop& loop, std::chrono::milliseconds resync);
 
     const OffloadGuardStats& stats() const { return stats_; }
@@ -76,7 +80,6 @@ private:
     // `repair` returns true when it changed something.
     bool check(const std::string& where, Repair kind, const std::function<bool()>& repair);
     void onLinkEvents(bool overflowed);
-    void scheduleResync();
     std::vector<PodInterface> listPods();
     void checkPod(const PodInterface& pod);
     void checkNewPods();
@@ -84,13 +87,10 @@ private:
     std::set<std::string> hostDevices_;
     PodLister pods_;
     OffloadGuardStats stats_;
-    EventLoop* loop_ = nullptr;
-    EventLoop::TimerId resyncTimer_ = 0;
-    EventLoop::TimerId newPodsTimer_ = 0;
     std::set<PodInterface> known_;  // the pods of the last listing
-    std::chrono::milliseconds resync_{0};
     std::set<std::string> changedHostDevices_;  // seen in the notifications being drained
     std::optional<RtnetlinkSubscription> linkEvents_;
+    std::optional<ReconcileEngine> engine_;  // from attach()
 };
 
 }  // namespace kovs::offload

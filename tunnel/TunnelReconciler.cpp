@@ -12,7 +12,9 @@ TunnelReconciler::TunnelReconciler(EventLoop& loop, ovs::UnixctlClient& ovs, Nei
       ovs_(ovs),
       neighbours_(neighbours),
       opts_(std::move(opts)),
-      retry_(loop_, opts_.retryInitial, opts_.resync, [this] { reconcile(); }) {
+      engine_(loop_,
+              {.job = "tunnel", .resync = opts_.resync, .retryMin = opts_.retryInitial, .retryMax = opts_.resync},
+              [this](bool, Done done) { pass(std::move(done)); }) {
     desired_.bridge = opts_.bridge;
 }
 
@@ -22,27 +24,30 @@ TunnelReconciler::~TunnelReconciler() {
 }
 
 void TunnelReconciler::start() {
-    if (started_) return;
-    started_ = true;
+    if (engine_.started()) return;
     // A restarted vswitchd rewrites its pidfile: re-program at once instead
     // of waiting for the next resync.
     try {
         pidfileWatch_ = std::make_unique<DirectoryWatch>(loop_, ovs_.pidfilePath(), [this] {
-            retry_.succeeded();
+            engine_.resetBackoff();
             reconcile();
         });
     } catch (const Error& e) {
         spdlog::warn("tunnel: {}; relying on the periodic resync to see vswitchd restarts", e.what());
     }
-    reconcile();
+    engine_.start();
 }
 
 void TunnelReconciler::stop() {
-    started_ = false;
     pidfileWatch_.reset();
-    retry_.succeeded();  // cancels a pending retry
-    if (resync_) loop_.cancel(resync_);
-    resync_ = 0;
+    engine_.stop();
+}
+
+TunnelReconciler::Stats TunnelReconciler::stats() const {
+    Stats s = stats_;
+    s.passes = engine_.passes();
+    s.lastError = engine_.lastError();
+    return s;
 }
 
 void TunnelReconciler::setPeers(const peers::PeerSet& peers) {
@@ -55,30 +60,21 @@ void TunnelReconciler::setPeers(const peers::PeerSet& peers) {
     for (const auto& ip : ips) memory_.formerPeers.erase(ip);
     desired_.peerIPs = std::move(ips);
     stats_.peers = desired_.peerIPs.size();
-    retry_.succeeded();
+    engine_.resetBackoff();
     reconcile();
-}
-
-void TunnelReconciler::reconcile() {
-    if (inFlight_) {
-        again_ = true;
-        return;
-    }
-    runPass();
 }
 
 bool TunnelReconciler::reconcileOnce(std::chrono::milliseconds timeout) {
-    uint64_t before = stats_.passes;
+    if (!engine_.started()) start();
+    uint64_t before = engine_.passes();
     // The pass in flight (if any) may have read state from before the call.
-    uint64_t want = before + (inFlight_ ? 2 : 1);
+    uint64_t want = before + (engine_.passInFlight() ? 2 : 1);
     reconcile();
-    bool done = loop_.runUntil([&] { return stats_.passes >= want; }, timeout);
-    return done && stats_.lastError.empty();
+    bool done = loop_.runUntil([&] { return engine_.passes() >= want; }, timeout);
+    return done && engine_.lastError().empty();
 }
 
-void TunnelReconciler::runPass() {
-    inFlight_ = true;
-    again_ = false;
+void TunnelReconciler::pass(Done done) {
     // Observed, the kernel's half. br-phy is a vswitchd tap: it is gone
     // while vswitchd restarts, which just means no MACs this pass.
     std::map<std::string, std::string> macs;
@@ -89,23 +85,23 @@ void TunnelReconciler::runPass() {
     }
     // Observed, vswitchd's half.
     auto token = alive_;
-    ovs_.pipeline(ovsTunnelReadBack(), [this, token, macs = std::move(macs)](ovs::UnixctlReplies shown) mutable {
+    ovs_.pipeline(ovsTunnelReadBack(), [this, token, macs = std::move(macs), done = std::move(done)](ovs::UnixctlReplies shown) mutable {
         if (!*token) return;
         TunnelObserved observed;
         observed.vswitchdPid = shown.pid;
         try {
             observed.ovs = parseOvsTunnelReadBack(shown, opts_.bridge);
         } catch (const Error& e) {
-            finishPass(TunnelPlan{}, e.what());
+            finishPass(TunnelPlan{}, e.what(), done);
             return;
         }
         observed.kernelMacs = std::move(macs);
         observed.refreshDue = EventLoop::Clock::now() - lastRefresh_ >= opts_.neighRefresh;
-        applyPlan(observed);
+        applyPlan(observed, std::move(done));
     });
 }
 
-void TunnelReconciler::applyPlan(const TunnelObserved& observed) {
+void TunnelReconciler::applyPlan(const TunnelObserved& observed, Done done) {
     auto plan = planTunnel(desired_, observed, memory_);
     if (plan.vswitchdRestarted) {
         ++stats_.vswitchdRestarts;
@@ -125,13 +121,13 @@ void TunnelReconciler::applyPlan(const TunnelObserved& observed) {
         memory_ = plan.memory;
         routed_ = plan.routed;
         neighboured_ = plan.neighboured;
-        finishPass(plan, "");
+        finishPass(plan, "", done);
         return;
     }
     stats_.commandsSent += plan.steps.size();
     auto token = alive_;
     pid_t asked = observed.vswitchdPid;
-    ovs_.pipeline(plan.commands(), [this, token, plan, asked](ovs::UnixctlReplies applied) {
+    ovs_.pipeline(plan.commands(), [this, token, plan, asked, done = std::move(done)](ovs::UnixctlReplies applied) {
         if (!*token) return;
         auto out = settleTunnel(desired_, plan, applied.replies);
         memory_ = out.memory;
@@ -145,37 +141,16 @@ void TunnelReconciler::applyPlan(const TunnelObserved& observed) {
             // Planned against one vswitchd, applied to its successor.
             error = "ovs-vswitchd restarted during the pass (pid " + std::to_string(asked) + " -> " +
                     std::to_string(applied.pid) + ")";
-            again_ = true;
+            reconcile();  // in flight: one more pass right after this one
         }
-        finishPass(plan, error);
+        finishPass(plan, error, done);
     });
 }
 
-void TunnelReconciler::finishPass(const TunnelPlan& plan, const std::string& error) {
-    inFlight_ = false;
-    ++stats_.passes;
+void TunnelReconciler::finishPass(const TunnelPlan& plan, const std::string& error, const Done& done) {
     stats_.unresolved = plan.unresolved.size();
-    if (error.empty() ? stats_.lastError.cleared() : stats_.lastError.failed(error)) {
-        if (error.empty()) spdlog::info("tunnel: recovered");
-        else spdlog::warn("tunnel: {}; retrying", error);
-    }
-    if (started_) {
-        if (error.empty() && plan.unresolved.empty()) {
-            retry_.succeeded();
-        } else {
-            retry_.schedule();
-        }
-        armResync();
-    }
-    if (again_) reconcile();
-}
-
-void TunnelReconciler::armResync() {
-    if (resync_) loop_.cancel(resync_);
-    resync_ = loop_.after(opts_.resync, [this] {
-        resync_ = 0;
-        reconcile();
-    });
+    if (!error.empty()) return done(ReconcileEngine::Result::failed(error));
+    done(plan.unresolved.empty() ? ReconcileEngine::Result::ok() : ReconcileEngine::Result::notYet());
 }
 
 }  // namespace kovs::tunnel

@@ -7,8 +7,9 @@
 //
 // Everything vswitchd is asked happens asynchronously on the loop, with the
 // unixctl client's per-request timeout: a stopped or hung vswitchd makes a
-// pass fail (and be retried with backoff), never blocks the loop. One pass
-// at a time; a trigger during a pass runs another one right after it.
+// pass fail (and the job's ReconcileEngine retry it with backoff), never
+// blocks the loop. One pass at a time; a trigger during a pass runs another
+// one right after it.
 //
 // Both entries live only in vswitchd's memory, so every pass reads them
 // back and repairs the difference; a new vswitchd (its pidfile is watched)
@@ -24,8 +25,7 @@
 #include "base/DirectoryWatch.hpp"
 #include "base/EventLoop.hpp"
 #include "base/Job.hpp"
-#include "base/LastError.hpp"
-#include "base/RetryTimer.hpp"
+#include "base/ReconcileEngine.hpp"
 #include "ovs/UnixctlClient.hpp"
 #include "peers/Peer.hpp"
 #include "tunnel/NeighbourTable.hpp"
@@ -49,7 +49,7 @@ public:
         size_t vswitchdRestarts = 0;  // restarts seen (each one re-programs everything)
         uint64_t passes = 0;          // passes completed
         uint64_t commandsSent = 0;
-        LastError lastError;          // empty after a clean pass; logged when it changes
+        std::string lastError;        // empty after a clean pass
     };
 
     TunnelReconciler(EventLoop& loop, ovs::UnixctlClient& ovs, NeighbourTable& neighbours, TunnelReconcilerOptions opts);
@@ -66,13 +66,13 @@ public:
 
     // Runs a pass now, or right after the one in flight. Never throws: a
     // failure is logged, kept in stats() and retried with backoff.
-    void reconcile();
+    void reconcile() { engine_.runNow(); }
     // For --once: triggers a pass and runs the loop until it completed;
     // false when it did not within `timeout` or failed (stats().lastError).
     bool reconcileOnce(std::chrono::milliseconds timeout);
-    bool passInFlight() const { return inFlight_; }
+    bool passInFlight() const { return engine_.passInFlight(); }
 
-    const Stats& stats() const { return stats_; }
+    Stats stats() const;
     // Whether vswitchd holds the route / a neighbour entry for this peer IP,
     // as of the last pass (read back, plus that pass's commands that succeeded).
     bool hasRoute(const std::string& ip) const { return routed_.count(ip) > 0; }
@@ -82,19 +82,21 @@ public:
     std::string name() const override { return "tunnel"; }
     void status(nlohmann::json& out) const override {
         out["tunnel"] = {{"bridge", opts_.bridge}, {"unresolved", stats_.unresolved}, {"commandsSent", stats_.commandsSent},
-                         {"vswitchdRestarts", stats_.vswitchdRestarts}, {"lastError", stats_.lastError.str()}};
+                         {"vswitchdRestarts", stats_.vswitchdRestarts}, {"lastError", engine_.lastError()}};
+        engine_.status(out["tunnel"]);
     }
     void metrics(MetricsText& m) const override {
         m.counter("kovs_tunnel_commands_total", "unixctl commands sent to program peers.", static_cast<double>(stats_.commandsSent));
         m.counter("kovs_vswitchd_restarts_seen_total", "ovs-vswitchd restarts seen by the tunnel job.",
                   static_cast<double>(stats_.vswitchdRestarts));
+        engine_.metrics(m);
     }
 
 private:
-    void runPass();
-    void applyPlan(const TunnelObserved& observed);
-    void finishPass(const TunnelPlan& plan, const std::string& error);
-    void armResync();
+    using Done = ReconcileEngine::Done;
+    void pass(Done done);
+    void applyPlan(const TunnelObserved& observed, Done done);
+    void finishPass(const TunnelPlan& plan, const std::string& error, const Done& done);
 
     EventLoop& loop_;
     ovs::UnixctlClient& ovs_;
@@ -107,11 +109,7 @@ private:
     std::set<std::string> neighboured_;
     EventLoop::Clock::time_point lastRefresh_{};
 
-    bool started_ = false;
-    bool inFlight_ = false;
-    bool again_ = false;  // triggered while a pass was in flight
-    RetryTimer retry_;
-    EventLoop::TimerId resync_ = 0;
+    ReconcileEngine engine_;
     std::unique_ptr<DirectoryWatch> pidfileWatch_;
     Stats stats_;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

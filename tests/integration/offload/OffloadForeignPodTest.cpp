@@ -98,8 +98,7 @@ TEST(OffloadForeignPods, APodAttachedLaterIsRepairedOnThePortChange) {
     ovs.vsctl({"add-br", "br-int", "--", "set", "Bridge", "br-int", "datapath_type=netdev"});
     Replica db(ovs);
     OffloadGuard guard({}, [&] { return offload::podInterfacesFromReplica(db.client.replica(), "br-int", runNetns()); });
-    guard.attach(db.loop, std::chrono::hours(1));  // no periodic sweep in this test
-    guard.sweep();
+    guard.attach(db.loop, std::chrono::hours(1));  // the start-up sweep; no periodic one in this test
     db.client.addChangeHandler([&] { guard.portsChanged(); });  // as the agent wires it
     OvnPod pod(ovs, "ofp-pod2", "ofp-veth2", "default_pod2");
     ASSERT_EQ(pod.tx(), "on");

@@ -66,8 +66,7 @@ TEST(OffloadGuard, RecreatedDeviceIsRepairedFromTheLinkEvent) {
     HostVeth gw("og-gw1");
     EventLoop loop;
     OffloadGuard guard({gw.name});
-    guard.attach(loop, std::chrono::hours(1));  // no resync in this test: events only
-    guard.sweep();
+    guard.attach(loop, std::chrono::hours(1));  // the start-up sweep; no resync in this test: events only
     ASSERT_EQ(ethtoolFeature("", gw.name, "tx-checksumming"), "off");
 
     // What an ovs-vswitchd restart does to its taps: the device is gone and

@@ -146,7 +146,7 @@ TEST_F(TunnelReconcilerTest, ProgramsPeersAndRemovesThemWhenTheyLeave) {
     r.start();
     r.setPeers({{"a", p1.peer()}, {"b", p2.peer()}});
     ASSERT_TRUE(waitFor([&] { return programmed(p1) && programmed(p2); }))
-        << routes() << neighs() << r.stats().lastError.str();
+        << routes() << neighs() << r.stats().lastError;
     EXPECT_EQ(r.stats().unresolved, 0u);
 
     // p2 leaves: its route and neighbour go (tnl/neigh has no per-entry
@@ -166,7 +166,7 @@ TEST_F(TunnelReconcilerTest, ProgramsPeersAndRemovesThemWhenTheyLeave) {
 
     r.setPeers({});
     ASSERT_TRUE(waitFor([&] { return gone(p1); })) << routes() << neighs();
-    EXPECT_EQ(r.stats().lastError.str(), "");
+    EXPECT_EQ(r.stats().lastError, "");
 }
 
 TEST_F(TunnelReconcilerTest, RepairsEntriesRemovedBehindItsBack) {
@@ -204,7 +204,7 @@ TEST_F(TunnelReconcilerTest, ReprogramsAfterVswitchdRestart) {
     ASSERT_TRUE(kovs::test::pollUntil([] { return runProcess({"ip", "link", "show", "br-phy"}).ok(); }, 10s));
     addUnderlayAddress();
     ASSERT_TRUE(waitFor([&] { return programmed(p1) && programmed(p2); }))
-        << routes() << neighs() << r.stats().lastError.str();
+        << routes() << neighs() << r.stats().lastError;
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - restarted);
     std::printf("routes + neighbours back %lld ms after ovs-vswitchd restart (2 peers)\n",
                 static_cast<long long>(ms.count()));
@@ -285,8 +285,8 @@ TEST_F(TunnelReconcilerTest, AStoppedVswitchdDoesNotStallTheLoop) {
         r.setPeers({{"a", p1.peer()}});  // work to do: p2's route and neighbour must go
         // At least two passes fail on timeouts (the retry backoff runs in between).
         ASSERT_TRUE(loop.runUntil(
-            [&] { return r.stats().passes >= passes + 2 && contains(r.stats().lastError.str(), "timed out"); }, 120s))
-            << "passes " << r.stats().passes - passes << ", last error: " << r.stats().lastError.str();
+            [&] { return r.stats().passes >= passes + 2 && contains(r.stats().lastError, "timed out"); }, 120s))
+            << "passes " << r.stats().passes - passes << ", last error: " << r.stats().lastError;
         ticking = false;
         // The loop keeps running until the last probe is answered: a probe
         // still in flight while this thread waited in join() would meet a
@@ -306,6 +306,6 @@ TEST_F(TunnelReconcilerTest, AStoppedVswitchdDoesNotStallTheLoop) {
     EXPECT_EQ(unhealthy.load(), 0) << "last: " << seen;
 
     // SIGCONT (the Stopped guard): the job converges.
-    ASSERT_TRUE(waitFor([&] { return programmed(p1) && gone(p2) && r.stats().lastError.str().empty(); }, 30s))
-        << routes() << neighs() << r.stats().lastError.str();
+    ASSERT_TRUE(waitFor([&] { return programmed(p1) && gone(p2) && r.stats().lastError.empty(); }, 30s))
+        << routes() << neighs() << r.stats().lastError;
 }

@@ -1,4 +1,4 @@
-#include "ovs/PacketSocketBuffers.hpp"
+#include "daemons/PacketSocketBuffers.hpp"
 
 #include <net/if.h>
 #include <sys/socket.h>
@@ -15,7 +15,7 @@
 #include "base/Pidfile.hpp"
 #include "base/UniqueFd.hpp"
 
-namespace kovs::ovs {
+namespace kovs::daemons {
 namespace {
 
 // inode -> ifindex of every AF_PACKET socket in `pid`'s network namespace.
@@ -109,4 +109,4 @@ std::vector<PacketSocketInfo> packetSockets(pid_t pid) {
     return out;
 }
 
-}  // namespace kovs::ovs
+}  // namespace kovs::daemons

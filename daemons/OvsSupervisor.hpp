@@ -23,7 +23,7 @@
 #include "base/Job.hpp"
 #include "base/UniqueFd.hpp"
 
-namespace kovs::ovs {
+namespace kovs::daemons {
 
 struct OvsSupervisorOptions {
     std::string rundir = "/var/run/openvswitch";  // sockets, pidfiles, ctl files
@@ -101,4 +101,4 @@ private:
 
 const char* toString(OvsSupervisor::Daemon d);
 
-}  // namespace kovs::ovs
+}  // namespace kovs::daemons

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace kovs::ovs {
+namespace kovs::daemons {
 
 struct PacketSocketResult {
     int sockets = 0;  // AF_PACKET sockets vswitchd holds
@@ -47,4 +47,4 @@ struct PacketSocketInfo {
 };
 std::vector<PacketSocketInfo> packetSockets(pid_t pid);
 
-}  // namespace kovs::ovs
+}  // namespace kovs::daemons

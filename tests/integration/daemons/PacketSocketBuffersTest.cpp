@@ -2,7 +2,7 @@
 // test's private network namespace: its AF_PACKET sockets are resized from
 // this process, a second pass changes nothing, and the socket OVS opens for a
 // re-added port is found and resized again.
-#include "ovs/PacketSocketBuffers.hpp"
+#include "daemons/PacketSocketBuffers.hpp"
 
 #include <gtest/gtest.h>
 
@@ -24,8 +24,8 @@ namespace {
 
 constexpr int kBytes = 4 * 1024 * 1024;
 
-const ovs::PacketSocketInfo* socketOf(const std::vector<ovs::PacketSocketInfo>& all, const std::string& ifname) {
-    auto it = std::find_if(all.begin(), all.end(), [&](const ovs::PacketSocketInfo& s) { return s.ifname == ifname; });
+const daemons::PacketSocketInfo* socketOf(const std::vector<daemons::PacketSocketInfo>& all, const std::string& ifname) {
+    auto it = std::find_if(all.begin(), all.end(), [&](const daemons::PacketSocketInfo& s) { return s.ifname == ifname; });
     return it == all.end() ? nullptr : &*it;
 }
 
@@ -38,22 +38,22 @@ TEST(PacketSocketBuffers, ResizesVswitchdsSocketsAndTheNewOneOfAReaddedPort) {
     runChecked({"ip", "link", "set", "kvsock0", "up"});
     runChecked({"ip", "link", "set", "kvsock0p", "up"});
     ovs.vsctl({"add-port", "br-sock", "kvsock0"});
-    pid_t pid = ovs::vswitchdPid(ovs.dir());
+    pid_t pid = daemons::vswitchdPid(ovs.dir());
     ASSERT_EQ(pid, ovs.vswitchdPid());
-    ASSERT_TRUE(test::pollUntil([&] { return socketOf(ovs::packetSockets(pid), "kvsock0") != nullptr; },
+    ASSERT_TRUE(test::pollUntil([&] { return socketOf(daemons::packetSockets(pid), "kvsock0") != nullptr; },
                                 std::chrono::seconds(10)))
         << "vswitchd opened no AF_PACKET socket for its system port";
-    auto before = ovs::packetSockets(pid);
+    auto before = daemons::packetSockets(pid);
     ASSERT_LT(socketOf(before, "kvsock0")->rcvbuf, kBytes) << "the kernel default is expected to be smaller";
 
-    auto first = ovs::sizePacketSocketBuffers(pid, kBytes);
+    auto first = daemons::sizePacketSocketBuffers(pid, kBytes);
     EXPECT_GE(first.sockets, 1);
     EXPECT_EQ(first.resized, first.sockets);
-    for (const auto& s : ovs::packetSockets(pid)) {
+    for (const auto& s : daemons::packetSockets(pid)) {
         EXPECT_EQ(s.rcvbuf, kBytes) << s.ifname;
         EXPECT_EQ(s.sndbuf, kBytes) << s.ifname;
     }
-    auto again = ovs::sizePacketSocketBuffers(pid, kBytes);
+    auto again = daemons::sizePacketSocketBuffers(pid, kBytes);
     EXPECT_EQ(again.sockets, first.sockets);
     EXPECT_EQ(again.resized, 0) << "already sized sockets must be left alone";
 
@@ -62,13 +62,13 @@ TEST(PacketSocketBuffers, ResizesVswitchdsSocketsAndTheNewOneOfAReaddedPort) {
     ovs.vsctl({"add-port", "br-sock", "kvsock0"});
     ASSERT_TRUE(test::pollUntil(
         [&] {
-            auto now = ovs::packetSockets(pid);
+            auto now = daemons::packetSockets(pid);
             const auto* p = socketOf(now, "kvsock0");
             return p && p->rcvbuf < kBytes;
         },
         std::chrono::seconds(10)));
-    EXPECT_EQ(ovs::sizePacketSocketBuffers(pid, kBytes).resized, 1);
-    EXPECT_EQ(socketOf(ovs::packetSockets(pid), "kvsock0")->rcvbuf, kBytes);
+    EXPECT_EQ(daemons::sizePacketSocketBuffers(pid, kBytes).resized, 1);
+    EXPECT_EQ(socketOf(daemons::packetSockets(pid), "kvsock0")->rcvbuf, kBytes);
     runChecked({"ip", "link", "del", "kvsock0"});
 }
 
@@ -77,7 +77,7 @@ TEST(PacketSocketBuffers, APidfileNamingAnotherProcessIsAClearError) {
     const std::string& dir = tmp.path();
     auto error = [&] {
         try {
-            ovs::vswitchdPid(dir);
+            daemons::vswitchdPid(dir);
         } catch (const Error& e) {
             return std::string(e.what());
         }
@@ -95,7 +95,7 @@ TEST(PacketSocketBuffers, APidfileNamingAnotherProcessIsAClearError) {
 
 TEST(PacketSocketBuffers, AProcessThatIsGoneIsAClearError) {
     try {
-        ovs::sizePacketSocketBuffers(999999999, kBytes);
+        daemons::sizePacketSocketBuffers(999999999, kBytes);
         FAIL() << "no error for a pid that does not exist";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("/proc/999999999/net/packet: cannot read"), std::string::npos) << e.what();

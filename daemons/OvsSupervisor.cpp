@@ -1,4 +1,4 @@
-#include "ovs/OvsSupervisor.hpp"
+#include "daemons/OvsSupervisor.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -20,7 +20,7 @@
 
 extern char** environ;
 
-namespace kovs::ovs {
+namespace kovs::daemons {
 namespace fs = std::filesystem;
 
 namespace {
@@ -266,4 +266,4 @@ void OvsSupervisor::metrics(MetricsText& m) const {
                   {{"daemon", toString(d)}});
 }
 
-}  // namespace kovs::ovs
+}  // namespace kovs::daemons

@@ -1,6 +1,6 @@
 // OvsSupervisor runs the real daemons in a temp dir (private netns): kill -9
 // of either one is repaired and the bridges come back.
-#include "ovs/OvsSupervisor.hpp"
+#include "daemons/OvsSupervisor.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -22,15 +22,15 @@
 using kovs::bridge::BridgeReconciler;
 using kovs::EventLoop;
 using kovs::ovs::OvsdbClient;
-using kovs::ovs::OvsSupervisor;
+using kovs::daemons::OvsSupervisor;
 using kovs::test::pollUntil;
-using Daemon = kovs::ovs::OvsSupervisor::Daemon;
+using Daemon = kovs::daemons::OvsSupervisor::Daemon;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-kovs::ovs::OvsSupervisorOptions optionsIn(const std::string& dir) {
-    kovs::ovs::OvsSupervisorOptions o;
+kovs::daemons::OvsSupervisorOptions optionsIn(const std::string& dir) {
+    kovs::daemons::OvsSupervisorOptions o;
     o.rundir = dir + "/run";
     o.dbPath = dir + "/db/conf.db";
     o.backoffMin = std::chrono::milliseconds(50);
