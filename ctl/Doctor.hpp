@@ -7,6 +7,7 @@
 // Doctor.cpp (agent, report), DoctorOvs.cpp, DoctorNode.cpp, DoctorPeers.cpp.
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <utility>
@@ -41,7 +42,10 @@ private:
     void checkEgress(std::vector<DoctorCheck>& out);
     void checkFamilies(std::vector<DoctorCheck>& out);
     void checkRefusedPeers(std::vector<DoctorCheck>& out);
+    // Where they came from in `origin`; none: `origin` says why.
     std::optional<peers::PeerSet> knownPeers(std::string& origin) const;
+    // How long doctor waits for the API's Node list when the agent does not answer.
+    static constexpr std::chrono::milliseconds kPeerListTimeout{10'000};
 
     agent::Config config_;
     nlohmann::json agentStatus_;          // null when the agent did not answer

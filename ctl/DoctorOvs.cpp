@@ -220,7 +220,7 @@ void Doctor::checkFlows(const ovs::OvsdbReplica& replica, std::vector<DoctorChec
         return;
     }
     if (!peers) {
-        out.push_back(skipped("flows", "the agent did not answer and peers come from the Kubernetes API: the table is unknown"));
+        out.push_back(skipped("flows", origin + ": the table is unknown"));
         return;
     }
     auto opts = flowOptions(config_);

@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "agent/JobOptions.hpp"
+#include "agent/PeerFanout.hpp"
 #include "base/Error.hpp"
+#include "base/EventLoop.hpp"
+#include "peers/PeerFilter.hpp"
 
 #include "ovs/UnixctlClient.hpp"
 #include "peers/PeerFile.hpp"
@@ -13,7 +17,9 @@
 namespace kovs::ctl {
 
 // The peers this node's jobs work from: the agent's accepted set, or when it
-// does not answer (stopped, hung, crash-looping) the peer file it reads.
+// does not answer (stopped, hung, crash-looping) what the agent's own peer
+// source (the peer file, or the Kubernetes API through the agent's
+// credentials) delivers, through the agent's own peer filter.
 std::optional<peers::PeerSet> Doctor::knownPeers(std::string& origin) const {
     peers::PeerSet peers;
     if (!agentStatus_.is_null() && agentStatus_.contains("peers")) {
@@ -30,11 +36,35 @@ std::optional<peers::PeerSet> Doctor::knownPeers(std::string& origin) const {
         }
         return peers;
     }
-    if (config_.peers.source != agent::Config::PeerSourceKind::File) return std::nullopt;
-    origin = config_.peers.file + " (the agent did not answer)";
-    peers = peers::readPeerFile(config_.peers.file);
-    peers.erase(config_.node.name);
-    return peers;
+    if (config_.peers.source == agent::Config::PeerSourceKind::File) {
+        // A file that does not parse is the finding (the source would only log it).
+        origin = config_.peers.file + " (the agent did not answer)";
+        return peers::filterPeers(peers::readPeerFile(config_.peers.file), agent::peerFilterOptions(config_)).accepted;
+    }
+    if (config_.peers.source == agent::Config::PeerSourceKind::None) {
+        origin = "no peer source is configured";
+        return std::nullopt;
+    }
+    auto api = config_.peers.kubeconfig.empty() ? std::string("the in-cluster credentials") : config_.peers.kubeconfig;
+    try {
+        EventLoop loop;
+        auto source = agent::makePeerSource(loop, config_);
+        std::optional<peers::PeerSet> listed;
+        source->start([&](const peers::PeerSet& all, const std::vector<peers::RejectedPeer>&) {
+            listed = peers::filterPeers(all, agent::peerFilterOptions(config_)).accepted;
+        });
+        loop.runUntil([&] { return listed.has_value(); }, kPeerListTimeout);
+        source->stop();
+        if (listed) {
+            origin = "the Kubernetes API's Nodes (the agent did not answer)";
+            return listed;
+        }
+        origin = fmt::format("the agent did not answer, and the Kubernetes API listed no Nodes within {} s through {}",
+                             kPeerListTimeout.count() / 1000, api);
+    } catch (const std::exception& e) {
+        origin = fmt::format("the agent did not answer, and the Kubernetes API cannot be asked through {}: {}", api, e.what());
+    }
+    return std::nullopt;
 }
 
 // A dry run of the tunnel job: observe as it does, plan with no memory of
@@ -49,7 +79,7 @@ void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
         return;
     }
     if (!peers) {
-        out.push_back(skipped("peers", "the agent did not answer and peers come from the Kubernetes API: peer list unknown"));
+        out.push_back(skipped("peers", origin + ": the peer list is unknown"));
         return;
     }
     const auto& bridge = config_.bridge.physical;

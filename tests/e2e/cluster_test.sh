@@ -59,7 +59,6 @@ pass "kovsctl doctor passes on every node"
 # Faults are injected while the agent cannot run (SIGSTOP), since it repairs
 # them itself, some at once and the rest at its next resync: doctor has to
 # find the damage without the agent's help (it reads the peer file itself).
-agent_signal() { in_node "$1" kill "-$2" "$(cat "$(node_dir "$1")/agent.pid")"; }
 doctor_finds() {
     local what=$1 pattern=$2 out
     if out=$(kovsctl 1 doctor); then fail "doctor passed with $what:
