@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "base/Error.hpp"
-#include "base/Netlink.hpp"
+#include "base/RtnetlinkClient.hpp"
 
 namespace kovs {
 
@@ -21,14 +21,9 @@ bool isolateHostVeth(const std::string& name) {
         if (!out) throw Error("link " + name + ": cannot disable IPv6");
         changed = true;
     }
-    auto sock = nl::connectRoute();
-    rtnl_link* raw = nullptr;
-    nl::check(rtnl_link_get_kernel(sock.get(), 0, name.c_str(), &raw), "link " + name + ": get");
-    nl::Link current(raw);
-    if (!(rtnl_link_get_flags(current.get()) & IFF_NOARP)) {
-        nl::Link change(rtnl_link_alloc());
-        rtnl_link_set_flags(change.get(), IFF_NOARP);
-        nl::check(rtnl_link_change(sock.get(), current.get(), change.get(), 0), "link " + name + ": set noarp");
+    RtnetlinkClient nl;
+    if (!nl.requireLink(name).noArp()) {
+        nl.setNoArp(name);
         changed = true;
     }
     return changed;

@@ -2,6 +2,7 @@
 
 #include <linux/if_addr.h>
 #include <linux/if_link.h>
+#include <linux/neighbour.h>
 #include <netlink/route/link/inet6.h>
 #include <netlink/route/link/veth.h>
 
@@ -287,7 +288,8 @@ void RtnetlinkClient::deleteRoute(const std::string& linkName, const RouteInfo& 
     nl::check(rc, what);
 }
 
-void RtnetlinkClient::createVeth(const std::string& name, const std::string& peerName, unsigned mtu) {
+void RtnetlinkClient::createVeth(const std::string& name, const std::string& peerName, unsigned mtu,
+                                 std::optional<int> peerNetnsFd) {
     const std::string what = "veth " + name + "/" + peerName + ": create";
     nl::Link veth(rtnl_link_veth_alloc());
     if (!veth) throw Error(what + ": out of memory");
@@ -296,6 +298,7 @@ void RtnetlinkClient::createVeth(const std::string& name, const std::string& pee
     rtnl_link_set_mtu(veth.get(), mtu);
     rtnl_link_set_name(peer.get(), peerName.c_str());
     rtnl_link_set_mtu(peer.get(), mtu);
+    if (peerNetnsFd) rtnl_link_set_ns_fd(peer.get(), *peerNetnsFd);
     nl::check(rtnl_link_add(sock_.get(), veth.get(), NLM_F_CREATE | NLM_F_EXCL), what);
 }
 
@@ -335,12 +338,54 @@ void RtnetlinkClient::setUp(const std::string& name, bool up) {
 }
 
 void RtnetlinkClient::isolate(const std::string& name) {
+    setNoArp(name);
+    setIpv6AddrGenMode(name, IN6_ADDR_GEN_MODE_NONE);
+}
+
+void RtnetlinkClient::setIpv6AddrGenMode(const std::string& name, uint8_t mode) {
+    const std::string what = "addrgenmode " + std::to_string(mode);
+    nl::Link g(rtnl_link_alloc());
+    nl::check(rtnl_link_inet6_set_addr_gen_mode(g.get(), mode), "link " + name + ": " + what);
+    change(name, what, g.get());
+}
+
+std::optional<LinkInfo> RtnetlinkClient::linkHolding(const IpPrefix& address) {
+    nl_cache* raw = nullptr;
+    nl::check(rtnl_addr_alloc_cache(sock_.get(), &raw), "addresses: dump");
+    nl::Cache cache(raw);
+    for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
+        auto* a = reinterpret_cast<rtnl_addr*>(o);
+        int family = rtnl_addr_get_family(a);
+        if (family != address.family || !rtnl_addr_get_local(a)) continue;
+        if (fromNlAddr(rtnl_addr_get_local(a), family).host() == address.host()) return link(rtnl_addr_get_ifindex(a));
+    }
+    return std::nullopt;
+}
+
+std::map<std::string, std::string> RtnetlinkClient::resolvedNeighbours(const std::string& linkName) {
+    int index = requireLink(linkName).index;
+    nl_cache* raw = nullptr;
+    nl::check(rtnl_neigh_alloc_cache(sock_.get(), &raw), "neighbour table of " + linkName + ": dump");
+    nl::Cache cache(raw);
+    std::map<std::string, std::string> out;
+    for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
+        auto* n = reinterpret_cast<rtnl_neigh*>(o);
+        if (rtnl_neigh_get_ifindex(n) != index) continue;
+        int state = rtnl_neigh_get_state(n);
+        if (state == NUD_NONE || (state & (NUD_INCOMPLETE | NUD_FAILED))) continue;
+        nl_addr* dst = rtnl_neigh_get_dst(n);
+        nl_addr* lladdr = rtnl_neigh_get_lladdr(n);
+        int family = dst ? nl_addr_get_family(dst) : AF_UNSPEC;
+        if ((family != AF_INET && family != AF_INET6) || !lladdr || nl_addr_get_len(lladdr) != 6) continue;
+        out[fromNlAddr(dst, family).addressString()] = nl::toString(lladdr);
+    }
+    return out;
+}
+
+void RtnetlinkClient::setNoArp(const std::string& name) {
     nl::Link c(rtnl_link_alloc());
     rtnl_link_set_flags(c.get(), IFF_NOARP);
     change(name, "set noarp", c.get());
-    nl::Link g(rtnl_link_alloc());
-    nl::check(rtnl_link_inet6_set_addr_gen_mode(g.get(), IN6_ADDR_GEN_MODE_NONE), "link " + name + ": addrgenmode none");
-    change(name, "addrgenmode none", g.get());
 }
 
 void RtnetlinkClient::setNomaster(const std::string& name) {

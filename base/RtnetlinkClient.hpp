@@ -8,12 +8,14 @@
 // do additions of something already there: each request means "make it so",
 // which keeps an unwinding or a repeated plan from failing on its own effects.
 //
-// Not for notifications (NetlinkWatcher) nor for gw0's guard, which keeps its
-// own tight loop on one socket (the steps of gateway/GatewayGuard).
+// Every rtnetlink request of kovs goes through this client (or, for gw0's
+// guard, whose steps keep a tight loop of their own, through its socket()).
+// Not for notifications (NetlinkWatcher, RtnetlinkSubscription).
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -99,8 +101,9 @@ public:
     void addRoute(const std::string& link, const RouteInfo& r);
     void deleteRoute(const std::string& link, const RouteInfo& r);
 
-    // Both ends down, at `mtu`.
-    void createVeth(const std::string& name, const std::string& peer, unsigned mtu);
+    // Both ends down, at `mtu`; the peer end in the network namespace
+    // `peerNetnsFd` refers to when given (a pod's), else in this one.
+    void createVeth(const std::string& name, const std::string& peer, unsigned mtu, std::optional<int> peerNetnsFd = std::nullopt);
     void deleteLink(const std::string& name);
     void setMac(const std::string& name, const std::string& mac);
     void setMtu(const std::string& name, unsigned mtu);
@@ -109,7 +112,17 @@ public:
     // generation (addrgenmode none). Takes effect for IPv6 before the link
     // first goes up.
     void isolate(const std::string& name);
+    void setNoArp(const std::string& name);
     void setNomaster(const std::string& name);
+    // IN6_ADDR_GEN_MODE_*: how the kernel makes the link's IPv6 link-local
+    // when it goes up.
+    void setIpv6AddrGenMode(const std::string& name, uint8_t mode);
+
+    // The link that holds `address` (compared without the prefix length), if any.
+    std::optional<LinkInfo> linkHolding(const IpPrefix& address);
+    // The neighbours of `link` the kernel resolved (neither incomplete nor
+    // failed), by IP address ("172.18.0.3", "fc00::3"): their MAC.
+    std::map<std::string, std::string> resolvedNeighbours(const std::string& link);
 
     // The id this network namespace has given the one `netnsFd` refers to
     // (RTM_GETNSID), i.e. what IFLA_LINK_NETNSID of a veth leading there

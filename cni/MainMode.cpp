@@ -6,7 +6,7 @@
 #include <optional>
 #include <set>
 
-#include "base/Netlink.hpp"
+#include "base/RtnetlinkClient.hpp"
 #include "base/Ethtool.hpp"
 #include "base/IpPrefix.hpp"
 #include "base/Netns.hpp"
@@ -51,32 +51,15 @@ std::string hostNameOf(const CniRequest& req) { return VethPair::hostNameFor(req
 // uplink less the tunnel's overhead (70 bytes over an IPv6 underlay). An
 // IPv6-only pod has only an IPv6 gateway.
 std::optional<int> gatewayInterfaceMtu(const CniResult& lease) {
-    // Compared in one spelling: host-local writes "fd00:10:244:1::1", the kernel may not.
-    auto canonical = [](const std::string& text) -> std::string {
-        try {
-            return IpPrefix::parse(text).addressString();
-        } catch (const std::exception&) {
-            return "";
-        }
-    };
-    std::vector<std::string> gateways;
+    RtnetlinkClient nl;
     for (const auto& ip : lease.ips) {
-        if (auto g = canonical(ip.gateway); !g.empty()) gateways.push_back(g);
-    }
-    if (gateways.empty()) return std::nullopt;
-    auto sock = nl::connectRoute();
-    nl_cache* raw = nullptr;
-    nl::check(rtnl_addr_alloc_cache(sock.get(), &raw), "dump addresses");
-    nl::Cache addrs(raw);
-    for (auto* o = nl_cache_get_first(addrs.get()); o; o = nl_cache_get_next(o)) {
-        auto* a = reinterpret_cast<rtnl_addr*>(o);
-        auto local = nl::toString(rtnl_addr_get_local(a));
-        local = canonical(local.substr(0, local.find('/')));
-        if (local.empty() || std::find(gateways.begin(), gateways.end(), local) == gateways.end()) continue;
-        rtnl_link* link = nullptr;
-        nl::check(rtnl_link_get_kernel(sock.get(), rtnl_addr_get_ifindex(a), nullptr, &link), "link of " + local);
-        nl::Link owned(link);
-        return static_cast<int>(rtnl_link_get_mtu(link));
+        std::optional<IpPrefix> gateway;
+        try {
+            gateway = IpPrefix::parse(ip.gateway);
+        } catch (const std::exception&) {
+            continue;
+        }
+        if (auto link = nl.linkHolding(*gateway)) return static_cast<int>(link->mtu);
     }
     return std::nullopt;
 }

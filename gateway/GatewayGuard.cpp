@@ -61,12 +61,12 @@ GatewayGuard::GatewayGuard(EventLoop& loop, GatewayGuardOptions options)
         spdlog::info("gateway guard {}: disabled", opt_.name);
         return;
     }
-    sock_ = nl::connectRoute();
+    nl_.emplace();
     watcher_.emplace(loop_, opt_.name, [this] {
         if (!damageSeen_) damageSeen_ = EventLoop::Clock::now();
         engine_.trigger();
     });
-    watcher_->ignoreSender(nl_socket_get_local_port(sock_.get()));
+    watcher_->ignoreSender(nl_socket_get_local_port(nl_->socket()));
     engine_.start();
 }
 
@@ -98,8 +98,9 @@ void GatewayGuard::pass() {
     GatewayRepairs r;
     bool present = false;
     try {
+        auto* sock = nl_->socket();
         rtnl_link* raw = nullptr;
-        int rc = rtnl_link_get_kernel(sock_.get(), 0, opt_.name.c_str(), &raw);
+        int rc = rtnl_link_get_kernel(sock, 0, opt_.name.c_str(), &raw);
         nl::Link link(raw);
         if (rc == -NLE_OBJ_NOTFOUND || rc == -NLE_NODEV) {
             watcher_->setIfindex(0);
@@ -109,10 +110,10 @@ void GatewayGuard::pass() {
             present = true;
             int ifindex = rtnl_link_get_ifindex(link.get());
             watcher_->setIfindex(ifindex);
-            link_.reconcile(sock_.get(), link.get(), r);
+            link_.reconcile(sock, link.get(), r);
             if (opt_.serviceSysctls) sysctls_.reconcile(r);
-            addresses_.reconcile(sock_.get(), ifindex, r);
-            routes_.reconcile(sock_.get(), ifindex, desiredGatewayRoutes(addresses_.guarded(), opt_.routes),
+            addresses_.reconcile(sock, ifindex, r);
+            routes_.reconcile(sock, ifindex, desiredGatewayRoutes(addresses_.guarded(), opt_.routes),
                               opt_.routesComplete, r);
         }
     } catch (...) {

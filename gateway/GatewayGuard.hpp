@@ -30,6 +30,7 @@
 #include "base/Metrics.hpp"
 #include "base/ReconcileEngine.hpp"
 #include "base/Netlink.hpp"
+#include "base/RtnetlinkClient.hpp"
 #include "base/NetlinkWatcher.hpp"
 #include "gateway/GatewayAddresses.hpp"
 #include "gateway/GatewayLink.hpp"
@@ -114,7 +115,8 @@ private:
 
     EventLoop& loop_;
     GatewayGuardOptions opt_;
-    nl::Sock sock_;  // requests and dumps of every step
+    // Requests and dumps of every step, on its one socket; not opened when disabled.
+    std::optional<RtnetlinkClient> nl_;
     std::optional<NetlinkWatcher> watcher_;
     GatewayLink link_;
     GatewaySysctls sysctls_;
