@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "base/Error.hpp"
+#include "base/Strings.hpp"
 
 namespace kovs {
 
@@ -93,8 +94,7 @@ void appendUnique(std::vector<IpPrefix>& list, const IpPrefix& p) {
 }
 
 std::string joinPrefixes(const std::vector<IpPrefix>& list) {
-    std::string out;
-    for (const auto& p : list) out += (out.empty() ? "" : ", ") + p.str();
+    auto out = join(list, ", ", [](const IpPrefix& p) { return p.str(); });
     return out.empty() ? "none" : out;
 }
 

@@ -4,6 +4,7 @@
 
 #include "base/Error.hpp"
 #include "base/Log.hpp"
+#include "base/Strings.hpp"
 
 namespace kovs::bridge {
 
@@ -14,11 +15,7 @@ constexpr std::chrono::milliseconds kBackoffMax{5000};
 // reply; re-plan then, or after this long if no update comes.
 constexpr std::chrono::milliseconds kSettle{500};
 
-std::string join(const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : "; ") + x;
-    return s;
-}
+
 }  // namespace
 
 BridgeReconciler::BridgeReconciler(EventLoop& loop, ovs::OvsdbClient& client, BridgeOptions opts,
@@ -62,11 +59,11 @@ void BridgeReconciler::pass(ReconcileEngine::Done done) {
         settlingUntil_.reset();
     }
     auto plan = planner_.plan(client_.replica());
-    auto foreign = join(plan.foreign);
+    auto foreign = join(plan.foreign, "; ");
     if (foreign != lastForeign_ && !foreign.empty()) spdlog::info("bridges: {}", foreign);
     lastForeign_ = foreign;
     if (plan.txn.empty()) return done(Result::ok());
-    spdlog::info("bridges: {}", join(plan.changes));
+    spdlog::info("bridges: {}", join(plan.changes, "; "));
     plan.txn.comment("kovs-agent: bridge reconcile");
     ++transactions_;
     auto token = alive_;
@@ -90,7 +87,7 @@ bool BridgeReconciler::reconcileOnce(std::chrono::milliseconds timeout) {
     if (!ok) {
         notConverged_ = client_.state() != ovs::OvsdbClient::State::Ready
                             ? "OVSDB not ready (" + std::string(toString(client_.state())) + ")"
-                            : "bridges not converged: " + join(planner_.plan(client_.replica()).changes);
+                            : "bridges not converged: " + join(planner_.plan(client_.replica()).changes, "; ");
     }
     return ok;
 }
@@ -108,7 +105,7 @@ void BridgeReconciler::cleanup(std::chrono::milliseconds timeout) {
                     std::to_string(timeout.count()) + " ms");
     auto plan = planner_.planCleanup(client_.replica());
     if (plan.txn.empty()) return;
-    spdlog::info("bridges cleanup: {}", join(plan.changes));
+    spdlog::info("bridges cleanup: {}", join(plan.changes, "; "));
     client_.transactSync(plan.txn);
     ++transactions_;
 }

@@ -6,6 +6,7 @@
 #include "agent/PeerFanout.hpp"
 #include "base/Error.hpp"
 #include "base/EventLoop.hpp"
+#include "base/Strings.hpp"
 #include "peers/PeerFilter.hpp"
 
 #include "ovs/UnixctlClient.hpp"
@@ -100,11 +101,6 @@ void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
         // No bridge, no MACs: every peer then shows up without a neighbour.
     }
     auto gaps = tunnel::gapsOf(desired, tunnel::planTunnel(desired, observed, {}));
-    auto join = [](const std::vector<std::string>& v, const char* sep) {
-        std::string s;
-        for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-        return s;
-    };
     const std::string byAgent = "kovs-agent's tunnel job repairs this on its next pass (is it running?); by hand: ";
     size_t failed = 0;
     for (const auto& [name, p] : *peers) {

@@ -13,6 +13,7 @@
 #include "ctl/Probe.hpp"
 #include "base/UnixJsonRequest.hpp"
 #include "base/Log.hpp"
+#include "base/Strings.hpp"
 
 namespace {
 
@@ -21,9 +22,7 @@ std::string yesNo(bool b) { return b ? "yes" : "NO"; }
 // A JSON list of strings as "a, b, c" (a string as itself).
 std::string joined(const nlohmann::json& v) {
     if (v.is_string()) return v.get<std::string>();
-    std::string t;
-    for (const auto& x : v) t += (t.empty() ? "" : ", ") + x.get<std::string>();
-    return t;
+    return kovs::join(v, ", ", [](const nlohmann::json& x) { return x.get<std::string>(); });
 }
 
 // {"ns/policy": ["what it cannot express", ...]}: one line each.

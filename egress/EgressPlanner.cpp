@@ -24,17 +24,12 @@ std::vector<IpPrefix> minimal(const std::vector<IpPrefix>& in, int family) {
     return out;
 }
 
-std::string join(const std::vector<IpPrefix>& v) {
-    std::string s;
-    for (const auto& p : v) s += (s.empty() ? "" : ", ") + p.str();
-    return s;
-}
 
 }  // namespace
 
 std::string EgressRules::describe() const {
-    return "keep " + (keep.empty() ? std::string("nothing") : join(keep)) + "; masquerade from " +
-           (masquerade.empty() ? std::string("nothing") : join(masquerade));
+    return "keep " + (keep.empty() ? std::string("nothing") : joinPrefixes(keep)) + "; masquerade from " +
+           (masquerade.empty() ? std::string("nothing") : joinPrefixes(masquerade));
 }
 
 EgressRules planEgress(const EgressInputs& in, int family) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "base/Strings.hpp"
 #include "flows/FlowFields.hpp"
 
 #include <map>
@@ -100,11 +101,7 @@ std::vector<std::string> renderPolicyStage(const policy::CompiledPolicy& policy,
         }
         add(table, 200, fmt::format("cookie={:#x},conj_id={} actions={}", kCookiePolicyRule + r.id, r.id, allow));
     }
-    for (auto& [match, actions] : clauses.actions) {
-        std::string joined;
-        for (const auto& a : actions) joined += (joined.empty() ? "" : ",") + a;
-        lines.push_back(match + " actions=" + joined);
-    }
+    for (auto& [match, actions] : clauses.actions) lines.push_back(match + " actions=" + join(actions, ","));
     for (const auto& a : policy.isolatedEgress)
         add(in.egressTable, 100, fmt::format("cookie={:#x},{} actions=drop", kCookiePolicyEgressDrop, addressMatch(a, true)));
     for (const auto& a : policy.isolatedIngress)

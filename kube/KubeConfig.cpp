@@ -7,19 +7,12 @@
 #include <sstream>
 
 #include "base/Error.hpp"
+#include "base/Strings.hpp"
 
 extern char** environ;
 
 namespace kovs::kube {
 namespace {
-
-std::string readFile(const std::string& path, const std::string& what) {
-    std::ifstream in(path);
-    if (!in) throw Error(what + ": cannot read " + path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 std::string trim(std::string s) {
     while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();

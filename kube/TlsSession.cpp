@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "base/Error.hpp"
+#include "base/Strings.hpp"
 
 namespace kovs::kube {
 namespace {
@@ -29,14 +30,6 @@ std::string mbedtlsError(int rc) {
     char buf[200];
     mbedtls_strerror(rc, buf, sizeof buf);
     return buf;
-}
-
-std::string readFile(const std::string& path, const std::string& what) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(what + " " + path + ": cannot read: " + std::strerror(errno));
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
 }
 
 const unsigned char* bytes(const std::string& s) { return reinterpret_cast<const unsigned char*>(s.c_str()); }

@@ -1,5 +1,7 @@
 #include "tunnel/TunnelPlanner.hpp"
 
+#include "base/Strings.hpp"
+
 #include <algorithm>
 
 namespace kovs::tunnel {
@@ -13,12 +15,6 @@ bool isHostRoute(const std::string& prefix) {
 }
 
 std::string ipOf(const std::string& prefix) { return prefix.substr(0, prefix.find('/')); }
-
-std::string joined(const std::set<std::string>& s) {
-    std::string out;
-    for (const auto& x : s) out += (out.empty() ? "" : ", ") + x;
-    return out;
-}
 
 }  // namespace
 
@@ -99,7 +95,7 @@ TunnelPlan planTunnel(const TunnelDesired& desired, const TunnelObserved& observ
     bool flush = !stale.empty();
     plan.refresh = flush || observed.refreshDue;
     if (flush) {
-        plan.steps.push_back({Kind::FlushNeighbours, "", "tunnel neighbour of a node that is no peer: " + joined(stale),
+        plan.steps.push_back({Kind::FlushNeighbours, "", "tunnel neighbour of a node that is no peer: " + join(stale),
                               {"tnl/neigh/flush", {}}});
     } else {
         for (const auto& [ip, mac] : observed.ovs.neighbours) plan.neighboured.insert(ip);

@@ -5,6 +5,7 @@
 #include "base/Error.hpp"
 #include "base/Log.hpp"
 #include "base/UndoStack.hpp"
+#include "base/Strings.hpp"
 
 namespace kovs::uplink {
 namespace {
@@ -13,11 +14,6 @@ namespace {
 // ready); more means something keeps undoing the work.
 constexpr int kMaxPasses = 5;
 
-std::string join(const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : "; ") + x;
-    return s;
-}
 
 }  // namespace
 
