@@ -159,6 +159,8 @@ agent_stop() {
     local n=$1 sig=${2:-TERM} pid d; d=$(node_dir "$n")
     pid=$(cat "$d/agent.pid" 2>/dev/null) || return 0
     dk exec "$(node_container "$n")" kill "-$sig" "$pid" 2>/dev/null || true
+    # An agent a failed test left SIGSTOPped takes the signal only once resumed.
+    dk exec "$(node_container "$n")" kill -CONT "$pid" 2>/dev/null || true
     wait_for "kovs-agent (pid $pid on node $n) to exit after SIG$sig" 30 _node_pid_gone "$n" "$pid" || true
     rm -f "$d/agent.pid"
 }

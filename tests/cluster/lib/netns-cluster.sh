@@ -59,6 +59,8 @@ agent_stop() {
     local n=$1 sig=${2:-TERM} pid
     pid=$(cat "$(node_dir "$n")/agent.pid" 2>/dev/null) || return 0
     kill "-$sig" "$pid" 2>/dev/null || true
+    # An agent a failed test left SIGSTOPped takes the signal only once resumed.
+    kill -CONT "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     rm -f "$(node_dir "$n")/agent.pid"
 }
