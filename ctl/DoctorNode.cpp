@@ -13,46 +13,20 @@
 #include "agent/JobOptions.hpp"
 #include "agent/NetworkdInterfaces.hpp"
 #include "agent/NodeFamilies.hpp"
+#include "agent/PeerFanout.hpp"
 #include "base/Ethtool.hpp"
 #include "base/IpPrefix.hpp"
 #include "base/LinkAddresses.hpp"
-#include "base/Netlink.hpp"
+#include "base/RtnetlinkClient.hpp"
 #include "base/Netns.hpp"
+#include "base/Strings.hpp"
+#include "egress/EgressReconciler.hpp"
 #include "egress/NftablesNat.hpp"
+#include "gateway/GatewayAddressPlan.hpp"
+#include "gateway/GatewayRoutePlan.hpp"
 #include "gateway/NetworkdDropins.hpp"
 
 namespace kovs::ctl {
-namespace {
-
-// Addresses of one interface in this netns, as "addr/plen".
-std::vector<std::string> addressesOf(nl_sock* sock, int ifindex) {
-    nl_cache* raw = nullptr;
-    nl::check(rtnl_addr_alloc_cache(sock, &raw), "dump addresses");
-    nl::Cache cache(raw);
-    std::vector<std::string> out;
-    for (auto* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
-        auto* a = reinterpret_cast<rtnl_addr*>(o);
-        if (rtnl_addr_get_ifindex(a) == ifindex) out.push_back(nl::toString(rtnl_addr_get_local(a)));
-    }
-    return out;
-}
-
-bool hasRouteTo(nl_sock* sock, int ifindex, const std::string& dst) {
-    nl_cache* raw = nullptr;
-    nl::check(rtnl_route_alloc_cache(sock, AF_UNSPEC, 0, &raw), "dump routes");
-    nl::Cache cache(raw);
-    for (auto* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
-        auto* r = reinterpret_cast<rtnl_route*>(o);
-        if (rtnl_route_get_table(r) != RT_TABLE_MAIN || nl::toString(rtnl_route_get_dst(r)) != dst) continue;
-        // Any next hop will do: a multipath route also reaches gw0.
-        for (int i = 0; i < rtnl_route_get_nnexthops(r); ++i) {
-            if (rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(r, i)) == ifindex) return true;
-        }
-    }
-    return false;
-}
-
-}  // namespace
 
 void Doctor::checkTxChecksum(std::vector<DoctorCheck>& out) {
     const std::string hint = "the userspace datapath drops TCP with checksum offload on; run: ethtool -K {} tx off "
@@ -92,44 +66,63 @@ void Doctor::checkTxChecksum(std::vector<DoctorCheck>& out) {
     }
 }
 
+// A dry run of the gateway guard's address and route steps: their own plans
+// (gateway/GatewayAddressPlan, GatewayRoutePlan) from the same inputs (the
+// config, the agent's adopted addresses, the peers), against what gw0 holds.
 void Doctor::checkGateway(std::vector<DoctorCheck>& out) {
     const auto& gw = config_.bridge.gateway;
-    int ifindex = static_cast<int>(::if_nametoindex(gw.c_str()));
-    if (ifindex == 0) {
+    RtnetlinkClient nl;
+    if (!nl.link(gw)) {
         out.push_back(fail("gateway", gw + " does not exist",
                            config_.mode == agent::Config::Mode::Standalone
                                ? "kovs-agent creates it as an OVS internal port; check the agent log"
                                : "it is the other CNI's (companion mode): that CNI creates it, kovs guards it once it exists"));
         return;
     }
-    auto sock = nl::connectRoute();
-    // The addresses the guard keeps: configured (standalone: the pod CIDR's
-    // first), or, on another CNI's device, what the agent adopted from it.
-    std::vector<IpPrefix> want;
-    bool adopted = false;
-    for (const auto& a : gatewayOptions(config_).addresses) want.push_back(a);
-    if (gatewayOptions(config_).adoptAddresses) {
-        adopted = true;
-        if (!agentStatus_.is_null() && agentStatus_.contains("gateway")) {
-            for (const auto& a : agentStatus_["gateway"].value("addresses", nlohmann::json::array()))
-                want.push_back(IpPrefix::parse(a.get<std::string>()));
+    auto opts = gatewayOptions(config_);
+    // What the guard keeps on another CNI's device: what the agent adopted from it.
+    std::vector<IpPrefix> adopted;
+    if (opts.adoptAddresses && !agentStatus_.is_null() && agentStatus_.contains("gateway")) {
+        for (const auto& a : agentStatus_["gateway"].value("addresses", nlohmann::json::array()))
+            adopted.push_back(IpPrefix::parse(a.get<std::string>()));
+    }
+    std::vector<IpPrefix> observed;
+    for (const auto& a : nl.addresses(gw)) observed.push_back(a.local);
+    auto addresses = gateway::planGatewayAddresses({opts.addresses, opts.adoptAddresses}, adopted, observed);
+    std::vector<std::string> problems;
+    if (opts.adoptAddresses && std::none_of(addresses.guarded.begin(), addresses.guarded.end(),
+                                            [](const IpPrefix& a) { return a.family == AF_INET; }))
+        problems.push_back("no IPv4 address (the CNI that owns it has not addressed it, or it was flushed)");
+    for (const auto& a : addresses.add) problems.push_back("address " + a.str() + " missing (the guard would re-add it)");
+    for (const auto& a : addresses.remove) problems.push_back("foreign address " + a.str() + " (the guard would remove it)");
+
+    // The routes: the configured extra ones, and in standalone mode the peers'
+    // pod CIDRs, as the agent hands them to the guard.
+    auto extra = opts.routes;
+    std::string origin;
+    std::optional<peers::PeerSet> peers;
+    if (config_.mode == agent::Config::Mode::Standalone) {
+        try {
+            peers = knownPeers(origin);
+        } catch (const std::exception&) {
+            // checkPeers reports an unreadable peer source.
+        }
+        if (peers) {
+            for (auto& r : agent::peerGatewayRoutes(*peers, flowOptions(config_).gatewayAddresses)) extra.push_back(std::move(r));
         }
     }
-    auto have = addressesOf(sock.get(), ifindex);
-    std::vector<std::string> problems;
-    if (adopted && want.empty() &&
-        std::none_of(have.begin(), have.end(), [](const std::string& a) { return a.find(':') == std::string::npos; }))
-        problems.push_back("no IPv4 address (the CNI that owns it has not addressed it, or it was flushed)");
-    for (const auto& w : want) {
-        if (std::find(have.begin(), have.end(), w.str()) == have.end()) problems.push_back("address " + w.str() + " missing");
-        else if (!hasRouteTo(sock.get(), ifindex, w.network().str())) problems.push_back("route " + w.network().str() + " missing");
+    std::vector<gateway::ObservedGatewayRoute> routes;
+    for (const auto& r : nl.routes(gw)) {
+        if (r.type == RTN_UNICAST) routes.push_back({r.dst, {r.gateway}, r.protocol});
     }
+    auto desired = gateway::desiredGatewayRoutes(addresses.guarded, extra);
+    auto routePlan = gateway::planGatewayRoutes(desired, routes, opts.routesComplete || peers.has_value());
+    for (const auto& r : routePlan.add) problems.push_back("route " + r.dst.str() + " missing (the guard would add it)");
+    for (auto i : routePlan.remove) problems.push_back("stale kovs route " + routes[i].dst.str() + " (the guard would remove it)");
     if (problems.empty()) {
-        out.push_back(ok("gateway", fmt::format("{} has its {}addresses and their routes", gw, adopted ? "adopted " : "")));
+        out.push_back(ok("gateway", fmt::format("{} has its {}addresses and their routes", gw, opts.adoptAddresses ? "adopted " : "")));
     } else {
-        std::string all;
-        for (const auto& p : problems) all += (all.empty() ? "" : ", ") + p;
-        out.push_back(fail("gateway", gw + ": " + all,
+        out.push_back(fail("gateway", gw + ": " + join(problems),
                            "the gateway guard restores these within milliseconds; is gateway.guard on and the agent running?"));
     }
     if (!agentStatus_.is_null() && agentStatus_.contains("gateway") && agentStatus_["gateway"].value("mtuContested", false)) {
@@ -194,14 +187,23 @@ void Doctor::checkFamilies(std::vector<DoctorCheck>& out) {
     out.push_back(ok("families", "pod CIDRs " + joinPrefixes(config_.node.podCIDRs) + ": the node has an address of each family"));
 }
 
+// A dry run of the egress job: its rules for each family, planned from the
+// same inputs (egress::egressInputs of the config and the peers), counted
+// against what each table holds.
 void Doctor::checkEgress(std::vector<DoctorCheck>& out) {
     if (config_.mode != agent::Config::Mode::Standalone || !config_.egress.masquerade) return;
-    // A table for each family the node has pods of (IPv4 when it knows none yet).
-    std::vector<std::string> missing, present;
+    std::string origin;
+    std::optional<peers::PeerSet> peers;
+    try {
+        peers = knownPeers(origin);
+    } catch (const std::exception&) {
+        // checkPeers reports an unreadable peer source.
+    }
+    auto networks = peers ? agent::peerNetworks(*peers) : agent::PeerNetworks{};
+    auto in = egress::egressInputs(egressOptions(config_), networks.podCidrs, networks.nodes);
+    std::vector<std::string> problems, present;
     for (int family : {AF_INET, AF_INET6}) {
-        bool pods = std::any_of(config_.node.podCIDRs.begin(), config_.node.podCIDRs.end(),
-                                [&](const IpPrefix& p) { return p.family == family; });
-        if (!pods && !(family == AF_INET && config_.node.podCIDRs.empty())) continue;
+        auto want = egress::planEgress(in, family);
         egress::NftablesNat nat(family);
         std::string rules;
         try {
@@ -210,25 +212,31 @@ void Doctor::checkEgress(std::vector<DoctorCheck>& out) {
             out.push_back(fail("egress", e.what(), "nftables is not reachable (NET_ADMIN?)"));
             return;
         }
-        (rules.empty() ? missing : present).push_back("table " + nat.table());
+        auto held = static_cast<size_t>(std::count(rules.begin(), rules.end(), '\n'));
+        auto wanted = want.keep.size() + want.masquerade.size();
+        if (want.empty() && held == 0) continue;
+        auto table = "table " + nat.table();
+        if (held == 0) {
+            problems.push_back(table + " (the egress masquerade) is missing: pods cannot reach beyond the cluster");
+        } else if (peers && held != wanted) {
+            problems.push_back(fmt::format("{} has {} rules where the egress job would install {} (peers from {})", table, held,
+                                           wanted, origin));
+        } else {
+            present.push_back(table);
+        }
     }
-    auto join = [](const std::vector<std::string>& v) {
-        std::string s;
-        for (const auto& t : v) s += (s.empty() ? "" : " and ") + t;
-        return s;
-    };
-    if (!missing.empty()) {
-        out.push_back(fail("egress", join(missing) + " (the egress masquerade) " + (missing.size() > 1 ? "are" : "is") +
-                                         " missing: pods cannot reach beyond the cluster",
-                           "kovs-agent restores it within moments (is it running?); `nft list " + missing.front() + "` shows it"));
+    if (!problems.empty()) {
+        out.push_back(fail("egress", join(problems, "; "),
+                           "kovs-agent restores it within moments (is it running?); `nft list table ip kovs` shows it"));
         return;
     }
     if (!agentStatus_.is_null() && agentStatus_.contains("egress") && agentStatus_["egress"].value("contested", false)) {
-        out.push_back(fail("egress", join(present) + " keep being changed under the agent; their repairs are held back",
+        out.push_back(fail("egress", join(present, " and ") + " keep being changed under the agent; their repairs are held back",
                            "find what flushes the nftables ruleset (`nft monitor`), and make it leave kovs's tables alone"));
         return;
     }
-    out.push_back(ok("egress", join(present) + " masquerade" + (present.size() > 1 ? "" : "s") + " pod traffic leaving the cluster"));
+    out.push_back(ok("egress", join(present, " and ") + " masquerade" + (present.size() > 1 ? "" : "s") +
+                                   " pod traffic leaving the cluster" + (peers ? " (the rules the egress job would install)" : "")));
 }
 
 }  // namespace kovs::ctl

@@ -8,17 +8,17 @@
 #include "agent/JobOptions.hpp"
 #include "agent/PeerFanout.hpp"
 #include "base/Error.hpp"
-#include "base/Netlink.hpp"
 #include "base/Netns.hpp"
 #include "base/Process.hpp"
+#include "base/RtnetlinkClient.hpp"
 #include "bridge/BridgePlanner.hpp"
+#include "daemons/PacketSocketBuffers.hpp"
 #include "flows/FlowDump.hpp"
 #include "flows/FlowReconciler.hpp"
 #include "flows/OpenFlowBridge.hpp"
 #include "gateway/TunnelOverhead.hpp"
 #include "offload/PodInterfaces.hpp"
 #include "ovs/OvsdbClient.hpp"
-#include "daemons/PacketSocketBuffers.hpp"
 #include "ovs/UnixctlClient.hpp"
 
 namespace kovs::ctl {
@@ -78,11 +78,7 @@ void checkMtu(const agent::Config& config, const ovs::OvsdbReplica& replica, con
             {
                 // /sys shows the namespace sysfs was mounted in, not the thread's: ask rtnetlink there.
                 Netns in(netns);
-                auto sock = nl::connectRoute();
-                rtnl_link* raw = nullptr;
-                nl::check(rtnl_link_get_kernel(sock.get(), 0, ifname.c_str(), &raw), "get link " + ifname);
-                nl::Link link(raw);
-                mtu = rtnl_link_get_mtu(link.get());
+                mtu = RtnetlinkClient().requireLink(ifname).mtu;
             }
             if (mtu) mtus.emplace_back("pod " + pod, static_cast<int>(mtu));
         } catch (const std::exception&) {

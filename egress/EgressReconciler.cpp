@@ -17,6 +17,20 @@ constexpr std::chrono::milliseconds kCoalesce{20};
 
 }  // namespace
 
+EgressInputs egressInputs(const EgressOptions& opts, const std::vector<IpPrefix>& peerPodCidrs,
+                          const std::vector<IpPrefix>& peerNodeAddresses) {
+    EgressInputs in;
+    in.clusterCidrs = opts.clusterCidrs;
+    in.nonMasquerade = opts.nonMasquerade;
+    in.podCidrs = opts.localPodCidrs;
+    in.podCidrs.insert(in.podCidrs.end(), peerPodCidrs.begin(), peerPodCidrs.end());
+    in.nodeAddresses = peerNodeAddresses;
+    for (const auto& dev : opts.nodeAddressDevices) {
+        for (const auto& a : linkAddresses(dev)) in.nodeAddresses.push_back(a);
+    }
+    return in;
+}
+
 EgressReconciler::EgressReconciler(EventLoop& loop, RepairLog& repairs, EgressOptions opts)
     : loop_(loop), repairs_(repairs), opts_(std::move(opts)),
       engine_(loop, {.job = "egress", .resync = opts_.resync}, [this](bool, ReconcileEngine::Done done) {
@@ -66,15 +80,7 @@ std::string EgressReconciler::Rules::describe() const {
 std::string EgressReconciler::readBack() const { return nat4_.readBack() + "-- ip6\n" + nat6_.readBack(); }
 
 EgressReconciler::Rules EgressReconciler::plan() const {
-    EgressInputs in;
-    in.clusterCidrs = opts_.clusterCidrs;
-    in.nonMasquerade = opts_.nonMasquerade;
-    in.podCidrs = opts_.localPodCidrs;
-    in.podCidrs.insert(in.podCidrs.end(), peerPodCidrs_.begin(), peerPodCidrs_.end());
-    in.nodeAddresses = peerNodeAddresses_;
-    for (const auto& dev : opts_.nodeAddressDevices) {
-        for (const auto& a : linkAddresses(dev)) in.nodeAddresses.push_back(a);
-    }
+    auto in = egressInputs(opts_, peerPodCidrs_, peerNodeAddresses_);
     return {planEgress(in, AF_INET), planEgress(in, AF_INET6)};
 }
 

@@ -35,6 +35,13 @@ struct EgressOptions {
     std::chrono::milliseconds resync{std::chrono::seconds(30)};
 };
 
+// What planEgress takes: the options, the accepted peers' pod CIDRs and node
+// addresses, and this node's addresses as its devices hold them now. The
+// egress job and `kovsctl doctor`'s dry run of it read the same inputs the
+// same way.
+EgressInputs egressInputs(const EgressOptions& opts, const std::vector<IpPrefix>& peerPodCidrs,
+                          const std::vector<IpPrefix>& peerNodeAddresses);
+
 class EgressReconciler : public Job {
 public:
     EgressReconciler(EventLoop& loop, RepairLog& repairs, EgressOptions opts);

@@ -54,6 +54,8 @@ for n in 1 2 3; do
     out=$(kovsctl "$n" doctor) || fail "doctor on node $n failed on a healthy cluster:
 $out"
 done
+grep -q "ok    egress .*(the rules the egress job would install)" <<<"$out" ||
+    fail "doctor's egress check is not the egress job's dry run: $out"
 pass "kovsctl doctor passes on every node"
 
 # Faults are injected while the agent cannot run (SIGSTOP), since it repairs
@@ -84,6 +86,12 @@ in_node 1 ovs-appctl tnl/neigh/flush >/dev/null
 doctor_finds "the tunnel neighbours flushed" "FAIL  peers .*node2 (172.18.0.3): no tunnel neighbour"
 pass "kovsctl doctor finds a flushed tunnel neighbour with the tunnel reconciler paused (agent stopped)"
 
+# Doctor's gateway check is the guard's own plan: a peer's pod-CIDR route
+# gone from gw0 is found, not only the addresses and their prefix routes.
+in_node 1 ip route del 10.244.2.0/24 dev gw0
+doctor_finds "the route to node 2's pods deleted" "FAIL  gateway .*route 10.244.2.0/24 missing (the guard would add it)"
+pass "kovsctl doctor finds a peer's pod-CIDR route gone from gw0 (the gateway guard's plan, agent stopped)"
+
 gw_address_count=$(in_node 1 ip -4 -o addr show dev gw0 | wc -l)
 in_node 1 ip addr flush dev gw0
 doctor_finds "gw0 flushed" "FAIL  gateway .*address 10.244.1.1/24 missing"
@@ -95,6 +103,13 @@ in_node 1 ip link set kvtest0 up
 in_node 1 ovs-vsctl add-port br-int kvtest0
 doctor_finds "a packet socket at the kernel default" "FAIL  socket-buffers .*kvtest0 (208 KiB)"
 pass "kovsctl doctor finds a vswitchd packet socket left at the kernel default (agent stopped)"
+
+# One rule of the egress table deleted: doctor counts the table against the
+# egress job's own plan.
+handle=$(in_node 1 nft -a list chain ip kovs postrouting | awk '/masquerade/ {print $NF; exit}')
+in_node 1 nft delete rule ip kovs postrouting handle "$handle"
+doctor_finds "an egress rule deleted" "FAIL  egress .*table ip kovs has [0-9]* rules where the egress job would install"
+pass "kovsctl doctor finds a rule gone from table ip kovs (the egress job's plan, agent stopped)"
 
 # The egress masquerade table flushed with the rest of the ruleset.
 in_node 1 nft flush ruleset
