@@ -6,17 +6,9 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 : "${KOVS_BUILD:?meson passes the build directory}"
 export CLUSTER_PREFIX=${CLUSTER_PREFIX:-kovse2e$$}
-[ "$(id -u)" -eq 0 ] || { echo "e2e tests need root"; exit 77; }
-if [ "${KOVS_PROVIDER:-netns}" = docker ] || [ "${KOVS_PROVIDER:-netns}" = kind-node ]; then
-    for b in dockerd docker debootstrap; do
-        command -v "$b" >/dev/null || { echo "the docker provider needs $b (scripts/install-deps.sh installs it); skipped"; exit 77; }
-    done
-fi
-if [ "${KOVS_PROVIDER:-netns}" = kind-node ]; then
-    for b in busybox socat openssl; do
-        command -v "$b" >/dev/null || { echo "the kind-node provider needs $b (scripts/install-deps.sh installs it); skipped"; exit 77; }
-    done
-fi
+# shellcheck source=../cluster/lib/prologue.sh
+source "$root/tests/cluster/lib/prologue.sh"
+kovs_prologue "e2e tests"
 # shellcheck source=../cluster/lib/cluster.sh
 source "$root/tests/cluster/lib/cluster.sh"
 # shellcheck source=../cluster/lib/checks.sh

@@ -11,14 +11,11 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 # another. scripts/test.sh points it at a build without sanitizers: the suite's
 # own ASan+UBSan build inflates the agent's RSS and CPU several times over.
 KOVS_BUILD=${KOVS_BENCH_BUILD:-$KOVS_BUILD}
-[ "$(id -u)" -eq 0 ] || { echo "cluster benchmarks need root (network namespaces); skipped"; exit 77; }
-if [ "${KOVS_PROVIDER:-netns}" = kind-node ]; then
-    for b in dockerd debootstrap busybox socat openssl; do
-        command -v "$b" >/dev/null || { echo "the kind-node provider needs $b (scripts/install-deps.sh installs it); skipped"; exit 77; }
-    done
-    # The smoke test at the end of kovs-kind up is not what a benchmark measures.
-    export KOVS_KIND_SMOKE=${KOVS_KIND_SMOKE:-0}
-fi
+# shellcheck source=../../cluster/lib/prologue.sh
+source "$root/tests/cluster/lib/prologue.sh"
+kovs_prologue "cluster benchmarks"
+# The smoke test at the end of kovs-kind up is not what a benchmark measures.
+[ "${KOVS_PROVIDER:-netns}" != kind-node ] || export KOVS_KIND_SMOKE=${KOVS_KIND_SMOKE:-0}
 export CLUSTER_PREFIX=${CLUSTER_PREFIX:-kovsb$$}
 # The node provider KOVS_PROVIDER names (tests/cluster/lib/cluster.sh), or the netns
 # one where the harness predates providers.
