@@ -42,8 +42,11 @@ private:
     void checkEgress(std::vector<DoctorCheck>& out);
     void checkFamilies(std::vector<DoctorCheck>& out);
     void checkRefusedPeers(std::vector<DoctorCheck>& out);
-    // Where they came from in `origin`; none: `origin` says why.
+    // Where they came from in `origin`; none: `origin` says why. Asked once
+    // per doctor run (with the agent down, the API may take kPeerListTimeout);
+    // the flows, gateway, egress and peers checks share the answer.
     std::optional<peers::PeerSet> knownPeers(std::string& origin) const;
+    std::optional<peers::PeerSet> loadPeers(std::string& origin) const;
     // How long doctor waits for the API's Node list when the agent does not answer.
     static constexpr std::chrono::milliseconds kPeerListTimeout{10'000};
 
@@ -51,6 +54,11 @@ private:
     nlohmann::json agentStatus_;          // null when the agent did not answer
     nlohmann::json podPorts_ = nlohmann::json::array();  // Interface rows of kovs-cni ports
     bool ovsReachable_ = false;
+    struct KnownPeers {
+        std::optional<peers::PeerSet> peers;
+        std::string origin;
+    };
+    mutable std::optional<KnownPeers> knownPeers_;
 };
 
 std::string toString(DoctorCheck::Status s);

@@ -22,6 +22,16 @@ namespace kovs::ctl {
 // source (the peer file, or the Kubernetes API through the agent's
 // credentials) delivers, through the agent's own peer filter.
 std::optional<peers::PeerSet> Doctor::knownPeers(std::string& origin) const {
+    if (!knownPeers_) {
+        KnownPeers k;
+        k.peers = loadPeers(k.origin);  // a peer file that does not parse throws, and is not kept
+        knownPeers_ = std::move(k);
+    }
+    origin = knownPeers_->origin;
+    return knownPeers_->peers;
+}
+
+std::optional<peers::PeerSet> Doctor::loadPeers(std::string& origin) const {
     peers::PeerSet peers;
     if (!agentStatus_.is_null() && agentStatus_.contains("peers")) {
         origin = "the agent";
