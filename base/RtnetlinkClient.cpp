@@ -337,11 +337,6 @@ void RtnetlinkClient::setUp(const std::string& name, bool up) {
     change(name, up ? "set up" : "set down", c.get());
 }
 
-void RtnetlinkClient::isolate(const std::string& name) {
-    setNoArp(name);
-    setIpv6AddrGenMode(name, IN6_ADDR_GEN_MODE_NONE);
-}
-
 void RtnetlinkClient::setIpv6AddrGenMode(const std::string& name, uint8_t mode) {
     const std::string what = "addrgenmode " + std::to_string(mode);
     nl::Link g(rtnl_link_alloc());

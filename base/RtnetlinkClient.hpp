@@ -108,10 +108,6 @@ public:
     void setMac(const std::string& name, const std::string& mac);
     void setMtu(const std::string& name, unsigned mtu);
     void setUp(const std::string& name, bool up);
-    // Off the node's IP stack: IFF_NOARP and no IPv6 link-local address
-    // generation (addrgenmode none). Takes effect for IPv6 before the link
-    // first goes up.
-    void isolate(const std::string& name);
     void setNoArp(const std::string& name);
     void setNomaster(const std::string& name);
     // IN6_ADDR_GEN_MODE_*: how the kernel makes the link's IPv6 link-local

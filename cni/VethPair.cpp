@@ -6,7 +6,7 @@
 
 #include "base/Error.hpp"
 #include "base/RtnetlinkClient.hpp"
-#include "base/HostVeth.hpp"
+#include "base/LinkIsolation.hpp"
 #include "base/Netns.hpp"
 
 namespace kovs::cni {
@@ -37,7 +37,7 @@ VethEnds VethPair::create(const std::string& hostName, const std::string& podNet
     VethEnds ends{hostName, "", podIfname, ""};
     try {
         ends.hostMac = nl.requireLink(hostName).mac;
-        isolateHostVeth(hostName);  // no ARP, no IPv6: the end is OVS's alone
+        isolateLink(hostName);  // no ARP, no IPv6: the end is OVS's alone
         nl.setUp(hostName, true);
         Netns in(podNetns);
         RtnetlinkClient pod;  // its socket is the pod's namespace's

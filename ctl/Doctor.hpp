@@ -15,6 +15,7 @@
 
 #include "agent/Config.hpp"
 #include "ctl/DoctorCheck.hpp"
+#include "offload/PodInterfaces.hpp"
 #include "peers/Peer.hpp"
 
 namespace kovs::ovs {
@@ -52,7 +53,7 @@ private:
 
     agent::Config config_;
     nlohmann::json agentStatus_;          // null when the agent did not answer
-    nlohmann::json podPorts_ = nlohmann::json::array();  // Interface rows of kovs-cni ports
+    std::vector<offload::PodInterface> pods_;  // on br-int, found as the offload guard finds them
     bool ovsReachable_ = false;
     struct KnownPeers {
         std::optional<peers::PeerSet> peers;

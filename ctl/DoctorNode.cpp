@@ -1,4 +1,5 @@
 #include "ctl/Doctor.hpp"
+#include "ctl/DoctorFindings.hpp"
 
 #include <fmt/format.h>
 
@@ -14,56 +15,24 @@
 #include "agent/NetworkdInterfaces.hpp"
 #include "agent/NodeFamilies.hpp"
 #include "agent/PeerFanout.hpp"
-#include "base/Ethtool.hpp"
 #include "base/IpPrefix.hpp"
 #include "base/LinkAddresses.hpp"
 #include "base/RtnetlinkClient.hpp"
-#include "base/Netns.hpp"
 #include "base/Strings.hpp"
 #include "egress/EgressReconciler.hpp"
 #include "egress/NftablesNat.hpp"
 #include "gateway/GatewayAddressPlan.hpp"
 #include "gateway/GatewayRoutePlan.hpp"
 #include "gateway/NetworkdDropins.hpp"
+#include "offload/OffloadPlan.hpp"
 
 namespace kovs::ctl {
 
+// A dry run of the offload job: its observations and plan for the same
+// devices (its host devices, the pods on br-int as it finds them).
 void Doctor::checkTxChecksum(std::vector<DoctorCheck>& out) {
-    const std::string hint = "the userspace datapath drops TCP with checksum offload on; run: ethtool -K {} tx off "
-                             "(kovs-agent repairs this by itself; is it running?)";
-    auto hostDevices = offloadHostDevices(config_);  // the offload guard's own list
-    Ethtool host;
-    size_t checked = 0;
-    for (const auto& dev : hostDevices) {
-        try {
-            if (host.txChecksum(dev)) {
-                out.push_back(fail("tx-checksum", dev + ": TX checksum offload is on", fmt::format(fmt::runtime(hint), dev)));
-            } else {
-                ++checked;
-            }
-        } catch (const std::exception& e) {
-            out.push_back(fail("tx-checksum", e.what(), "the device is missing; kovs-agent creates it"));
-        }
-    }
-    for (const auto& p : podPorts_) {
-        std::string pod = p["pod"], netns = p["netns"], ifname = p["ifname"];
-        try {
-            Netns enter(netns);
-            Ethtool inPod;
-            if (inPod.txChecksum(ifname)) {
-                out.push_back(fail("tx-checksum", fmt::format("pod {} ({} in {}): TX checksum offload is on", pod, ifname, netns),
-                                   fmt::format(fmt::runtime(hint), "(inside the pod: nsenter --net=" + netns + ") " + ifname)));
-            } else {
-                ++checked;
-            }
-        } catch (const std::exception& e) {
-            out.push_back(fail("tx-checksum", fmt::format("pod {}: {}", pod, e.what()),
-                               "a pod port whose netns is gone: CNI DEL was missed; kovs-cni GC removes it"));
-        }
-    }
-    if (std::none_of(out.begin(), out.end(), [](const auto& c) { return c.id == "tx-checksum"; })) {
-        out.push_back(ok("tx-checksum", fmt::format("TX checksum offload is off on all {} devices checked", checked)));
-    }
+    for (auto& c : offloadFindings(offload::planOffload(offload::observeOffload(offloadHostDevices(config_), pods_))))
+        out.push_back(std::move(c));
 }
 
 // A dry run of the gateway guard's address and route steps: their own plans
@@ -88,13 +57,7 @@ void Doctor::checkGateway(std::vector<DoctorCheck>& out) {
     }
     std::vector<IpPrefix> observed;
     for (const auto& a : nl.addresses(gw)) observed.push_back(a.local);
-    auto addresses = gateway::planGatewayAddresses({opts.addresses, opts.adoptAddresses}, adopted, observed);
-    std::vector<std::string> problems;
-    if (opts.adoptAddresses && std::none_of(addresses.guarded.begin(), addresses.guarded.end(),
-                                            [](const IpPrefix& a) { return a.family == AF_INET; }))
-        problems.push_back("no IPv4 address (the CNI that owns it has not addressed it, or it was flushed)");
-    for (const auto& a : addresses.add) problems.push_back("address " + a.str() + " missing (the guard would re-add it)");
-    for (const auto& a : addresses.remove) problems.push_back("foreign address " + a.str() + " (the guard would remove it)");
+    GatewayDryRun run{gw, opts.adoptAddresses, gateway::planGatewayAddresses({opts.addresses, opts.adoptAddresses}, adopted, observed)};
 
     // The routes: the configured extra ones, and in standalone mode the peers'
     // pod CIDRs, as the agent hands them to the guard.
@@ -111,20 +74,12 @@ void Doctor::checkGateway(std::vector<DoctorCheck>& out) {
             for (auto& r : agent::peerGatewayRoutes(*peers, flowOptions(config_).gatewayAddresses)) extra.push_back(std::move(r));
         }
     }
-    std::vector<gateway::ObservedGatewayRoute> routes;
     for (const auto& r : nl.routes(gw)) {
-        if (r.type == RTN_UNICAST) routes.push_back({r.dst, {r.gateway}, r.protocol});
+        if (r.type == RTN_UNICAST) run.observedRoutes.push_back({r.dst, {r.gateway}, r.protocol});
     }
-    auto desired = gateway::desiredGatewayRoutes(addresses.guarded, extra);
-    auto routePlan = gateway::planGatewayRoutes(desired, routes, opts.routesComplete || peers.has_value());
-    for (const auto& r : routePlan.add) problems.push_back("route " + r.dst.str() + " missing (the guard would add it)");
-    for (auto i : routePlan.remove) problems.push_back("stale kovs route " + routes[i].dst.str() + " (the guard would remove it)");
-    if (problems.empty()) {
-        out.push_back(ok("gateway", fmt::format("{} has its {}addresses and their routes", gw, opts.adoptAddresses ? "adopted " : "")));
-    } else {
-        out.push_back(fail("gateway", gw + ": " + join(problems),
-                           "the gateway guard restores these within milliseconds; is gateway.guard on and the agent running?"));
-    }
+    run.routes = gateway::planGatewayRoutes(gateway::desiredGatewayRoutes(run.addresses.guarded, extra), run.observedRoutes,
+                                            opts.routesComplete || peers.has_value());
+    out.push_back(gatewayFinding(run));
     if (!agentStatus_.is_null() && agentStatus_.contains("gateway") && agentStatus_["gateway"].value("mtuContested", false)) {
         out.push_back(fail("gateway-mtu",
                            fmt::format("{}'s MTU keeps being changed under the guard (wanted {}); its repairs are held back", gw,
@@ -160,18 +115,22 @@ void Doctor::checkNetworkd(std::vector<DoctorCheck>& out) {
         out.push_back(skipped("networkd", "systemd-networkd does not run on this node"));
         return;
     }
+    // A dry run of the drop-ins job, and what would make networkd ignore them.
     gateway::NetworkdDropins dropins(config_.gateway.networkdDropinDir);
-    std::vector<std::string> missing;
-    for (const auto& n : networkdDropinInterfaces(config_)) {
-        if (!std::filesystem::exists(dropins.pathFor(n))) missing.push_back(dropins.pathFor(n));
+    auto interfaces = networkdDropinInterfaces(config_);
+    std::vector<std::string> problems;
+    for (const auto& n : dropins.missing(interfaces))
+        problems.push_back(dropins.pathFor(n) + " is missing or changed (the drop-ins job would write it)");
+    for (const auto& n : interfaces) {
+        for (const auto& f : dropins.shadowing(n))
+            problems.push_back(f + " sorts first and matches " + n + ": networkd manages " + n + " whatever kovs's drop-in says");
     }
-    if (missing.empty()) {
+    if (problems.empty()) {
         out.push_back(ok("networkd", "systemd-networkd runs and the kovs drop-ins keep it away from kovs's interfaces"));
     } else {
-        std::string all;
-        for (const auto& m : missing) all += (all.empty() ? "" : ", ") + m;
-        out.push_back(fail("networkd", "systemd-networkd runs without the drop-ins " + all,
-                           "restart kovs-agent (it writes them), then networkctl reload"));
+        out.push_back(fail("networkd", join(problems, "; "),
+                           "kovs-agent writes its drop-ins again at once (is it running?); rename or narrow a file that "
+                           "matches kovs's interfaces first; then networkctl reload"));
     }
 }
 
@@ -201,7 +160,7 @@ void Doctor::checkEgress(std::vector<DoctorCheck>& out) {
     }
     auto networks = peers ? agent::peerNetworks(*peers) : agent::PeerNetworks{};
     auto in = egress::egressInputs(egressOptions(config_), networks.podCidrs, networks.nodes);
-    std::vector<std::string> problems, present;
+    std::vector<EgressTableSeen> tables;
     for (int family : {AF_INET, AF_INET6}) {
         auto want = egress::planEgress(in, family);
         egress::NftablesNat nat(family);
@@ -213,30 +172,11 @@ void Doctor::checkEgress(std::vector<DoctorCheck>& out) {
             return;
         }
         auto held = static_cast<size_t>(std::count(rules.begin(), rules.end(), '\n'));
-        auto wanted = want.keep.size() + want.masquerade.size();
-        if (want.empty() && held == 0) continue;
-        auto table = "table " + nat.table();
-        if (held == 0) {
-            problems.push_back(table + " (the egress masquerade) is missing: pods cannot reach beyond the cluster");
-        } else if (peers && held != wanted) {
-            problems.push_back(fmt::format("{} has {} rules where the egress job would install {} (peers from {})", table, held,
-                                           wanted, origin));
-        } else {
-            present.push_back(table);
-        }
+        if (want.empty() && held == 0) continue;  // a family the cluster does not use
+        tables.push_back({"table " + nat.table(), held, want.keep.size() + want.masquerade.size()});
     }
-    if (!problems.empty()) {
-        out.push_back(fail("egress", join(problems, "; "),
-                           "kovs-agent restores it within moments (is it running?); `nft list table ip kovs` shows it"));
-        return;
-    }
-    if (!agentStatus_.is_null() && agentStatus_.contains("egress") && agentStatus_["egress"].value("contested", false)) {
-        out.push_back(fail("egress", join(present, " and ") + " keep being changed under the agent; their repairs are held back",
-                           "find what flushes the nftables ruleset (`nft monitor`), and make it leave kovs's tables alone"));
-        return;
-    }
-    out.push_back(ok("egress", join(present, " and ") + " masquerade" + (present.size() > 1 ? "" : "s") +
-                                   " pod traffic leaving the cluster" + (peers ? " (the rules the egress job would install)" : "")));
+    bool contested = !agentStatus_.is_null() && agentStatus_.contains("egress") && agentStatus_["egress"].value("contested", false);
+    out.push_back(egressFinding(tables, peers ? std::optional(origin) : std::nullopt, contested));
 }
 
 }  // namespace kovs::ctl

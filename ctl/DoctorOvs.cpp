@@ -1,4 +1,5 @@
 #include "ctl/Doctor.hpp"
+#include "ctl/DoctorFindings.hpp"
 
 #include <fmt/format.h>
 
@@ -63,7 +64,8 @@ std::pair<int, std::string> tunnelOverheadInUse(const agent::Config& config, con
 
 // Pod packets cross the tunnel whole: the gateway's and every pod's MTU plus
 // the tunnel's overhead must fit the uplink's MTU, or large packets are lost.
-void checkMtu(const agent::Config& config, const ovs::OvsdbReplica& replica, const nlohmann::json& pods, std::vector<DoctorCheck>& out) {
+void checkMtu(const agent::Config& config, const ovs::OvsdbReplica& replica, const std::vector<offload::PodInterface>& pods,
+              std::vector<DoctorCheck>& out) {
     auto [overhead, tunnel] = tunnelOverheadInUse(config, replica);
     // The bridge holding the node IP carries the tunnel; without one, trust the config.
     int uplinkMtu = mtuOf(config.bridge.physical);
@@ -72,15 +74,14 @@ void checkMtu(const agent::Config& config, const ovs::OvsdbReplica& replica, con
     std::vector<std::pair<std::string, int>> mtus;
     if (int gw = mtuOf(config.bridge.gateway)) mtus.emplace_back(config.bridge.gateway, gw);
     for (const auto& p : pods) {
-        std::string netns = p["netns"], ifname = p["ifname"], pod = p["pod"];
         try {
             unsigned mtu = 0;
             {
                 // /sys shows the namespace sysfs was mounted in, not the thread's: ask rtnetlink there.
-                Netns in(netns);
-                mtu = RtnetlinkClient().requireLink(ifname).mtu;
+                Netns in(p.netns);
+                mtu = RtnetlinkClient().requireLink(p.ifname).mtu;
             }
-            if (mtu) mtus.emplace_back("pod " + pod, static_cast<int>(mtu));
+            if (mtu) mtus.emplace_back("pod " + p.pod, static_cast<int>(mtu));
         } catch (const std::exception&) {
             // tx-checksum reports a pod whose netns is gone.
         }
@@ -129,12 +130,8 @@ void Doctor::checkOvs(std::vector<DoctorCheck>& out) {
         }
         checkBridges(db.replica(), out);
         // kovs-cni's pods and the other CNI's, found as the offload guard finds them.
-        podPorts_ = nlohmann::json::array();
-        for (const auto& p : offload::podInterfacesFromReplica(db.replica(), config_.bridge.integration)) {
-            podPorts_.push_back({{"port", p.hostIfname}, {"netns", p.netns}, {"ifname", p.ifname}, {"pod", p.pod},
-                                 {"foreign", p.foreign}});
-        }
-        checkMtu(config_, db.replica(), podPorts_, out);
+        pods_ = offload::podInterfacesFromReplica(db.replica(), config_.bridge.integration);
+        checkMtu(config_, db.replica(), pods_, out);
         checkFlows(db.replica(), out);
     } catch (const std::exception& e) {
         out.push_back(fail("ovsdb", e.what(), "start ovsdb-server, or set ovs.manage: true so the agent runs it"));
@@ -154,6 +151,7 @@ void Doctor::checkSocketBuffers(std::vector<DoctorCheck>& out) {
         out.push_back(skipped("socket-buffers", "ovs.socketBufferKiB is 0: vswitchd's packet sockets keep the kernel default"));
         return;
     }
+    // A dry run of the socket buffer job: its observation and plan.
     std::vector<daemons::PacketSocketInfo> sockets;
     try {
         sockets = daemons::packetSockets(daemons::vswitchdPid(config_.ovs.rundir));
@@ -161,21 +159,7 @@ void Doctor::checkSocketBuffers(std::vector<DoctorCheck>& out) {
         out.push_back(skipped("socket-buffers", std::string("cannot inspect vswitchd's packet sockets: ") + e.what()));
         return;
     }
-    std::string small;
-    for (const auto& s : sockets) {
-        if (s.rcvbuf < config_.ovs.socketBufferKiB * 1024)
-            small += fmt::format("{}{} ({} KiB)", small.empty() ? "" : ", ", s.ifname.empty() ? "send socket" : s.ifname,
-                                 s.rcvbuf / 1024);
-    }
-    if (small.empty()) {
-        out.push_back(ok("socket-buffers", fmt::format("all {} of vswitchd's packet sockets have {} KiB buffers",
-                                                      sockets.size(), config_.ovs.socketBufferKiB)));
-    } else {
-        out.push_back(fail("socket-buffers", "vswitchd packet sockets below " + std::to_string(config_.ovs.socketBufferKiB) +
-                                                 " KiB, which TCP bursts overflow: " + small,
-                           "kovs-agent sizes them on every port change and resync; `kovsctl status` shows why it "
-                           "could not under socketBuffers (EPERM: grant SYS_PTRACE, docs/kind.md)"));
-    }
+    out.push_back(socketBufferFinding(sockets, config_.ovs.socketBufferKiB));
 }
 
 // A dry run of the bridge job: what it would send OVSDB now.
@@ -252,16 +236,7 @@ void Doctor::checkFlows(const ovs::OvsdbReplica& replica, std::vector<DoctorChec
                            "address: ovs-vsctl del-port a stale row, delete and re-create a pod with a bad one"));
     }
     auto wanted = static_cast<size_t>(std::count(want.flows.begin(), want.flows.end(), '\n'));
-    if (held.count != wanted) {
-        out.push_back(fail("flows", fmt::format("{} has {} flows where the flow job would install {} (peers from {})", bridge,
-                                                held.count, wanted, origin),
-                           "kovs-agent reinstalls the table on its next read-back (is it running?); a deleted or added "
-                           "flow is someone else's change to br-int"));
-        return;
-    }
-    if (want.skipped.empty())
-        out.push_back(ok("flows", fmt::format("{} holds the {} flows the flow job would install (peers from {})", bridge, wanted,
-                                              origin)));
+    if (held.count != wanted || want.skipped.empty()) out.push_back(flowsFinding(bridge, held.count, wanted, origin));
 }
 
 }  // namespace kovs::ctl

@@ -23,6 +23,16 @@
 
 namespace kovs::daemons {
 
+// What getsockopt() reports for one AF_PACKET socket of vswitchd, by
+// interface name ("" for unbound sockets), and where it is in vswitchd.
+struct PacketSocketInfo {
+    std::string ifname;
+    int rcvbuf = 0;
+    int sndbuf = 0;
+    int fd = -1;              // vswitchd's fd number
+    unsigned long inode = 0;  // the socket's identity: the fd number may be reused
+};
+
 struct PacketSocketResult {
     int sockets = 0;  // AF_PACKET sockets vswitchd holds
     int resized = 0;  // of which this call enlarged
@@ -33,18 +43,16 @@ struct PacketSocketResult {
 // its pidfile names a pid of that container's namespace). Throws kovs::Error.
 pid_t vswitchdPid(const std::string& rundir);
 
-// `bytes`: the size getsockopt() should report for both buffers (the kernel
-// doubles what is set, so half of it is requested). Throws kovs::Error when
-// the sockets cannot be reached (no such process, EPERM from pidfd_getfd...).
-PacketSocketResult sizePacketSocketBuffers(pid_t vswitchd, int bytes);
-
-// The buffer sizes getsockopt() reports for each AF_PACKET socket of `pid`,
-// by interface name ("" for unbound sockets): for tests and kovsctl doctor.
-struct PacketSocketInfo {
-    std::string ifname;
-    int rcvbuf = 0;
-    int sndbuf = 0;
-};
+// The job's observe -> plan -> apply (kovsctl doctor runs the first two):
+// every AF_PACKET socket of `pid`; the ones whose buffers are below `bytes`
+// (pure); those enlarged so getsockopt() reports `bytes` for both buffers
+// (the kernel doubles what is set, so half of it is requested), returning how
+// many grew. Throws kovs::Error when the sockets cannot be reached (no such
+// process, EPERM from pidfd_getfd...).
 std::vector<PacketSocketInfo> packetSockets(pid_t pid);
+std::vector<PacketSocketInfo> undersizedSockets(const std::vector<PacketSocketInfo>& sockets, int bytes);
+int resizePacketSockets(pid_t vswitchd, const std::vector<PacketSocketInfo>& sockets, int bytes);
+// All three in one pass.
+PacketSocketResult sizePacketSocketBuffers(pid_t vswitchd, int bytes);
 
 }  // namespace kovs::daemons

@@ -2,9 +2,13 @@
 
 #include <net/if.h>
 
+#include <fnmatch.h>
+
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "base/Error.hpp"
 #include "base/InterfaceName.hpp"
@@ -86,6 +90,40 @@ void NetworkdDropins::remove(const std::vector<std::string>& interfaces) const {
         std::filesystem::remove(pathFor(name), ec);
         if (ec) throw Error("networkd drop-in: remove " + pathFor(name) + ": " + ec.message());
     }
+}
+
+std::vector<std::string> NetworkdDropins::missing(const std::vector<std::string>& interfaces) const {
+    std::vector<std::string> out;
+    for (const auto& name : interfaces) {
+        std::ifstream in(pathFor(name));
+        std::stringstream held;
+        held << in.rdbuf();
+        if (!in || held.str() != contentFor(name)) out.push_back(name);
+    }
+    return out;
+}
+
+std::vector<std::string> NetworkdDropins::shadowing(const std::string& interface) const {
+    std::vector<std::string> out;
+    const auto ours = std::filesystem::path(pathFor(interface)).filename().string();
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
+        auto name = e.path().filename().string();
+        if (e.path().extension() != ".network" || name >= ours) continue;
+        // networkd's [Match] Name= takes a space-separated list of globs.
+        std::ifstream in(e.path());
+        std::string line, section;
+        bool matches = false;
+        while (std::getline(in, line)) {
+            if (!line.empty() && line[0] == '[') section = line;
+            if (section != "[Match]" || line.rfind("Name=", 0) != 0) continue;
+            std::istringstream globs(line.substr(5));
+            for (std::string g; globs >> g;) matches |= ::fnmatch(g.c_str(), interface.c_str(), 0) == 0;
+        }
+        if (matches) out.push_back(e.path().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
 }
 
 }  // namespace kovs::gateway

@@ -22,7 +22,15 @@ public:
     void install(const std::vector<std::string>& interfaces) const;
     // Removes the drop-ins of these interfaces; missing files are fine.
     void remove(const std::vector<std::string>& interfaces) const;
+    // The interfaces whose drop-in is missing or says something else: what
+    // install() must write (the drop-in job's plan, and doctor's).
+    std::vector<std::string> missing(const std::vector<std::string>& interfaces) const;
+    // Files in the same directory that networkd applies to `interface` before
+    // its drop-in (they sort first and a [Match] Name= glob matches it): with
+    // one, networkd manages the interface whatever the drop-in says.
+    std::vector<std::string> shadowing(const std::string& interface) const;
 
+    const std::string& dir() const { return dir_; }
     std::string pathFor(const std::string& interface) const;
     static std::string contentFor(const std::string& interface);
 

@@ -7,9 +7,6 @@
 #include <algorithm>
 
 #include "base/Error.hpp"
-#include "base/Ethtool.hpp"
-#include "base/HostVeth.hpp"
-#include "base/Netns.hpp"
 
 namespace kovs::offload {
 
@@ -18,27 +15,32 @@ OffloadGuard::OffloadGuard(std::vector<std::string> hostDevices, PodLister pods)
 
 OffloadGuard::~OffloadGuard() = default;
 
-bool OffloadGuard::check(const std::string& where, Repair kind, const std::function<bool()>& repair) {
-    ++stats_.checks;
-    try {
-        if (!repair()) return false;
-        ++stats_.repairs;
-        if (kind == Repair::HostVeth) ++stats_.hostVethRepairs;
-        spdlog::info("offload guard: {}: {} (repair #{})", where,
-                     kind == Repair::HostVeth ? "host end of a pod veth was on the node's IP stack, isolated it"
-                                              : "tx-checksumming was on, turned it off",
-                     stats_.repairs);
-        return true;
-    } catch (const Error& e) {
-        ++stats_.errors;
-        if (stats_.lastError.failed(where + ": " + e.what())) spdlog::warn("offload guard: {}", stats_.lastError.str());
-        return false;
-    }
+void OffloadGuard::failed(const std::string& what) {
+    ++stats_.errors;
+    if (stats_.lastError.failed(what)) spdlog::warn("offload guard: {}", stats_.lastError.str());
 }
 
-bool OffloadGuard::checkHostDevice(const std::string& name) {
-    return check(name, Repair::TxChecksum, [&] { return Ethtool().ensureTxChecksumOff(name); });
+uint64_t OffloadGuard::repair(const std::vector<OffloadObservation>& observed) {
+    stats_.checks += observed.size();
+    auto plan = planOffload(observed);
+    for (const auto& u : plan.unreadable) failed(u.where + ": " + u.error);
+    uint64_t made = 0;
+    for (const auto& r : plan.repairs) {
+        try {
+            applyOffloadRepair(r);
+        } catch (const Error& e) {
+            failed(r.where + ": " + e.what());
+            continue;
+        }
+        ++made;
+        ++stats_.repairs;
+        if (r.aspect == OffloadObservation::Aspect::HostVeth) ++stats_.hostVethRepairs;
+        spdlog::info("offload guard: {} (repair #{})", describe(r, false), stats_.repairs);
+    }
+    return made;
 }
+
+bool OffloadGuard::checkHostDevice(const std::string& name) { return repair({observeTxChecksum(name, "", name)}) > 0; }
 
 std::vector<PodInterface> OffloadGuard::listPods() {
     if (!pods_) return {};
@@ -47,29 +49,14 @@ std::vector<PodInterface> OffloadGuard::listPods() {
         known_ = std::set<PodInterface>(pods.begin(), pods.end());
         return pods;
     } catch (const Error& e) {
-        ++stats_.errors;
-        if (stats_.lastError.failed(std::string("listing pod interfaces: ") + e.what()))
-            spdlog::warn("offload guard: {}", stats_.lastError.str());
+        failed(std::string("listing pod interfaces: ") + e.what());
         return {};
     }
 }
 
-void OffloadGuard::checkPod(const PodInterface& pod) {
-    auto where = (pod.pod.empty() ? "" : "pod " + pod.pod + " ") + "(" + pod.netns + ":" + pod.ifname + ")";
-    check(where, Repair::TxChecksum, [&] {
-        Netns in(pod.netns);
-        return Ethtool().ensureTxChecksumOff(pod.ifname);
-    });
-    // A foreign pod's host end is its CNI's: hostIfname is empty for those.
-    if (!pod.hostIfname.empty()) check(pod.hostIfname, Repair::HostVeth, [&] { return isolateHostVeth(pod.hostIfname); });
-}
-
 uint64_t OffloadGuard::sweep() {
     ++stats_.sweeps;
-    uint64_t before = stats_.repairs;
-    for (const auto& dev : hostDevices_) checkHostDevice(dev);
-    for (const auto& pod : listPods()) checkPod(pod);
-    return stats_.repairs - before;
+    return repair(observeOffload({hostDevices_.begin(), hostDevices_.end()}, listPods()));
 }
 
 // A CNI adds the port and moves the veth's peer in separate steps; a short
@@ -80,9 +67,12 @@ void OffloadGuard::portsChanged() {
 
 void OffloadGuard::checkNewPods() {
     auto before = known_;
+    std::vector<OffloadObservation> observed;
     for (const auto& pod : listPods()) {
-        if (!before.count(pod)) checkPod(pod);
+        if (before.count(pod)) continue;
+        for (auto& o : observePod(pod)) observed.push_back(std::move(o));
     }
+    repair(observed);
 }
 
 void OffloadGuard::attach(EventLoop& loop, std::chrono::milliseconds resync) {

@@ -2,7 +2,7 @@
 // Keeps TX checksum offload off where the userspace datapath needs it off:
 // on host devices (gw0, br-phy, the uplink shim's veth end) and on every pod
 // interface; and keeps the host ends of pod veths free of the node's IP stack
-// (isolateHostVeth: pods an older kovs-cni attached). ovs-vswitchd re-creates its tap devices with offload on when it
+// (base/LinkIsolation: pods an older kovs-cni attached). ovs-vswitchd re-creates its tap devices with offload on when it
 // restarts or when userspace-tso-enable is toggled, and pods may have been
 // created while the agent was down, so the guard, on its ReconcileEngine,
 //   - sweeps everything in a full pass (attach(): the start-up sweep; the
@@ -12,7 +12,9 @@
 //     chained there), and
 //   - re-checks a host device as soon as a RTM_NEWLINK names it.
 // Pods are kovs-cni's and other CNIs' alike (offload/PodInterfaces.hpp).
-// Each repair is counted (exported as a metric by the agent).
+// Every check is offload/OffloadPlan's observe -> plan -> apply (kovsctl
+// doctor runs the same plan, dry). Each repair is counted (exported as a
+// metric by the agent).
 //
 // All netns switches are scoped inside one call and return before it does
 // (see Netns); call the guard from one thread, the event loop's.
@@ -29,6 +31,7 @@
 #include "base/LastError.hpp"
 #include "base/NetlinkWatcher.hpp"
 #include "base/ReconcileEngine.hpp"
+#include "offload/OffloadPlan.hpp"
 #include "offload/PodInterfaces.hpp"
 
 namespace kovs::offload {
@@ -76,12 +79,11 @@ public:
     const std::set<std::string>& hostDevices() const { return hostDevices_; }
 
 private:
-    enum class Repair { TxChecksum, HostVeth };
-    // `repair` returns true when it changed something.
-    bool check(const std::string& where, Repair kind, const std::function<bool()>& repair);
+    // Plans from what was observed and applies it; returns the repairs made.
+    uint64_t repair(const std::vector<OffloadObservation>& observed);
+    void failed(const std::string& what);
     void onLinkEvents(bool overflowed);
     std::vector<PodInterface> listPods();
-    void checkPod(const PodInterface& pod);
     void checkNewPods();
 
     std::set<std::string> hostDevices_;

@@ -5,6 +5,7 @@
 
 #include "base/Error.hpp"
 #include "base/IngressRedirect.hpp"
+#include "base/LinkIsolation.hpp"
 #include "ovs/OvsdbTransaction.hpp"
 
 namespace kovs::uplink {
@@ -84,7 +85,7 @@ void UplinkKernel::apply(const UplinkAction& action) {
             } else if constexpr (std::is_same_v<T, step::SetUp>) {
                 rtnl_.setUp(a.link, a.up);
             } else if constexpr (std::is_same_v<T, step::Isolate>) {
-                rtnl_.isolate(a.link);
+                isolateLink(a.link);
             } else if constexpr (std::is_same_v<T, step::TxChecksumOff>) {
                 ethtool_.setTxChecksum(a.link, false);
             } else if constexpr (std::is_same_v<T, step::SetNomaster>) {

@@ -99,11 +99,7 @@ void planShimDevices(const UplinkOptions& opts, const UplinkDesired& want, const
         if (o.shimBridgeEnd) add(step::DeleteLink{up0});
         if (o.shimOvsEnd) add(step::DeleteLink{up1});
         add(step::CreateVeth{up0, up1, want.mtu}, step::DeleteLink{up0});
-        // The kernel answers ARP for any local address on any interface
-        // (arp_ignore=0), so without NOARP these ends, which see the
-        // underlay's broadcasts, would answer for the node IP with their own
-        // MACs, racing br-phy's reply: peers then tunnel to a MAC nobody owns
-        // (seen: 1 run in 3 black-holed a node pair).
+        // Off the node's IP stack (base/LinkIsolation.hpp has why).
         add(step::Isolate{up0});
         add(step::Isolate{up1});
         // The point of the shim: a checksum the Docker host left to offload

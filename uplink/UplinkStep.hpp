@@ -18,7 +18,7 @@ struct DeleteLink { std::string name; };
 struct SetMtu { std::string link; unsigned mtu = 0; };
 struct SetMac { std::string link, mac; };
 struct SetUp { std::string link; bool up = true; };
-struct Isolate { std::string link; };          // NOARP, no IPv6 link-local (RtnetlinkClient::isolate)
+struct Isolate { std::string link; };          // NOARP, no IPv6 (base/LinkIsolation)
 struct TxChecksumOff { std::string link; };
 struct SetNomaster { std::string link; };
 struct AddRedirect { std::string from, to; };   // every frame arriving on `from` leaves through `to`
