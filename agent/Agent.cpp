@@ -8,7 +8,6 @@
 #include "agent/NetworkdInterfaces.hpp"
 #include "agent/NodeFamilies.hpp"
 #include "base/LinkAddresses.hpp"
-#include "gateway/NetworkdDropins.hpp"
 #include "uplink/Uplink.hpp"
 
 namespace kovs::agent {
@@ -68,8 +67,18 @@ void Agent::migrateUplink() {
         if (loop_.stopped()) throw Error("stopping");
         loop_.runUntil([] { return false; }, std::chrono::milliseconds(10));
     };
+    // A shim veth deleted while the agent was down: vswitchd still holds the
+    // old device open, and must be made to open the new one.
+    bool stale = opts.mode == uplink::UplinkMode::Shim && ::if_nametoindex(opts.shimOvsEnd.c_str()) == 0 &&
+                 uplink::ovsViewOf(opts, ovsdb_->replica()).ofport > 0;
     if (uplink::Uplink(opts).migrate(ovsdb_->replica(), idle) == uplink::Uplink::Outcome::Migrated)
         repairs_.record("uplink", fmt::format("{} moved to {} ({})", opts.device, opts.bridge, uplink::modeName(opts.mode)));
+    if (stale) bridges_->reattach(opts.port());
+    // From here on the uplink job keeps it so.
+    uplink_ = std::make_unique<uplink::UplinkGuard>(loop_, opts, ovsdb_->replica(), repairs_, config_.resync);
+    uplink_->setShimRebuiltHandler([this](const std::string& port) { bridges_->reattach(port); });
+    uplink_->start();
+    jobs_.push_back(uplink_.get());
 }
 
 void Agent::startJobs() {
@@ -163,9 +172,10 @@ void Agent::startServers() {
 void Agent::start() {
     if (auto missing = missingNodeFamily(config_, linkAddresses); !missing.empty()) throw Error(missing);
     startOvs();
-    // Before any device kovs makes exists: a networkd that (re)loads its
-    // configuration meanwhile must already find them marked unmanaged.
-    gateway::NetworkdDropins(config_.gateway.networkdDropinDir).install(networkdDropinInterfaces(config_));
+    dropins_ = std::make_unique<gateway::NetworkdDropinGuard>(loop_, config_.gateway.networkdDropinDir,
+                                                              networkdDropinInterfaces(config_), repairs_, config_.resync);
+    dropins_->start();  // before any device kovs makes exists
+    jobs_.push_back(dropins_.get());
     startBridges();
     migrateUplink();
     startJobs();

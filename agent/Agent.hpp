@@ -7,7 +7,8 @@
 //   OvsSupervisor ──vswitchd restart──► flows read back (the tunnel job sees the new pid itself)
 //   OvsdbClient ──monitor──► BridgeReconciler, FlowReconciler, SocketBufferSizer
 //   PeerSource ──► PeerFanout ──► TunnelReconciler, FlowReconciler, GatewayGuard routes, EgressReconciler
-//   netlink ──► GatewayGuard, OffloadGuard
+//   netlink ──► GatewayGuard, OffloadGuard, UplinkGuard (after the uplink's migration)
+//   inotify ──► NetworkdDropinGuard
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -25,6 +26,7 @@
 #include "egress/EgressReconciler.hpp"
 #include "flows/FlowReconciler.hpp"
 #include "gateway/GatewayGuard.hpp"
+#include "gateway/NetworkdDropinGuard.hpp"
 #include "offload/OffloadGuard.hpp"
 #include "daemons/OvsSupervisor.hpp"
 #include "ovs/OvsdbClient.hpp"
@@ -34,6 +36,7 @@
 #include "policy/PolicySource.hpp"
 #include "tunnel/NeighbourTable.hpp"
 #include "tunnel/TunnelReconciler.hpp"
+#include "uplink/UplinkGuard.hpp"
 
 namespace kovs::agent {
 
@@ -73,6 +76,8 @@ private:
     std::unique_ptr<daemons::OvsSupervisor> supervisor_;
     std::unique_ptr<ovs::OvsdbClient> ovsdb_;
     std::unique_ptr<bridge::BridgeReconciler> bridges_;
+    std::unique_ptr<gateway::NetworkdDropinGuard> dropins_;
+    std::unique_ptr<uplink::UplinkGuard> uplink_;
     std::unique_ptr<gateway::GatewayGuard> gateway_;
     std::unique_ptr<offload::OffloadGuard> offload_;
     std::unique_ptr<ovs::UnixctlClient> unixctl_;

@@ -5,6 +5,7 @@
 // replace a file by an atomic rename, which leaves a watch on the old inode
 // deaf, and a file that does not exist yet has no inode to watch.
 #include <functional>
+#include <set>
 #include <string>
 
 #include "base/EventLoop.hpp"
@@ -18,19 +19,21 @@ public:
     // (and when the kernel's event queue overflowed, since events were lost).
     // Throws kovs::Error naming the directory when it cannot be watched.
     DirectoryWatch(EventLoop& loop, const std::string& path, std::function<void()> onChange);
+    // The same for any of `names` in `dir`.
+    DirectoryWatch(EventLoop& loop, std::string dir, std::set<std::string> names, std::function<void()> onChange);
     ~DirectoryWatch();
     DirectoryWatch(const DirectoryWatch&) = delete;
     DirectoryWatch& operator=(const DirectoryWatch&) = delete;
 
     const std::string& directory() const { return dir_; }
-    const std::string& fileName() const { return name_; }
+    const std::set<std::string>& fileNames() const { return names_; }
 
 private:
     void onEvents();
 
     EventLoop& loop_;
     std::string dir_;
-    std::string name_;
+    std::set<std::string> names_;
     UniqueFd fd_;
     std::function<void()> onChange_;
 };

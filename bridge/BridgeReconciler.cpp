@@ -1,5 +1,6 @@
 #include "bridge/BridgeReconciler.hpp"
 
+#include <algorithm>
 #include <optional>
 
 #include "base/Error.hpp"
@@ -58,6 +59,7 @@ void BridgeReconciler::pass(ReconcileEngine::Done done) {
         }
         settlingUntil_.reset();
     }
+    if (detach(done)) return;
     auto plan = planner_.plan(client_.replica());
     auto foreign = join(plan.foreign, "; ");
     if (foreign != lastForeign_ && !foreign.empty()) spdlog::info("bridges: {}", foreign);
@@ -78,6 +80,61 @@ void BridgeReconciler::pass(ReconcileEngine::Done done) {
         done(Result::ok());
         if (settle) engine_.trigger(kSettle);
     });
+}
+
+void BridgeReconciler::reattach(const std::string& port) {
+    reattach_ = port;
+    reattachCfg_.reset();
+    engine_.trigger();
+}
+
+bool BridgeReconciler::detach(const ReconcileEngine::Done& done) {
+    using Result = ReconcileEngine::Result;
+    if (reattach_.empty()) return false;
+    const auto& replica = client_.replica();
+    if (reattachCfg_) {
+        int64_t cur = -1;
+        for (const auto& [uuid, root] : replica.table("Open_vSwitch")) cur = root.value("cur_cfg", int64_t{-1});
+        // The monitor update that carries vswitchd's cur_cfg runs the next pass.
+        if (cur < *reattachCfg_) {
+            done(Result::ok());
+            return true;
+        }
+        spdlog::info("bridges: ovs-vswitchd let go of port {}; adding it back", reattach_);
+        reattach_.clear();
+        reattachCfg_.reset();
+        return false;
+    }
+    auto port = replica.findByName("Port", reattach_);
+    std::optional<std::string> bridge;
+    if (port) {
+        for (const auto& [buuid, br] : replica.table("Bridge")) {
+            auto ports = ovsdb::uuidSet(br.value("ports", ovsdb::Json()));
+            if (std::find(ports.begin(), ports.end(), port->first) != ports.end()) bridge = buuid;
+        }
+    }
+    if (!bridge) {  // not in a bridge (any more): the plan adds it
+        reattach_.clear();
+        return false;
+    }
+    ovsdb::Transaction txn;
+    txn.mutate("Bridge", ovsdb::whereUuid(*bridge),
+               ovsdb::Json::array({ovsdb::Json::array({"ports", "delete", ovsdb::set({ovsdb::uuid(port->first)})})}), reattach_);
+    txn.mutate("Open_vSwitch", ovsdb::Json::array(), ovsdb::Json::array({ovsdb::Json::array({"next_cfg", "+=", 1})}), "(root)");
+    txn.select("Open_vSwitch", ovsdb::Json::array(), {"next_cfg"}, "(root)");
+    txn.comment("kovs-agent: take port " + reattach_ + " out, to put it back on its new device");
+    spdlog::info("bridges: port {} has a new device; taking it out of ovs-vswitchd to put it back", reattach_);
+    ++transactions_;
+    auto token = alive_;
+    client_.transact(txn, [this, token, done](const std::vector<ovsdb::Json>* results, const std::string& err) {
+        if (!*token) return;
+        if (!results) return done(Result::failed("take port " + reattach_ + " out: " + err));
+        int64_t cfg = -1;
+        for (const auto& row : results->at(2).value("rows", ovsdb::Json::array())) cfg = row.value("next_cfg", int64_t{-1});
+        reattachCfg_ = cfg;
+        done(Result::ok());
+    });
+    return true;
 }
 
 bool BridgeReconciler::reconcileOnce(std::chrono::milliseconds timeout) {

@@ -53,11 +53,22 @@ public:
     void metrics(MetricsText& out) const override;
     std::string notReady() const override;
 
+    // The device of `port` was deleted and made again (the uplink job rebuilt
+    // the shim's veth): ovs-vswitchd's userspace datapath keeps reading the
+    // old one and never opens the new one (measured on OVS 3.1; neither does
+    // a transaction that deletes and re-adds the port in one go). So the port
+    // goes out in one transaction that asks vswitchd to report back
+    // (Open_vSwitch next_cfg), and the next pass puts it back as the plan has
+    // it once vswitchd applied the removal (cur_cfg caught up).
+    void reattach(const std::string& port);
+
     // Called after each transaction that changed OVS (tests, metrics).
     void setAppliedHandler(std::function<void(const BridgePlan&)> h) { onApplied_ = std::move(h); }
 
 private:
     void pass(ReconcileEngine::Done done);
+    // The first half of reattach(): true when it took the pass.
+    bool detach(const ReconcileEngine::Done& done);
 
     EventLoop& loop_;
     ovs::OvsdbClient& client_;
@@ -69,6 +80,8 @@ private:
     uint64_t transactions_ = 0;
     std::string notConverged_;
     std::string lastForeign_;
+    std::string reattach_;                // a port to take out and put back
+    std::optional<int64_t> reattachCfg_;  // the next_cfg its removal asked vswitchd to reach
     std::function<void(const BridgePlan&)> onApplied_;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
     ReconcileEngine engine_;  // after a failed transaction: 100 ms doubling to 5 s

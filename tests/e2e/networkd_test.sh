@@ -7,10 +7,13 @@
 #    the eth0 one, the catch-all reconfigures eth0 as the node's interface;
 #    it took eth0 out of the first shim's Linux bridge and cut the node off):
 #    restart, reconfigure and reload do not touch gw0;
-#  - with the gw0 drop-in gone (a node whose networkd config predates kovs),
-#    networkd flushes gw0 on reload and reconfigure, doctor says so, the
-#    gateway guard restores gw0 each time, and both transfers complete;
-#  - a restarted agent writes the drop-in back and doctor passes again.
+#  - with an administrator's .network file that matches gw0 before kovs's
+#    drop-in (a node whose networkd config predates kovs), networkd flushes
+#    gw0 on reload and reconfigure, doctor names the file, the gateway guard
+#    restores gw0 each time, and both transfers complete;
+#  - a drop-in removed while the agent runs is written again at once (the
+#    drop-ins job), and without the administrator's file networkd lets go of
+#    gw0 and doctor passes again.
 # With KOVS_IP_FAMILY=dual (meson: networkd-dual) gw0 has an IPv6 address too:
 # networkd's flushes take it as well (seen by `ip -6 monitor`), and the guard
 # restores it with the IPv4 one.
@@ -73,12 +76,13 @@ if [ "$IP_FAMILY" != ipv4 ]; then
     in_node 1 ip -6 monitor address dev gw0 > "$CLUSTER_DIR/gw0-ipv6-events" 2>&1 &
     monitor6=$!
 fi
-rm "$(node_dir 1)/networkd/10-kovs-gw0.network"
+admin_file=$(node_dir 1)/networkd/05-admin-gw0.network
+printf '# An administrator'"'"'s file, older than kovs.\n[Match]\nName=gw0\n' > "$admin_file"
 networkctl_in 1 reload
 wait_for "networkd to take gw0 over" 10 gw0_managed
-out=$(kovsctl 1 doctor) && fail "doctor passed with networkd managing gw0 without the drop-in:
+out=$(kovsctl 1 doctor) && fail "doctor passed with networkd managing gw0 through $admin_file:
 $out"
-grep -q "FAIL  networkd" <<<"$out" || fail "doctor did not flag the missing drop-in:
+grep -q "FAIL  networkd .*05-admin-gw0.network sorts first and matches gw0" <<<"$out" || fail "doctor did not name the file that shadows kovs's drop-in:
 $out"
 for i in 1 2 3; do
     at $(( 6000 + i * 1500 ))
@@ -95,7 +99,7 @@ if [ "$IP_FAMILY" != ipv4 ]; then
     (( flushed6 > 0 )) || fail "networkd never removed gw0's IPv6 address: $(head -5 "$CLUSTER_DIR/gw0-ipv6-events")"
     echo "   gw0's IPv6 address $(node_gw_ip6 1)/64 was flushed $flushed6 time(s) and is back"
 fi
-pass "without the gw0 drop-in networkd flushes gw0; doctor flags it and the guard restores gw0 each time"
+pass "with an administrator's file matching gw0 first networkd flushes gw0; doctor names the file and the guard restores gw0 each time"
 
 transfer_ok() {
     local name=$1 pid=$2 json=$3 bytes
@@ -109,13 +113,15 @@ transfer_ok "pod n1/p1 -> gw0 service" "$gw_client" "$CLUSTER_DIR/gw.json"
 transfer_ok "pod n2/p1 -> pod n1/p1 (tunnel)" "$pod_client" "$CLUSTER_DIR/pod.json"
 pass "both TCP transfers completed through every networkd restart, reload and reconfigure"
 
-agent_stop 1 TERM
-agent_start 1
-wait_for "the restarted agent on node 1 to be ready" 30 node_ready 1
+dropin=$(node_dir 1)/networkd/10-kovs-gw0.network
+dropin_written() { [ -s "$dropin" ]; }
+rewrites() { agent_metrics 1 | awk '/^kovs_networkd_dropins_rewritten_total / { print $2 }'; }
+rm "$dropin"
+wait_for "the agent to write the gw0 drop-in again" 5 dropin_written
+(( $(rewrites) >= 1 )) || fail "the drop-in is back but kovs_networkd_dropins_rewritten_total is $(rewrites)"
+rm "$admin_file"
 networkctl_in 1 reload
 wait_for "networkd to let go of gw0" 10 gw0_unmanaged
-out=$(kovsctl 1 doctor) || fail "doctor still fails after the agent rewrote its drop-ins:
+out=$(kovsctl 1 doctor) || fail "doctor still fails with the drop-in back and the administrator's file gone:
 $out"
-pass "a restarted agent writes the gw0 drop-in back; networkd lets go of gw0 and doctor passes"
-
-echo "$checks passed, 0 failed"
+pass "a drop-in removed under the running agent is written again at once; without the administrator's file networkd lets go of gw0 and doctor passes"

@@ -7,7 +7,9 @@
 #include <sstream>
 
 #include "gateway/GatewayGuard.hpp"
+#include "gateway/NetworkdDropinGuard.hpp"
 #include "gateway/NetworkdDropins.hpp"
+#include "base/RepairLog.hpp"
 #include "base/Error.hpp"
 #include "tests/support/TempDir.hpp"
 
@@ -84,4 +86,61 @@ TEST_F(DropinsTest, BadNamesWriteNothing) {
         EXPECT_THROW(d.install({"gw0", bad}), Error) << bad;
         EXPECT_TRUE(std::filesystem::is_empty(dir_)) << bad;
     }
+}
+
+// The drop-ins job's plan: what is missing or was changed; nothing once written.
+TEST_F(DropinsTest, MissingNamesTheDropinsToWriteAgain) {
+    gateway::NetworkdDropins d(dir_);
+    EXPECT_EQ(d.missing({"gw0", "br-phy"}), (std::vector<std::string>{"gw0", "br-phy"}));
+    d.install({"gw0", "br-phy"});
+    EXPECT_TRUE(d.missing({"gw0", "br-phy"}).empty());
+    std::ofstream(d.pathFor("br-phy")) << "[Match]\nName=br-phy\n";  // someone's edit: no Unmanaged=yes
+    std::filesystem::remove(d.pathFor("gw0"));
+    EXPECT_EQ(d.missing({"gw0", "br-phy"}), (std::vector<std::string>{"gw0", "br-phy"}));
+}
+
+// networkd applies the first .network file (by name) whose [Match] fits: one
+// sorting before kovs's makes the drop-in moot.
+TEST_F(DropinsTest, ShadowingFindsFilesThatMatchFirst) {
+    gateway::NetworkdDropins d(dir_);
+    d.install({"gw0"});
+    std::ofstream(dir_ + "/05-admin.network") << "[Match]\nName=eth* gw?\n\n[Network]\nDHCP=yes\n";
+    std::ofstream(dir_ + "/06-other.network") << "[Match]\nName=br-phy\n";
+    std::ofstream(dir_ + "/07-not-match.network") << "[Network]\nName=gw0\n";  // not in [Match]
+    std::ofstream(dir_ + "/99-catchall.network") << "[Match]\nName=*\n";      // sorts after kovs's: harmless
+    std::ofstream(dir_ + "/01-gw0.netdev") << "[Match]\nName=gw0\n";           // not a .network file
+    EXPECT_EQ(d.shadowing("gw0"), (std::vector<std::string>{dir_ + "/05-admin.network"}));
+    EXPECT_TRUE(d.shadowing("kovs-up0").empty());
+}
+
+// The drop-ins job on a real loop: written at start, written again as soon
+// as one is removed or changed, and a writer that keeps removing them is
+// held back and reported, not fought.
+TEST_F(DropinsTest, TheJobWritesARemovedOrChangedDropinAgain) {
+    using namespace std::chrono_literals;
+    EventLoop loop;
+    RepairLog log;
+    gateway::NetworkdDropinGuard job(loop, dir_ + "/network", {"gw0", "br-phy"}, log, std::chrono::hours(1));
+    job.start();
+    gateway::NetworkdDropins d(dir_ + "/network");
+    ASSERT_TRUE(d.missing({"gw0", "br-phy"}).empty()) << "start() writes them before it returns";
+
+    std::filesystem::remove(d.pathFor("gw0"));
+    ASSERT_TRUE(loop.runUntil([&] { return d.missing({"gw0"}).empty(); }, 5s)) << "the removed drop-in stays gone";
+    EXPECT_EQ(job.rewritten(), 1u);
+    std::ofstream(d.pathFor("br-phy")) << "[Match]\nName=br-phy\n";
+    ASSERT_TRUE(loop.runUntil([&] { return d.missing({"br-phy"}).empty(); }, 5s)) << "the changed drop-in stays changed";
+    EXPECT_EQ(job.rewritten(), 2u);
+    EXPECT_NE(log.recent().dump().find("br-phy"), std::string::npos) << log.recent().dump();
+
+    // Removed again and again: 5 repairs at once, then the job waits and says so.
+    for (int i = 0; i < 8; ++i) {
+        std::filesystem::remove(d.pathFor("gw0"));
+        loop.runUntil([&] { return d.missing({"gw0"}).empty(); }, 300ms);
+    }
+    nlohmann::json s;
+    job.status(s);
+    EXPECT_TRUE(s.at("networkdDropins").at("reconcile").at("contested").get<bool>()) << s.dump();
+    EXPECT_LT(job.rewritten(), 10u) << "every removal was undone at once: no backoff";
+    EXPECT_FALSE(d.missing({"gw0"}).empty()) << "a held repair waits";
 }
