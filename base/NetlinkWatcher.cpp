@@ -34,8 +34,7 @@ const nlmsghdr* nextNetlinkMessage(const nlmsghdr* h, size_t& left) {
 RtnetlinkSubscription::RtnetlinkSubscription(EventLoop& loop, std::string what, const std::vector<int>& groups,
                                              std::function<void(const nlmsghdr*)> onMessage,
                                              std::function<void(bool overflowed)> onDrained)
-    : loop_(loop), what_(std::move(what)), onMessage_(std::move(onMessage)), onDrained_(std::move(onDrained)),
-      buf_(64 * 1024) {
+    : loop_(loop), what_(std::move(what)), onMessage_(std::move(onMessage)), onDrained_(std::move(onDrained)) {
     sock_.reset(nl_socket_alloc());
     if (!sock_) throw Error(what_ + ": nl_socket_alloc: out of memory");
     nl_socket_disable_seq_check(sock_.get());
@@ -51,9 +50,14 @@ RtnetlinkSubscription::RtnetlinkSubscription(EventLoop& loop, std::string what, 
 RtnetlinkSubscription::~RtnetlinkSubscription() { loop_.unwatch(fd_); }
 
 void RtnetlinkSubscription::onReadable() {
+    // One receive buffer for every subscription of this thread (the loop's):
+    // each is drained before the next is read, and the messages are handed
+    // out before the next recv(). 64 KiB each, zeroed, would be resident in
+    // every job that listens (the gateway, offload and uplink jobs).
+    thread_local std::vector<char> buf(64 * 1024);
     bool overflowed = false;
     while (true) {
-        ssize_t n = ::recv(fd_, buf_.data(), buf_.size(), MSG_DONTWAIT);
+        ssize_t n = ::recv(fd_, buf.data(), buf.size(), MSG_DONTWAIT);
         if (n < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -64,7 +68,7 @@ void RtnetlinkSubscription::onReadable() {
             throwErrno(what_ + ": recv");
         }
         size_t left = static_cast<size_t>(n);
-        for (auto* h = reinterpret_cast<const nlmsghdr*>(buf_.data()); netlinkMessageFits(h, left);
+        for (auto* h = reinterpret_cast<const nlmsghdr*>(buf.data()); netlinkMessageFits(h, left);
              h = nextNetlinkMessage(h, left))
             onMessage_(h);
     }

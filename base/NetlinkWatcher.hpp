@@ -62,7 +62,6 @@ private:
     std::function<void(bool)> onDrained_;
     nl::Sock sock_;
     int fd_ = -1;
-    std::vector<char> buf_;
 };
 
 class NetlinkWatcher {
