@@ -37,7 +37,7 @@ _dockerfile_debian_tag() {
 
 # debian:<tag> and debian:<tag>-slim from one debootstrap --variant=minbase.
 debian_base_ensure() {
-    local tag suite mirror work rootfs log t0
+    local tag suite mirror rootfs t0
     tag=$(_dockerfile_debian_tag)
     [ -n "$tag" ] || die "kind/Dockerfile: no 'ARG DEBIAN_TAG=...' line to take the base image's tag from"
     suite=${tag%%-*}
@@ -48,20 +48,9 @@ debian_base_ensure() {
     command -v debootstrap >/dev/null || die "debootstrap not found (scripts/install-deps.sh installs it)"
     mirror=$(_debian_mirror "$suite") || exit 1
     t0=$(date +%s)
-    mkdir -p "$KOVS_STATE/debootstrap-cache"
-    work=$(mktemp -d "$KOVS_STATE/image-build.XXXXXX")
-    _image_build_dir=$work
-    rootfs=$work/rootfs log=$work/debootstrap.log
-    _log "  building debian:$tag (+ -slim) for kind/Dockerfile: debootstrap --variant=minbase $suite from $mirror (log $log)"
-    _run_logged "download + unpack" "$log" unshare --mount --propagation private -- \
-        debootstrap --foreign --variant=minbase --components=main \
-            --cache-dir="$KOVS_STATE/debootstrap-cache" "$suite" "$rootfs" "$mirror" || return 1
-    printf '#!/bin/sh\nexit 101\n' > "$rootfs/usr/sbin/policy-rc.d"
-    chmod +x "$rootfs/usr/sbin/policy-rc.d"
-    echo force-unsafe-io > "$rootfs/etc/dpkg/dpkg.cfg.d/kovs-unsafe-io"
-    _run_logged "configure packages" "$log" unshare --mount --net --pid --fork --kill-child --propagation private -- \
-        chroot "$rootfs" /debootstrap/debootstrap --second-stage || return 1
-    rm -f "$rootfs/usr/sbin/policy-rc.d" "$rootfs/etc/dpkg/dpkg.cfg.d/kovs-unsafe-io"
+    _debootstrap_rootfs "debian:$tag (+ -slim) for kind/Dockerfile" "$suite" "$mirror" || return 1
+    # shellcheck disable=SC2154 # set by node-image.sh's _debootstrap_rootfs
+    rootfs=$_rootfs
     # As Debian's official images have them: deb822 sources (the Dockerfile's
     # DEBIAN_SNAPSHOT sed rewrites exactly these URIs), no sources.list.
     rm -f "$rootfs/etc/apt/sources.list"
@@ -78,7 +67,7 @@ Suites: $suite-security
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
-    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/log/*.log
+    _debootstrap_trim
     _debian_import "$rootfs" "debian:$tag" "$suite"
     # The slim variant: what Debian's slim images leave out, and keep out.
     cat > "$rootfs/etc/dpkg/dpkg.cfg.d/docker" <<'EOF'
@@ -93,8 +82,7 @@ EOF
     rm -rf "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/*
     find "$rootfs/usr/share/locale" -mindepth 1 -maxdepth 1 -not -name locale.alias -exec rm -rf {} +
     _debian_import "$rootfs" "debian:$tag-slim" "$suite"
-    rm -rf --one-file-system "$work"
-    _image_build_dir=""
+    _debootstrap_done
     _log "  base images built in $(( $(date +%s) - t0 ))s"
 }
 

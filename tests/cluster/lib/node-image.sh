@@ -95,51 +95,73 @@ _run_logged() {
     return $rc
 }
 
-# Builds the node image from Debian packages: debootstrap --variant=minbase in
-# two stages, the second (package scripts) chrooted in private mount, network
-# and pid namespaces with a policy-rc.d, so no package script can start a
-# daemon or touch this machine's network; then docker import.
-_node_image_build() {
-    local tag=$1 suite=$2 mirror=$3; shift 3
-    local pkgs=("$@") work rootfs log t0 attempt
-    t0=$(date +%s)
+# The one debootstrap both image kinds start from (this file's node image,
+# kind-node-images.sh's debian:<tag> bases): a fresh work directory
+# (_image_build_dir, removed by cluster_down if the script is interrupted)
+# whose rootfs/ holds --variant=minbase of `suite` plus `pkgs`, in two stages,
+# the second (package scripts) chrooted in private mount, network and pid
+# namespaces with a policy-rc.d, so no package script can start a daemon or
+# touch this machine's network. Sets _rootfs and _image_log; the caller
+# finishes the rootfs, imports it and calls _debootstrap_done.
+_debootstrap_rootfs() {
+    local what=$1 suite=$2 mirror=$3; shift 3
+    local pkgs=("$@") work attempt include=()
+    [ ${#pkgs[@]} -eq 0 ] || include=(--include="$(IFS=,; echo "${pkgs[*]}")")
     mkdir -p "$KOVS_STATE/debootstrap-cache"
     work=$(mktemp -d "$KOVS_STATE/image-build.XXXXXX")
     _image_build_dir=$work
-    rootfs=$work/rootfs log=$work/debootstrap.log
-    _log "  building node image $tag: debootstrap --variant=minbase $suite from $mirror, ${#pkgs[@]} packages"
-    _log "    (once per package list: the image is cached in $KOVS_DOCKER_ROOT; log $log)"
+    _rootfs=$work/rootfs _image_log=$work/debootstrap.log
+    _log "  building $what: debootstrap --variant=minbase $suite from $mirror${pkgs:+, ${#pkgs[@]} packages} (log $_image_log)"
     for attempt in 1 2; do
-        rm -rf --one-file-system "$rootfs"
+        rm -rf --one-file-system "$_rootfs"
         # Downloads and unpacks only; a private mount namespace in case
         # debootstrap mounts anything.
-        _run_logged "download + unpack (attempt $attempt)" "$log" \
+        _run_logged "download + unpack (attempt $attempt)" "$_image_log" \
             unshare --mount --propagation private -- \
-            debootstrap --foreign --variant=minbase --components=main --include="$(IFS=,; echo "${pkgs[*]}")" \
-                --cache-dir="$KOVS_STATE/debootstrap-cache" "$suite" "$rootfs" "$mirror" && break
+            debootstrap --foreign --variant=minbase --components=main "${include[@]}" \
+                --cache-dir="$KOVS_STATE/debootstrap-cache" "$suite" "$_rootfs" "$mirror" && break
         [ "$attempt" -eq 2 ] && return 1
         _log "    retrying once (network hiccup?)"
     done
-    printf '#!/bin/sh\n# kovs image build: no package may start a service\nexit 101\n' > "$rootfs/usr/sbin/policy-rc.d"
-    chmod +x "$rootfs/usr/sbin/policy-rc.d"
+    printf '#!/bin/sh\n# kovs image build: no package may start a service\nexit 101\n' > "$_rootfs/usr/sbin/policy-rc.d"
+    chmod +x "$_rootfs/usr/sbin/policy-rc.d"
     # A throwaway root: dpkg need not fsync every file (halves the time).
-    echo force-unsafe-io > "$rootfs/etc/dpkg/dpkg.cfg.d/kovs-unsafe-io"
-    _run_logged "configure packages" "$log" \
+    echo force-unsafe-io > "$_rootfs/etc/dpkg/dpkg.cfg.d/kovs-unsafe-io"
+    _run_logged "configure packages" "$_image_log" \
         unshare --mount --net --pid --fork --kill-child --propagation private -- \
-        chroot "$rootfs" /debootstrap/debootstrap --second-stage || return 1
-    rm -f "$rootfs/usr/sbin/policy-rc.d" "$rootfs/etc/dpkg/dpkg.cfg.d/kovs-unsafe-io"
+        chroot "$_rootfs" /debootstrap/debootstrap --second-stage || return 1
+    rm -f "$_rootfs/usr/sbin/policy-rc.d" "$_rootfs/etc/dpkg/dpkg.cfg.d/kovs-unsafe-io"
+}
+
+# What no image keeps: downloaded packages, apt lists, logs.
+_debootstrap_trim() {
+    rm -rf "$_rootfs"/var/cache/apt/archives/*.deb "$_rootfs"/var/lib/apt/lists/* "$_rootfs"/var/log/*.log
+}
+
+_debootstrap_done() {
+    rm -rf --one-file-system "$_image_build_dir"
+    _image_build_dir=""
+}
+
+# The node image: the debootstrap above with the node's packages, then
+# docker import.
+_node_image_build() {
+    local tag=$1 suite=$2 mirror=$3; shift 3
+    local pkgs=("$@") t0
+    t0=$(date +%s)
+    _log "    (once per package list: the image $tag is cached in $KOVS_DOCKER_ROOT)"
+    _debootstrap_rootfs "node image $tag" "$suite" "$mirror" "${pkgs[@]}" || return 1
     # kovs-agent runs OVS itself (ovs.manage: true); once a node boots systemd,
     # the package's own OVS services must not start a second one.
-    chroot "$rootfs" systemctl mask --quiet openvswitch-switch.service ovs-vswitchd.service ovsdb-server.service \
-        ovs-record-hostname.service 2>>"$log" || true
-    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/log/*.log
-    _log "    importing into the private Docker engine ($(du -sm --one-file-system "$rootfs" | cut -f1) MB)"
-    tar -C "$rootfs" --numeric-owner --one-file-system -cf - . |
+    chroot "$_rootfs" systemctl mask --quiet openvswitch-switch.service ovs-vswitchd.service ovsdb-server.service \
+        ovs-record-hostname.service 2>>"$_image_log" || true
+    _debootstrap_trim
+    _log "    importing into the private Docker engine ($(du -sm --one-file-system "$_rootfs" | cut -f1) MB)"
+    tar -C "$_rootfs" --numeric-owner --one-file-system -cf - . |
         dk import -m "kovs node: debootstrap --variant=minbase $suite + ${pkgs[*]}" \
             -c 'CMD ["sleep", "infinity"]' -c "LABEL kovs.suite=$suite" -c "LABEL kovs.packages=\"${pkgs[*]}\"" \
             - "$tag" >/dev/null
-    rm -rf --one-file-system "$work"
-    _image_build_dir=""
+    _debootstrap_done
     _log "  node image $tag built in $(( $(date +%s) - t0 ))s"
 }
 
@@ -152,7 +174,8 @@ node_image_ensure() {
     if [ "${KOVS_NODE_RUNS_KOVS:-1}" = 1 ]; then libs=$(_kovs_library_packages) || exit 1; fi
     mapfile -t pkgs < <(printf '%s\n' "${KOVS_NODE_PACKAGES[@]}" "$libs" | sed '/^$/d' | sort -u)
     # The tag names the recipe: suite, packages and the build steps themselves.
-    key=$( { echo "$suite"; printf '%s\n' "${pkgs[@]}"; declare -f _node_image_build; } | sha256sum | cut -c1-12)
+    key=$( { echo "$suite"; printf '%s\n' "${pkgs[@]}"; declare -f _debootstrap_rootfs _debootstrap_trim _node_image_build; } |
+        sha256sum | cut -c1-12)
     tag=$KOVS_NODE_IMAGE_REPO:$key
     # shellcheck disable=SC2034 # docker-cluster.sh's node_up runs it
     KOVS_NODE_IMAGE=$tag
