@@ -119,11 +119,12 @@ void Doctor::checkNetworkd(std::vector<DoctorCheck>& out) {
     gateway::NetworkdDropins dropins(config_.gateway.networkdDropinDir);
     auto interfaces = networkdDropinInterfaces(config_);
     std::vector<std::string> problems;
-    for (const auto& n : dropins.missing(interfaces))
-        problems.push_back(dropins.pathFor(n) + " is missing or changed (the drop-ins job would write it)");
-    for (const auto& n : interfaces) {
-        for (const auto& f : dropins.shadowing(n))
-            problems.push_back(f + " sorts first and matches " + n + ": networkd manages " + n + " whatever kovs's drop-in says");
+    for (const auto& l : dropins.missing(interfaces))
+        problems.push_back(dropins.pathFor(l) + " is missing or changed (the drop-ins job would write it)");
+    for (const auto& l : interfaces) {
+        for (const auto& f : dropins.shadowing(l))
+            problems.push_back(f + " sorts first and matches " + l.example + ": networkd manages " +
+                               (l.example == l.match ? l.match : "the interfaces " + l.match) + " whatever kovs's drop-in says");
     }
     if (problems.empty()) {
         out.push_back(ok("networkd", "systemd-networkd runs and the kovs drop-ins keep it away from kovs's interfaces"));

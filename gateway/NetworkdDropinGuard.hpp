@@ -26,7 +26,7 @@ namespace kovs::gateway {
 class NetworkdDropinGuard : public Job {
 public:
     // `log` must outlive the guard.
-    NetworkdDropinGuard(EventLoop& loop, std::string dir, std::vector<std::string> interfaces, RepairLog& log,
+    NetworkdDropinGuard(EventLoop& loop, std::string dir, std::vector<NetworkdLink> links, RepairLog& log,
                         std::chrono::milliseconds resync);
 
     // Writes the missing drop-ins now (throws kovs::Error when it cannot:
@@ -44,7 +44,7 @@ private:
 
     EventLoop& loop_;
     NetworkdDropins dropins_;
-    std::vector<std::string> interfaces_;
+    std::vector<NetworkdLink> links_;
     RepairLog& log_;
     uint64_t rewritten_ = 0;  // after start-up
     ReconcileEngine engine_;

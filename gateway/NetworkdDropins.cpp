@@ -26,48 +26,59 @@ void validateName(const std::string& name) {
     }
 }
 
+// A stem is a name; a match may be a glob (no whitespace: one pattern) that
+// must cover its example.
+void validate(const NetworkdLink& l) {
+    validateName(l.stem);
+    validateName(l.example);
+    for (unsigned char c : l.match) {
+        if (!(std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '*' || c == '[' || c == ']'))
+            throw Error("networkd drop-in " + l.stem + ": invalid character in Name= pattern '" + l.match + "'");
+    }
+    if (::fnmatch(l.match.c_str(), l.example.c_str(), 0) != 0)
+        throw Error("networkd drop-in " + l.stem + ": Name=" + l.match + " does not match " + l.example);
+}
+
 }  // namespace
 
 NetworkdDropins::NetworkdDropins(std::string dir) : dir_(std::move(dir)) {}
 
-std::string NetworkdDropins::pathFor(const std::string& interface) const {
-    return dir_ + "/10-kovs-" + interface + ".network";
-}
+std::string NetworkdDropins::pathFor(const NetworkdLink& link) const { return dir_ + "/10-kovs-" + link.stem + ".network"; }
 
-std::string NetworkdDropins::contentFor(const std::string& interface) {
+std::string NetworkdDropins::contentFor(const NetworkdLink& link) {
     return "# Written by kovs-agent; removed by kovs-agent --cleanup.\n"
-           "[Match]\nName=" + interface + "\n\n[Link]\nUnmanaged=yes\n";
+           "[Match]\nName=" + link.match + "\n\n[Link]\nUnmanaged=yes\n";
 }
 
-void NetworkdDropins::install(const std::vector<std::string>& interfaces) const {
-    for (const auto& name : interfaces) validateName(name);
+void NetworkdDropins::install(const std::vector<NetworkdLink>& interfaces) const {
+    for (const auto& l : interfaces) validate(l);
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
     if (ec) throw Error("networkd drop-ins: create " + dir_ + ": " + ec.message());
     // Undone on failure: only the files this call created. One that was
     // there before (the last agent run wrote it) keeps networkd off its
     // interface and must stay.
-    std::vector<std::string> created;
+    std::vector<NetworkdLink> created;
     try {
-        for (const auto& name : interfaces) {
-            bool existed = std::filesystem::exists(pathFor(name), ec);
-            writeOne(name);
-            if (!existed) created.push_back(name);
+        for (const auto& l : interfaces) {
+            bool existed = std::filesystem::exists(pathFor(l), ec);
+            writeOne(l);
+            if (!existed) created.push_back(l);
         }
     } catch (...) {
-        for (const auto& name : created) std::filesystem::remove(pathFor(name), ec);
+        for (const auto& l : created) std::filesystem::remove(pathFor(l), ec);
         throw;
     }
 }
 
-void NetworkdDropins::writeOne(const std::string& name) const {
+void NetworkdDropins::writeOne(const NetworkdLink& link) const {
     std::error_code ec;
     {
-        std::string path = pathFor(name);
+        std::string path = pathFor(link);
         std::string tmp = path + ".tmp";
         {
             std::ofstream out(tmp, std::ios::trunc);
-            out << contentFor(name);
+            out << contentFor(link);
             out.close();
             if (!out) {
                 std::filesystem::remove(tmp, ec);
@@ -83,29 +94,30 @@ void NetworkdDropins::writeOne(const std::string& name) const {
     }
 }
 
-void NetworkdDropins::remove(const std::vector<std::string>& interfaces) const {
-    for (const auto& name : interfaces) {
-        validateName(name);
+void NetworkdDropins::remove(const std::vector<NetworkdLink>& interfaces) const {
+    for (const auto& l : interfaces) {
+        validate(l);
         std::error_code ec;
-        std::filesystem::remove(pathFor(name), ec);
-        if (ec) throw Error("networkd drop-in: remove " + pathFor(name) + ": " + ec.message());
+        std::filesystem::remove(pathFor(l), ec);
+        if (ec) throw Error("networkd drop-in: remove " + pathFor(l) + ": " + ec.message());
     }
 }
 
-std::vector<std::string> NetworkdDropins::missing(const std::vector<std::string>& interfaces) const {
-    std::vector<std::string> out;
-    for (const auto& name : interfaces) {
-        std::ifstream in(pathFor(name));
+std::vector<NetworkdLink> NetworkdDropins::missing(const std::vector<NetworkdLink>& links) const {
+    std::vector<NetworkdLink> out;
+    for (const auto& l : links) {
+        std::ifstream in(pathFor(l));
         std::stringstream held;
         held << in.rdbuf();
-        if (!in || held.str() != contentFor(name)) out.push_back(name);
+        if (!in || held.str() != contentFor(l)) out.push_back(l);
     }
     return out;
 }
 
-std::vector<std::string> NetworkdDropins::shadowing(const std::string& interface) const {
+std::vector<std::string> NetworkdDropins::shadowing(const NetworkdLink& link) const {
     std::vector<std::string> out;
-    const auto ours = std::filesystem::path(pathFor(interface)).filename().string();
+    const auto ours = std::filesystem::path(pathFor(link)).filename().string();
+    const auto& interface = link.example;
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
         auto name = e.path().filename().string();

@@ -3,7 +3,11 @@
 // tunnel job on whichever bridge holds the node IP.
 #include "agent/JobOptions.hpp"
 
+#include <fnmatch.h>
 #include <gtest/gtest.h>
+
+#include "agent/NetworkdInterfaces.hpp"
+#include "cni/VethPair.hpp"
 
 using kovs::agent::Config;
 using kovs::agent::parseConfig;
@@ -70,4 +74,23 @@ TEST(JobOptions, UplinkNoneWithTheirPhysicalBridgeRunsTheTunnelJobThereAndTouche
     EXPECT_EQ(kovs::agent::tunnelOptions(theirs).bridge, "breth0");
     EXPECT_EQ(kovs::agent::bridgeOptions(theirs).physBridge, "") << "their bridge is not in kovs's desired state";
     for (const auto& d : kovs::agent::offloadHostDevices(theirs)) EXPECT_NE(d, "breth0");
+}
+
+// networkd must leave every link kovs configures alone; in standalone mode
+// that includes the pods' host ends, whose names come from kovs-cni.
+TEST(JobOptions, NetworkdDropinsCoverKovsLinksAndThePodsHostEndsInStandaloneOnly) {
+    auto matches = [](const std::vector<kovs::gateway::NetworkdLink>& links, const std::string& name) {
+        for (const auto& l : links)
+            if (::fnmatch(l.match.c_str(), name.c_str(), 0) == 0) return true;
+        return false;
+    };
+    auto standalone = kovs::agent::networkdDropinInterfaces(resolved("node: {podCIDR: 10.244.1.0/24}\n"));
+    for (const char* n : {"gw0", "br-phy", "eth0", "kovs-up0", "kovs-up1"}) EXPECT_TRUE(matches(standalone, n)) << n;
+    auto hostEnd = kovs::cni::VethPair::hostNameFor("0123456789abcdef", "eth0");
+    EXPECT_TRUE(matches(standalone, hostEnd)) << hostEnd << ": kovs-cni's naming and the drop-in's pattern drifted apart";
+    EXPECT_FALSE(matches(standalone, "br-int")) << "br-int carries nothing networkd could break";
+    auto theirs = kovs::agent::networkdDropinInterfaces(
+        resolved("node: {podCIDR: 10.244.1.0/24}\nmode: companion\nbridge: {gateway: antrea-gw0}\n"));
+    EXPECT_FALSE(matches(theirs, hostEnd)) << "another CNI's pods are that CNI's";
+    EXPECT_TRUE(matches(theirs, "antrea-gw0"));
 }

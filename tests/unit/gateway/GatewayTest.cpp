@@ -91,12 +91,32 @@ TEST_F(DropinsTest, BadNamesWriteNothing) {
 // The drop-ins job's plan: what is missing or was changed; nothing once written.
 TEST_F(DropinsTest, MissingNamesTheDropinsToWriteAgain) {
     gateway::NetworkdDropins d(dir_);
-    EXPECT_EQ(d.missing({"gw0", "br-phy"}), (std::vector<std::string>{"gw0", "br-phy"}));
+    auto stems = [&] {
+        std::vector<std::string> out;
+        for (const auto& l : d.missing({"gw0", "br-phy"})) out.push_back(l.stem);
+        return out;
+    };
+    EXPECT_EQ(stems(), (std::vector<std::string>{"gw0", "br-phy"}));
     d.install({"gw0", "br-phy"});
-    EXPECT_TRUE(d.missing({"gw0", "br-phy"}).empty());
+    EXPECT_TRUE(stems().empty());
     std::ofstream(d.pathFor("br-phy")) << "[Match]\nName=br-phy\n";  // someone's edit: no Unmanaged=yes
     std::filesystem::remove(d.pathFor("gw0"));
-    EXPECT_EQ(d.missing({"gw0", "br-phy"}), (std::vector<std::string>{"gw0", "br-phy"}));
+    EXPECT_EQ(stems(), (std::vector<std::string>{"gw0", "br-phy"}));
+}
+
+// One drop-in for a family of interfaces (the pods' host ends): a glob in
+// Name=, checked against an example it must cover.
+TEST_F(DropinsTest, AGlobDropinCoversAFamilyOfInterfaces) {
+    gateway::NetworkdDropins d(dir_);
+    gateway::NetworkdLink pods{"pods", "kovs[0-9a-f]*", "kovs0123456789a"};
+    d.install({pods});
+    auto text = read(dir_ + "/10-kovs-pods.network");
+    EXPECT_NE(text.find("[Match]\nName=kovs[0-9a-f]*\n"), std::string::npos) << text;
+    EXPECT_TRUE(d.missing({pods}).empty());
+    std::ofstream(dir_ + "/05-all-veths.network") << "[Match]\nName=kovs*\n";
+    EXPECT_EQ(d.shadowing(pods), (std::vector<std::string>{dir_ + "/05-all-veths.network"}));
+    EXPECT_THROW(d.install({{"pods", "kovs[0-9a-f]*", "gw0"}}), Error) << "a pattern must cover its example";
+    EXPECT_THROW(d.install({{"pods", "kovs *", "kovs1"}}), Error) << "one pattern, no whitespace";
 }
 
 // networkd applies the first .network file (by name) whose [Match] fits: one
