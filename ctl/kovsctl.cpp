@@ -46,6 +46,19 @@ void printStatus(const nlohmann::json& s) {
         for (const auto& p : b.value("ports", nlohmann::json::array())) ports += (ports.empty() ? "" : " ") + p.get<std::string>();
         std::cout << fmt::format("bridge     {:<8} datapath {:<7} ports: {}\n", b.value("name", "?"), b.value("datapathType", "?"), ports);
     }
+    if (s.contains("uplink")) {
+        const auto& u = s["uplink"];
+        auto last = u.value("lastRepair", "");
+        bool contested = u.value("reconcile", nlohmann::json::object()).value("contested", false);
+        std::cout << fmt::format("uplink     {} -> {} ({})  addresses {}  repairs {}{}{}\n", u.value("device", "?"), u.value("bridge", "?"),
+                                 u.value("mode", "?"), joined(u.value("addresses", nlohmann::json::array())), u.value("repairs", 0),
+                                 last.empty() ? "" : "  last: " + last, contested ? "  CONTESTED (repairs held back)" : "");
+    }
+    if (s.contains("networkdDropins")) {
+        const auto& n = s["networkdDropins"];
+        std::cout << fmt::format("networkd   drop-ins in {} for {}  written again {}\n", n.value("dir", "?"),
+                                 joined(n.value("interfaces", nlohmann::json::array())), n.value("rewritten", 0));
+    }
     if (s.contains("gateway")) {
         const auto& g = s["gateway"];
         std::string addrs;
