@@ -39,6 +39,7 @@ private:
     void checkNetworkd(std::vector<DoctorCheck>& out);
     void checkSocketBuffers(std::vector<DoctorCheck>& out);
     void checkBridges(const ovs::OvsdbReplica& replica, std::vector<DoctorCheck>& out);
+    void checkUplink(const ovs::OvsdbReplica& replica, std::vector<DoctorCheck>& out);
     void checkFlows(const ovs::OvsdbReplica& replica, std::vector<DoctorCheck>& out);
     void checkEgress(std::vector<DoctorCheck>& out);
     void checkFamilies(std::vector<DoctorCheck>& out);

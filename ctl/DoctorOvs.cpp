@@ -12,6 +12,7 @@
 #include "base/Netns.hpp"
 #include "base/Process.hpp"
 #include "base/RtnetlinkClient.hpp"
+#include "base/Strings.hpp"
 #include "bridge/BridgePlanner.hpp"
 #include "daemons/PacketSocketBuffers.hpp"
 #include "flows/FlowDump.hpp"
@@ -21,6 +22,7 @@
 #include "offload/PodInterfaces.hpp"
 #include "ovs/OvsdbClient.hpp"
 #include "ovs/UnixctlClient.hpp"
+#include "uplink/Uplink.hpp"
 
 namespace kovs::ctl {
 namespace {
@@ -129,6 +131,7 @@ void Doctor::checkOvs(std::vector<DoctorCheck>& out) {
             }
         }
         checkBridges(db.replica(), out);
+        checkUplink(db.replica(), out);
         // kovs-cni's pods and the other CNI's, found as the offload guard finds them.
         pods_ = offload::podInterfacesFromReplica(db.replica(), config_.bridge.integration);
         checkMtu(config_, db.replica(), pods_, out);
@@ -160,6 +163,32 @@ void Doctor::checkSocketBuffers(std::vector<DoctorCheck>& out) {
         return;
     }
     out.push_back(socketBufferFinding(sockets, config_.ovs.socketBufferKiB));
+}
+
+// A dry run of the uplink job: the steps it would take to put the node's
+// underlay identity back on the bridge (the same observe and plan as its
+// start-up migration and its repairs after).
+void Doctor::checkUplink(const ovs::OvsdbReplica& replica, std::vector<DoctorCheck>& out) {
+    if (config_.uplink.mode == agent::Config::UplinkMode::None) return;
+    auto opts = uplinkOptions(config_);
+    try {
+        auto plan = uplink::Uplink(opts).plan(replica);
+        if (!plan.blocked.empty()) {
+            out.push_back(fail("uplink", plan.blocked, "remove the port that is in the way, or choose another uplink"));
+        } else if (!plan.steps.empty()) {
+            out.push_back(fail("uplink", opts.device + " / " + opts.bridge + ": the uplink job would " + join(plan.describeSteps(), "; "),
+                               "kovs-agent repairs this a second after it happens (is it running?); someone changed the "
+                               "node's addressing, or the shim, behind its back"));
+        } else if (!plan.waitingFor.empty()) {
+            out.push_back(fail("uplink", opts.device + " / " + opts.bridge + ": waiting for " + plan.waitingFor,
+                               "the uplink port is not attached in ovs-vswitchd: see the vswitchd and bridges checks"));
+        } else {
+            out.push_back(ok("uplink", fmt::format("the node's addresses are on {} ({} mode), {} holds none", opts.bridge,
+                                                   uplink::modeName(opts.mode), opts.device)));
+        }
+    } catch (const std::exception& e) {
+        out.push_back(fail("uplink", e.what(), "the uplink interface or its addresses are gone: see kovs-agent's log"));
+    }
 }
 
 // A dry run of the bridge job: what it would send OVSDB now.

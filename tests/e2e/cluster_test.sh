@@ -281,7 +281,10 @@ pass "forged VXLAN from a peer's address (another node's pod, a local pod, the g
 # The uplink job after start-up: the node's address given back to eth0 behind
 # the agent's back (a DHCP client, a person) is taken off again, and the node
 # still reaches its peers; kovsctl status names the repair.
+agent_signal 1 STOP
 in_node 1 ip addr add "$(node_ip 1)/16" dev eth0
+doctor_finds "the node's address on eth0" "FAIL  uplink .*the uplink job would remove address $(node_ip 1)/16 from eth0"
+agent_signal 1 CONT
 eth0_bare() { [ -z "$(in_node 1 ip -4 -o addr show dev eth0)" ]; }
 wait_for "the uplink job to take node 1's address off eth0 again" 10 eth0_bare
 ping_ok "$(node_ip 2)" in_node 1 || fail "node 1 cannot reach node 2 after the uplink repair"
@@ -289,6 +292,6 @@ out=$(kovsctl 1 status)
 grep -q "^uplink .*repairs [1-9].*last: remove address $(node_ip 1)/16 from eth0" <<<"$out" ||
     fail "kovsctl status does not show the uplink repair:
 $out"
-pass "the node's address put back on eth0 is taken off again by the uplink job; kovsctl status names the repair"
+pass "the node's address put back on eth0: doctor finds it (the uplink job's plan, agent stopped), the uplink job takes it off again, kovsctl status names the repair"
 
 echo "$checks passed, 0 failed"
