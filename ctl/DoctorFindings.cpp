@@ -98,4 +98,18 @@ DoctorCheck egressFinding(const std::vector<EgressTableSeen>& tables, const std:
                             (peersFrom ? " (the rules the egress job would install)" : ""));
 }
 
+DoctorCheck uplinkFinding(const uplink::UplinkOptions& opts, const uplink::UplinkPlan& plan) {
+    const auto where = opts.device + " / " + opts.bridge;
+    if (!plan.blocked.empty()) return fail("uplink", plan.blocked, "remove the port that is in the way, or choose another uplink");
+    if (!plan.steps.empty())
+        return fail("uplink", where + ": the uplink job would " + join(plan.describeSteps(), "; "),
+                    "kovs-agent repairs this a second after it happens (is it running?); someone changed the node's "
+                    "addressing, or the shim, behind its back");
+    if (!plan.waitingFor.empty())
+        return fail("uplink", where + ": waiting for " + plan.waitingFor,
+                    "the uplink port is not attached in ovs-vswitchd: see the vswitchd and bridges checks");
+    return ok("uplink", fmt::format("the node's addresses are on {} ({} mode), {} holds none", opts.bridge,
+                                    uplink::modeName(opts.mode), opts.device));
+}
+
 }  // namespace kovs::ctl

@@ -13,6 +13,8 @@
 #include "gateway/GatewayAddressPlan.hpp"
 #include "gateway/GatewayRoutePlan.hpp"
 #include "offload/OffloadPlan.hpp"
+#include "uplink/UplinkOptions.hpp"
+#include "uplink/UplinkStep.hpp"
 
 namespace kovs::ctl {
 
@@ -48,5 +50,8 @@ struct EgressTableSeen {
 // only a missing table is a finding: the rule count cannot be judged).
 DoctorCheck egressFinding(const std::vector<EgressTableSeen>& tables, const std::optional<std::string>& peersFrom,
                           bool contested);
+
+// "uplink": the uplink job's plan for the node (Uplink::plan).
+DoctorCheck uplinkFinding(const uplink::UplinkOptions& opts, const uplink::UplinkPlan& plan);
 
 }  // namespace kovs::ctl

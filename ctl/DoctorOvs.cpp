@@ -172,20 +172,7 @@ void Doctor::checkUplink(const ovs::OvsdbReplica& replica, std::vector<DoctorChe
     if (config_.uplink.mode == agent::Config::UplinkMode::None) return;
     auto opts = uplinkOptions(config_);
     try {
-        auto plan = uplink::Uplink(opts).plan(replica);
-        if (!plan.blocked.empty()) {
-            out.push_back(fail("uplink", plan.blocked, "remove the port that is in the way, or choose another uplink"));
-        } else if (!plan.steps.empty()) {
-            out.push_back(fail("uplink", opts.device + " / " + opts.bridge + ": the uplink job would " + join(plan.describeSteps(), "; "),
-                               "kovs-agent repairs this a second after it happens (is it running?); someone changed the "
-                               "node's addressing, or the shim, behind its back"));
-        } else if (!plan.waitingFor.empty()) {
-            out.push_back(fail("uplink", opts.device + " / " + opts.bridge + ": waiting for " + plan.waitingFor,
-                               "the uplink port is not attached in ovs-vswitchd: see the vswitchd and bridges checks"));
-        } else {
-            out.push_back(ok("uplink", fmt::format("the node's addresses are on {} ({} mode), {} holds none", opts.bridge,
-                                                   uplink::modeName(opts.mode), opts.device)));
-        }
+        out.push_back(uplinkFinding(opts, uplink::Uplink(opts).plan(replica)));
     } catch (const std::exception& e) {
         out.push_back(fail("uplink", e.what(), "the uplink interface or its addresses are gone: see kovs-agent's log"));
     }

@@ -124,3 +124,20 @@ TEST(DoctorFindings, EgressJudgesRuleCountsOnlyWhenThePeersAreKnown) {
     EXPECT_EQ(c.status, Status::Fail);
     EXPECT_NE(c.detail.find("keep being changed under the agent"), std::string::npos) << c.detail;
 }
+
+TEST(DoctorFindings, UplinkSaysWhatTheUplinkJobWouldDoOrWhatItWaitsFor) {
+    uplink::UplinkOptions opts;
+    uplink::UplinkPlan plan;
+    EXPECT_EQ(uplinkFinding(opts, plan).status, Status::Ok);
+    EXPECT_EQ(uplinkFinding(opts, plan).detail, "the node's addresses are on br-phy (shim mode), eth0 holds none");
+    plan.steps.push_back({uplink::step::SetUp{"kovs-up0"}, std::nullopt});
+    auto c = uplinkFinding(opts, plan);
+    EXPECT_EQ(c.status, Status::Fail);
+    EXPECT_EQ(c.detail.rfind("eth0 / br-phy: the uplink job would ", 0), 0u) << c.detail;
+    EXPECT_NE(c.detail.find("kovs-up0"), std::string::npos) << c.detail;
+    plan.steps.clear();
+    plan.waitingFor = "ovs-vswitchd to attach kovs-up1";
+    EXPECT_EQ(uplinkFinding(opts, plan).detail, "eth0 / br-phy: waiting for ovs-vswitchd to attach kovs-up1");
+    plan.blocked = "OVS port kovs-up1 is in bridge br-x";
+    EXPECT_EQ(uplinkFinding(opts, plan).detail, "OVS port kovs-up1 is in bridge br-x");
+}
