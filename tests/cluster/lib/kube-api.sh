@@ -25,7 +25,7 @@ kube_api_up() {
     openssl rand -hex 16 > "$d/token"
     in_underlay python3 "$root/tests/cluster/kube_api_mock.py" --listen "$api_addr" --port "$api_port" \
         --cert "$d/apiserver.crt" --key "$d/apiserver.key" --token-file "$d/token" --peers "$peers" "$@" \
-        --ready-file "$d/ready" --parent $$ --log "$d/requests.log" >"$d/mock.log" 2>&1 &
+        --ready-file "$d/ready" --parent $$ --log "$d/requests.log" --commit-log "$d/commits.log" >"$d/mock.log" 2>&1 &
     disown   # its kill -9 by cluster_down is expected, not worth a "Killed" line from bash
     wait_for "the mock API server to listen" 15 test -s "$d/ready" ||
         { tail -5 "$d/mock.log" "$d/requests.log" >&2 2>/dev/null; die "the mock API server did not start"; }
