@@ -85,9 +85,9 @@ gateway::GatewayGuardOptions gatewayOptions(const Config& c) {
     return o;
 }
 
-std::vector<gateway::GatewayRoute> extraGatewayRoutes(const Config& c) {
-    std::vector<gateway::GatewayRoute> routes;
-    for (const auto& r : c.gateway.extraRoutes) routes.push_back({r, std::nullopt});
+std::vector<RouteInfo> extraGatewayRoutes(const Config& c) {
+    std::vector<RouteInfo> routes;
+    for (const auto& r : c.gateway.extraRoutes) routes.push_back({.dst = r});
     return routes;
 }
 

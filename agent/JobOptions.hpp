@@ -29,7 +29,7 @@ bridge::BridgeOptions bridgeOptions(const Config& c, const ovs::OvsdbReplica& re
 uplink::UplinkOptions uplinkOptions(const Config& c);
 // Without the peers' routes: they join as peers arrive (PeerFanout).
 gateway::GatewayGuardOptions gatewayOptions(const Config& c);
-std::vector<gateway::GatewayRoute> extraGatewayRoutes(const Config& c);
+std::vector<RouteInfo> extraGatewayRoutes(const Config& c);
 // The tunnel job (ovs/route + tnl/neigh per peer) runs on the bridge that
 // holds the node IP: kovs's br-phy, or with uplink.mode none a bridge the
 // other CNI owns, named as bridge.physical (OVN-Kubernetes' breth0).

@@ -73,13 +73,13 @@ std::vector<flows::FlowPeer> flowPeers(const peers::PeerSet& peers) {
     return out;
 }
 
-std::vector<gateway::GatewayRoute> peerGatewayRoutes(const peers::PeerSet& peers, const std::vector<IpPrefix>& gatewayAddresses) {
-    std::vector<gateway::GatewayRoute> out;
+std::vector<RouteInfo> peerGatewayRoutes(const peers::PeerSet& peers, const std::vector<IpPrefix>& gatewayAddresses) {
+    std::vector<RouteInfo> out;
     for (const auto& [_, p] : peers) {
         for (const auto& cidr : p.podCIDRs) {
             bool served = std::any_of(gatewayAddresses.begin(), gatewayAddresses.end(),
                                       [&](const IpPrefix& g) { return g.family == cidr.family; });
-            if (served) out.push_back({cidr, std::nullopt});
+            if (served) out.push_back({.dst = cidr});
         }
     }
     return out;

@@ -60,7 +60,7 @@ private:
 std::vector<flows::FlowPeer> flowPeers(const peers::PeerSet& peers);
 // gw0 routes to the peers' pod CIDRs of the families gw0 has an address of
 // (`gatewayAddresses`): the node kernel reaches remote pods through gw0.
-std::vector<gateway::GatewayRoute> peerGatewayRoutes(const peers::PeerSet& peers, const std::vector<IpPrefix>& gatewayAddresses);
+std::vector<RouteInfo> peerGatewayRoutes(const peers::PeerSet& peers, const std::vector<IpPrefix>& gatewayAddresses);
 // What the egress job must not masquerade: pod -> peer pod and pod -> peer node.
 struct PeerNetworks {
     std::vector<IpPrefix> podCidrs;

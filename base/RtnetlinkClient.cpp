@@ -92,6 +92,7 @@ std::string RouteInfo::str() const {
     s += " proto " + protocolName(protocol);
     if (prefsrc) s += " src " + prefsrc->addressString();
     if (onlink) s += " onlink";
+    if (multipath) s += " (a next hop of a multipath route)";
     return s;
 }
 
@@ -176,25 +177,29 @@ std::vector<RouteInfo> RtnetlinkClient::routes(const std::string& linkName) {
     std::vector<RouteInfo> out;
     for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
         auto* rt = reinterpret_cast<rtnl_route*>(o);
-        if (rtnl_route_get_table(rt) != RT_TABLE_MAIN || rtnl_route_get_nnexthops(rt) != 1) continue;
-        rtnl_nexthop* nh = rtnl_route_nexthop_n(rt, 0);
-        if (rtnl_route_nh_get_ifindex(nh) != index) continue;
-        int family = rtnl_route_get_family(rt);
-        RouteInfo r;
-        r.dst = fromNlAddr(rtnl_route_get_dst(rt), family);
-        if (nl_addr* gw = rtnl_route_nh_get_gateway(nh); gw && nl_addr_get_len(gw) > 0) {
-            r.gateway = fromNlAddr(gw, family).host();
+        if (rtnl_route_get_table(rt) != RT_TABLE_MAIN) continue;
+        const int hops = rtnl_route_get_nnexthops(rt);
+        for (int i = 0; i < hops; ++i) {
+            rtnl_nexthop* nh = rtnl_route_nexthop_n(rt, i);
+            if (rtnl_route_nh_get_ifindex(nh) != index) continue;
+            int family = rtnl_route_get_family(rt);
+            RouteInfo r;
+            r.dst = fromNlAddr(rtnl_route_get_dst(rt), family);
+            if (nl_addr* gw = rtnl_route_nh_get_gateway(nh); gw && nl_addr_get_len(gw) > 0) {
+                r.gateway = fromNlAddr(gw, family).host();
+            }
+            r.priority = rtnl_route_get_priority(rt);
+            r.protocol = rtnl_route_get_protocol(rt);
+            r.scope = rtnl_route_get_scope(rt);
+            r.type = rtnl_route_get_type(rt);
+            r.table = rtnl_route_get_table(rt);
+            if (nl_addr* src = rtnl_route_get_pref_src(rt); src && nl_addr_get_len(src) > 0) {
+                r.prefsrc = fromNlAddr(src, family).host();
+            }
+            r.onlink = (rtnl_route_nh_get_flags(nh) & RTNH_F_ONLINK) != 0;
+            r.multipath = hops > 1;
+            out.push_back(std::move(r));
         }
-        r.priority = rtnl_route_get_priority(rt);
-        r.protocol = rtnl_route_get_protocol(rt);
-        r.scope = rtnl_route_get_scope(rt);
-        r.type = rtnl_route_get_type(rt);
-        r.table = rtnl_route_get_table(rt);
-        if (nl_addr* src = rtnl_route_get_pref_src(rt); src && nl_addr_get_len(src) > 0) {
-            r.prefsrc = fromNlAddr(src, family).host();
-        }
-        r.onlink = (rtnl_route_nh_get_flags(nh) & RTNH_F_ONLINK) != 0;
-        out.push_back(std::move(r));
     }
     return out;
 }
@@ -265,21 +270,24 @@ nl::Route routeRequest(const RouteInfo& r, int ifindex, const std::string& what)
 
 }  // namespace
 
-void RtnetlinkClient::addRoute(const std::string& linkName, const RouteInfo& r) {
+bool RtnetlinkClient::addRoute(const std::string& linkName, const RouteInfo& r) {
     const std::string what = "route " + r.str() + " dev " + linkName + ": add";
+    if (r.multipath) throw Error(what + ": one next hop of a multipath route cannot be added alone");
     auto req = routeRequest(r, requireLink(linkName).index, what);
     // Exclusive, as `ip route add`: a route with the same destination and
     // metric on another link is a conflict, never a silent second route.
     int rc = rtnl_route_add(sock_.get(), req.get(), NLM_F_EXCL);
     if (rc == -NLE_EXIST) {
         for (const auto& have : routes(linkName))
-            if (have.sameRoute(r)) return;
+            if (have.sameRoute(r)) return false;
     }
     nl::check(rc, what);
+    return true;
 }
 
 void RtnetlinkClient::deleteRoute(const std::string& linkName, const RouteInfo& r) {
     const std::string what = "route " + r.str() + " dev " + linkName + ": delete";
+    if (r.multipath) throw Error(what + ": one next hop of a multipath route cannot be deleted alone");
     auto l = link(linkName);
     if (!l) return;
     auto req = routeRequest(r, l->index, what);

@@ -67,6 +67,10 @@ struct RouteInfo {
     uint32_t table = RT_TABLE_MAIN;
     std::optional<IpPrefix> prefsrc;      // a host prefix
     bool onlink = false;                  // RTNH_F_ONLINK on its next hop
+    // One next hop of a multipath route: routes() gives one RouteInfo per
+    // next hop through the link. Such a route is seen, never added or
+    // deleted by next hop (deleteRoute refuses it).
+    bool multipath = false;
 
     int family() const { return dst.family; }
     // "default via 172.31.0.1 metric 50 proto static", as `ip route` spells it.
@@ -93,12 +97,15 @@ public:
     // Every address of the link, in the kernel's order (IPv4 primary first,
     // IPv6 newest first).
     std::vector<AddressInfo> addresses(const std::string& link);
-    // Routes of the main table whose one next hop leaves through the link.
+    // Routes of the main table with a next hop through the link: one
+    // RouteInfo per such next hop (`multipath` set when the route has others).
     std::vector<RouteInfo> routes(const std::string& link);
 
     void addAddress(const std::string& link, const AddressInfo& a);
     void deleteAddress(const std::string& link, const AddressInfo& a);
-    void addRoute(const std::string& link, const RouteInfo& r);
+    // Exclusive, as `ip route add`. Returns false when the same route
+    // (RouteInfo::sameRoute) was there already.
+    bool addRoute(const std::string& link, const RouteInfo& r);
     void deleteRoute(const std::string& link, const RouteInfo& r);
 
     // Both ends down, at `mtu`; the peer end in the network namespace

@@ -57,9 +57,9 @@ DoctorCheck gatewayFinding(const GatewayDryRun& run) {
         problems.push_back("no IPv4 address (the CNI that owns it has not addressed it, or it was flushed)");
     for (const auto& a : run.addresses.add) problems.push_back("address " + a.str() + " missing (the guard would re-add it)");
     for (const auto& a : run.addresses.remove) problems.push_back("foreign address " + a.str() + " (the guard would remove it)");
-    for (const auto& r : run.routes.add) problems.push_back("route " + r.dst.str() + " missing (the guard would add it)");
-    for (auto i : run.routes.remove)
-        problems.push_back("stale kovs route " + run.observedRoutes.at(i).dst.str() + " (the guard would remove it)");
+    auto named = [](const RouteInfo& r) { return r.dst.str() + (r.gateway ? " via " + r.gateway->addressString() : ""); };
+    for (const auto& r : run.routes.add) problems.push_back("route " + named(r) + " missing (the guard would add it)");
+    for (const auto& r : run.routes.remove) problems.push_back("stale kovs route " + named(r) + " (the guard would remove it)");
     if (problems.empty())
         return ok("gateway", fmt::format("{} has its {}addresses and their routes", run.gateway, run.adopt ? "adopted " : ""));
     return fail("gateway", run.gateway + ": " + join(problems),

@@ -26,14 +26,12 @@ std::vector<DoctorCheck> offloadFindings(const offload::OffloadPlan& plan);
 // "socket-buffers": vswitchd's packet sockets against ovs.socketBufferKiB.
 DoctorCheck socketBufferFinding(const std::vector<daemons::PacketSocketInfo>& sockets, int kib);
 
-// "gateway": the guard's address and route plans for `gateway`, against the
-// routes observed on it (the route plan's removals index them).
+// "gateway": the guard's address and route plans for `gateway`.
 struct GatewayDryRun {
     std::string gateway;
     bool adopt = false;  // companion mode: the addresses are another CNI's
     gateway::GatewayAddressPlan addresses;
     gateway::GatewayRoutePlan routes;
-    std::vector<gateway::ObservedGatewayRoute> observedRoutes;
 };
 DoctorCheck gatewayFinding(const GatewayDryRun& run);
 

@@ -74,10 +74,7 @@ void Doctor::checkGateway(std::vector<DoctorCheck>& out) {
             for (auto& r : agent::peerGatewayRoutes(*peers, flowOptions(config_).gatewayAddresses)) extra.push_back(std::move(r));
         }
     }
-    for (const auto& r : nl.routes(gw)) {
-        if (r.type == RTN_UNICAST) run.observedRoutes.push_back({r.dst, {r.gateway}, r.protocol});
-    }
-    run.routes = gateway::planGatewayRoutes(gateway::desiredGatewayRoutes(run.addresses.guarded, extra), run.observedRoutes,
+    run.routes = gateway::planGatewayRoutes(gateway::desiredGatewayRoutes(run.addresses.guarded, extra), nl.routes(gw),
                                             opts.routesComplete || peers.has_value());
     out.push_back(gatewayFinding(run));
     if (!agentStatus_.is_null() && agentStatus_.contains("gateway") && agentStatus_["gateway"].value("mtuContested", false)) {

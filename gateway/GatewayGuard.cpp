@@ -23,8 +23,8 @@ constexpr unsigned kQuietFailures = 3;
 
 void validateRoutes(const GatewayGuardOptions& o) {
     for (const auto& r : o.routes) {
-        if (r.via && r.via->family != r.dst.family)
-            throw Error("gateway guard " + o.name + ": route " + r.dst.str() + " via " + r.via->addressString() +
+        if (r.gateway && r.gateway->family != r.dst.family)
+            throw Error("gateway guard " + o.name + ": route " + r.dst.str() + " via " + r.gateway->addressString() +
                         " mixes address families");
     }
 }
@@ -48,7 +48,7 @@ void validate(const GatewayGuardOptions& o) {
 GatewayGuard::GatewayGuard(EventLoop& loop, GatewayGuardOptions options)
     : loop_(loop), opt_(std::move(options)),
       link_(loop, opt_.name, opt_.mtu, [this] { engine_.runNow(); }), sysctls_(opt_.name),
-      addresses_(opt_.name, {opt_.addresses, opt_.adoptAddresses}), routes_(opt_.name),
+      addresses_(opt_.name, {opt_.addresses, opt_.adoptAddresses}),
       engine_(loop,
               {.job = "gateway guard " + opt_.name, .resync = opt_.resyncInterval, .coalesce = opt_.coalesceDelay,
                .retryMin = kRetryMin, .retryMax = kRetryMax, .quietFailures = kQuietFailures},
@@ -81,7 +81,7 @@ GatewayGuardStats GatewayGuard::stats() const {
     return s;
 }
 
-void GatewayGuard::setRoutes(std::vector<GatewayRoute> routes) {
+void GatewayGuard::setRoutes(std::vector<RouteInfo> routes) {
     GatewayGuardOptions next = opt_;
     next.routes = std::move(routes);
     validateRoutes(next);  // a bad route changes nothing
@@ -113,8 +113,7 @@ void GatewayGuard::pass() {
             link_.reconcile(sock, link.get(), r);
             if (opt_.serviceSysctls) sysctls_.reconcile(r);
             addresses_.reconcile(sock, ifindex, r);
-            routes_.reconcile(sock, ifindex, desiredGatewayRoutes(addresses_.guarded(), opt_.routes),
-                              opt_.routesComplete, r);
+            reconcileGatewayRoutes(*nl_, opt_.name, desiredGatewayRoutes(addresses_.guarded(), opt_.routes), opt_.routesComplete, r);
         }
     } catch (...) {
         if (!damageSeen_) damageSeen_ = start;  // the restore is not over

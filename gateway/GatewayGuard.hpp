@@ -49,7 +49,7 @@ struct GatewayGuardOptions {
     // rp_filter loose and send_redirects off, which kovs's own Service reply
     // path needs (standalone mode); another CNI's device keeps its sysctls.
     bool serviceSysctls = true;
-    std::vector<GatewayRoute> routes;
+    std::vector<RouteInfo> routes;  // by destination and next hop (desiredGatewayRoutes)
     // false until the full route set is known (the agent's peers have not
     // arrived yet): kovs routes on gw0 missing from `routes` are kept, not
     // removed, until the first setRoutes(). An agent restart must not cut the
@@ -100,7 +100,7 @@ public:
 
     // Replaces the extra routes (peers' pod CIDRs come and go at runtime) and
     // schedules a reconcile. Routes kovs added that are no longer wanted go.
-    void setRoutes(std::vector<GatewayRoute> routes);
+    void setRoutes(std::vector<RouteInfo> routes);
     // Runs on the loop after each repair, with its duration.
     void setRestoreHandler(std::function<void(std::chrono::nanoseconds)> h) { onRestore_ = std::move(h); }
 
@@ -121,7 +121,6 @@ private:
     GatewayLink link_;
     GatewaySysctls sysctls_;
     GatewayAddresses addresses_;
-    GatewayRoutes routes_;
     std::optional<EventLoop::Clock::time_point> damageSeen_;
 
     std::function<void(std::chrono::nanoseconds)> onRestore_;

@@ -20,39 +20,44 @@ bool sameNextHop(const std::optional<IpPrefix>& want, const std::optional<IpPref
 
 }  // namespace
 
-std::vector<DesiredGatewayRoute> desiredGatewayRoutes(const std::vector<IpPrefix>& guarded, const std::vector<GatewayRoute>& extra) {
-    std::vector<DesiredGatewayRoute> desired;
+std::vector<RouteInfo> desiredGatewayRoutes(const std::vector<IpPrefix>& guarded, const std::vector<RouteInfo>& extra) {
+    std::vector<RouteInfo> desired;
     std::optional<IpPrefix> ipv4Source;
+    auto route = [](const IpPrefix& dst, std::optional<IpPrefix> via) {
+        RouteInfo r;
+        r.dst = dst.network();
+        r.gateway = via ? std::optional(via->host()) : std::nullopt;
+        r.protocol = kKovsRouteProtocol;
+        r.scope = via ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK;
+        return r;
+    };
     for (const auto& a : guarded) {
-        if (a.family == AF_INET && !ipv4Source) ipv4Source = a;
+        if (a.family == AF_INET && !ipv4Source) ipv4Source = a.host();
         if (a.prefixLen == a.maxPrefixLen()) continue;  // a host address brings no prefix route
-        DesiredGatewayRoute d{a.network(), std::nullopt, std::nullopt, RT_SCOPE_LINK, 0};
-        if (a.family == AF_INET) d.src = a;
-        else d.priority = kIpv6KernelPrefixMetric;
-        desired.push_back(d);
+        auto r = route(a, std::nullopt);
+        if (a.family == AF_INET) r.prefsrc = a.host();
+        else r.priority = kIpv6KernelPrefixMetric;
+        desired.push_back(r);
     }
-    for (const auto& r : extra) {
-        DesiredGatewayRoute d{r.dst.network(), r.via, std::nullopt, static_cast<uint8_t>(r.via ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK), 0};
-        if (r.dst.family == AF_INET) d.src = ipv4Source;
-        else d.priority = kIpv6UserMetric;
-        desired.push_back(d);
+    for (const auto& e : extra) {
+        auto r = route(e.dst, e.gateway);
+        if (e.dst.family == AF_INET) r.prefsrc = ipv4Source;
+        else r.priority = kIpv6UserMetric;
+        desired.push_back(r);
     }
     return desired;
 }
 
-GatewayRoutePlan planGatewayRoutes(const std::vector<DesiredGatewayRoute>& desired,
-                                   const std::vector<ObservedGatewayRoute>& observed, bool removeStale) {
+GatewayRoutePlan planGatewayRoutes(const std::vector<RouteInfo>& desired, const std::vector<RouteInfo>& observed, bool removeStale) {
     GatewayRoutePlan plan;
     std::vector<bool> found(desired.size(), false);
-    for (size_t i = 0; i < observed.size(); ++i) {
-        const auto& o = observed[i];
+    for (const auto& o : observed) {
+        if (o.type != RTN_UNICAST) continue;
         bool matched = false;
-        for (const auto& via : o.vias) {
-            for (size_t k = 0; k < desired.size(); ++k) {
-                if (desired[k].dst == o.dst && sameNextHop(desired[k].via, via)) found[k] = matched = true;
-            }
+        for (size_t k = 0; k < desired.size(); ++k) {
+            if (desired[k].dst == o.dst && sameNextHop(desired[k].gateway, o.gateway)) found[k] = matched = true;
         }
-        if (!matched && o.protocol == kKovsRouteProtocol && removeStale) plan.remove.push_back(i);
+        if (!matched && o.protocol == kKovsRouteProtocol && !o.multipath && removeStale) plan.remove.push_back(o);
     }
     for (size_t k = 0; k < desired.size(); ++k) {
         if (!found[k]) plan.add.push_back(desired[k]);

@@ -11,12 +11,12 @@
 // nobody else's routes are touched.
 #include <linux/rtnetlink.h>
 
-#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "base/IpPrefix.hpp"
+#include "base/RtnetlinkClient.hpp"
 
 namespace kovs::gateway {
 
@@ -25,39 +25,22 @@ namespace kovs::gateway {
 // 107) and by Debian's /etc/iproute2/rt_protos.
 inline constexpr uint8_t kKovsRouteProtocol = 107;
 
-struct GatewayRoute {
-    IpPrefix dst;                   // e.g. the service CIDR
-    std::optional<IpPrefix> via;    // next hop; none: directly on gw0 (scope link)
-};
-
-struct DesiredGatewayRoute {
-    IpPrefix dst;                   // the network (host bits clear)
-    std::optional<IpPrefix> via;
-    std::optional<IpPrefix> src;    // preferred source (IPv4)
-    uint8_t scope = RT_SCOPE_LINK;
-    uint32_t priority = 0;          // the metric; 0: the kernel's default
-    bool operator==(const DesiredGatewayRoute&) const = default;
-};
-
-// A unicast route of the main table with at least one next hop through gw0.
-struct ObservedGatewayRoute {
-    IpPrefix dst;
-    std::vector<std::optional<IpPrefix>> vias;  // one per next hop through gw0; none: directly
-    uint8_t protocol = RTPROT_BOOT;
-};
-
+// What one pass changes. The routes to add carry kKovsRouteProtocol; the
+// ones to remove are kovs's own, as observed.
 struct GatewayRoutePlan {
-    std::vector<DesiredGatewayRoute> add;
-    std::vector<size_t> remove;  // indices into the observed routes
+    std::vector<RouteInfo> add;
+    std::vector<RouteInfo> remove;
 };
 
 // `guarded`: the addresses the guard keeps (GatewayAddresses::guarded()); an
-// IPv4 extra route's source is the first IPv4 one. `extra`: the routes asked for.
-std::vector<DesiredGatewayRoute> desiredGatewayRoutes(const std::vector<IpPrefix>& guarded, const std::vector<GatewayRoute>& extra);
+// IPv4 extra route's source is the first IPv4 one. `extra`: the routes asked
+// for, by destination and next hop (`gateway`; none: directly on the link).
+std::vector<RouteInfo> desiredGatewayRoutes(const std::vector<IpPrefix>& guarded, const std::vector<RouteInfo>& extra);
 
-// `removeStale`: false until the full route set is known (the agent's peers
-// have not arrived yet): kovs routes on gw0 no longer wanted are then kept.
-GatewayRoutePlan planGatewayRoutes(const std::vector<DesiredGatewayRoute>& desired,
-                                   const std::vector<ObservedGatewayRoute>& observed, bool removeStale);
+// `observed`: RtnetlinkClient::routes() of gw0 (only unicast routes count; a
+// multipath route is never removed). `removeStale`: false until the full
+// route set is known (the agent's peers have not arrived yet): kovs routes on
+// gw0 no longer wanted are then kept.
+GatewayRoutePlan planGatewayRoutes(const std::vector<RouteInfo>& desired, const std::vector<RouteInfo>& observed, bool removeStale);
 
 }  // namespace kovs::gateway

@@ -142,7 +142,7 @@ std::vector<AddressInfo> movableAddresses(const std::vector<AddressInfo>& all) {
 std::vector<RouteInfo> movableRoutes(const std::vector<RouteInfo>& all) {
     std::vector<RouteInfo> out;
     for (const auto& r : all)
-        if (r.protocol != RTPROT_KERNEL && r.type == RTN_UNICAST && r.table == RT_TABLE_MAIN) out.push_back(r);
+        if (r.protocol != RTPROT_KERNEL && r.type == RTN_UNICAST && r.table == RT_TABLE_MAIN && !r.multipath) out.push_back(r);
     return out;
 }
 

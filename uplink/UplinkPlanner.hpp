@@ -76,7 +76,8 @@ struct UplinkOvsSide {
 };
 
 // The addresses that carry the node's identity (link-local ones belong to
-// the link) and the routes the kernel does not recreate along with them.
+// the link) and the routes the kernel does not recreate along with them (a
+// multipath route stays where it is: it cannot be moved by next hop).
 std::vector<AddressInfo> movableAddresses(const std::vector<AddressInfo>& all);
 std::vector<RouteInfo> movableRoutes(const std::vector<RouteInfo>& all);
 

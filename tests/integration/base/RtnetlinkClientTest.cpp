@@ -161,7 +161,7 @@ TEST(RtnetlinkClient, RoutesKeepGatewayMetricProtocolSourceAndOnlink) {
     EXPECT_EQ(w.value("prefsrc", ""), "192.0.2.2") << seen.dump();
     EXPECT_EQ(w.value("metric", 0), 50) << seen.dump();
     EXPECT_EQ(witness("203.0.113.0/24").value("flags", json()), json({"onlink"})) << seen.dump();
-    EXPECT_NO_THROW(v.rtnl.addRoute("rt-b", viaSrc)) << "adding what is there is fine";
+    EXPECT_FALSE(v.rtnl.addRoute("rt-b", viaSrc)) << "adding what is there is fine, and says so";
     // The same destination and metric through another link is a conflict, not a second route.
     try {
         v.rtnl.addRoute("rt-a", viaSrc);
@@ -180,6 +180,32 @@ TEST(RtnetlinkClient, RoutesKeepGatewayMetricProtocolSourceAndOnlink) {
     for (const auto& r : v.rtnl.routes("rt-b"))
         if (r.family() == AF_INET6 && r.dst.prefixLen == 0) found = r.str() == "default via fe80::1 metric 1024 proto boot";
     EXPECT_TRUE(found);
+}
+
+// A multipath route is seen once per next hop through the link, marked as
+// such, and never added or deleted by one next hop (the gateway guard and
+// the uplink leave such routes alone).
+TEST(RtnetlinkClient, AMultipathRouteIsSeenPerNextHopAndNeverChangedByOne) {
+    Veth v;
+    v.rtnl.setUp("rt-a", true);
+    v.rtnl.setUp("rt-b", true);
+    v.rtnl.addAddress("rt-a", address("192.0.2.2/24"));
+    v.rtnl.addAddress("rt-b", address("198.51.100.2/24"));
+    runChecked({"ip", "route", "add", "203.0.113.0/24", "proto", "static", "nexthop", "via", "192.0.2.1", "dev", "rt-a", "nexthop",
+                "via", "198.51.100.1", "dev", "rt-b"});
+    runChecked({"ip", "route", "add", "203.0.114.0/24", "via", "192.0.2.7", "dev", "rt-a"});
+    std::vector<std::string> seen;
+    for (const auto& r : v.rtnl.routes("rt-a"))
+        if (r.dst.str().rfind("203.0.11", 0) == 0) seen.push_back(r.str());
+    EXPECT_EQ(seen, (std::vector<std::string>{"203.0.113.0/24 via 192.0.2.1 proto static (a next hop of a multipath route)",
+                                              "203.0.114.0/24 via 192.0.2.7 proto boot"}));
+    for (const auto& r : v.rtnl.routes("rt-b")) {
+        if (r.dst.str() != "203.0.113.0/24") continue;
+        EXPECT_TRUE(r.multipath);
+        EXPECT_THROW(v.rtnl.deleteRoute("rt-b", r), kovs::Error);
+        EXPECT_THROW(v.rtnl.addRoute("rt-b", r), kovs::Error);
+    }
+    EXPECT_EQ(ipJson({"route", "show", "203.0.113.0/24"}).at(0).at("nexthops").size(), 2u) << "the route is as it was";
 }
 
 // The id this netns gives another is what a veth leading there reports as

@@ -70,9 +70,9 @@ TEST(DoctorFindings, SocketBuffersNameTheSmallSocketsByInterface) {
 TEST(DoctorFindings, GatewaySaysWhatTheGuardWouldReAddAndRemove) {
     GatewayDryRun run{"gw0", false,
                       gateway::planGatewayAddresses({prefixes({"10.244.1.1/24"}), false}, {}, prefixes({"192.0.2.9/32"}))};
-    run.observedRoutes = {{IpPrefix::parse("10.244.9.0/24"), {std::nullopt}, gateway::kKovsRouteProtocol}};  // no longer wanted
-    std::vector<gateway::GatewayRoute> peers{{IpPrefix::parse("10.244.2.0/24"), std::nullopt}};
-    run.routes = gateway::planGatewayRoutes(gateway::desiredGatewayRoutes(run.addresses.guarded, peers), run.observedRoutes, true);
+    std::vector<RouteInfo> observed{{.dst = IpPrefix::parse("10.244.9.0/24"), .protocol = gateway::kKovsRouteProtocol}};  // no longer wanted
+    std::vector<RouteInfo> peers{{.dst = IpPrefix::parse("10.244.2.0/24")}};
+    run.routes = gateway::planGatewayRoutes(gateway::desiredGatewayRoutes(run.addresses.guarded, peers), observed, true);
     auto c = gatewayFinding(run);
     EXPECT_EQ(c.status, Status::Fail);
     EXPECT_NE(c.detail.find("address 10.244.1.1/24 missing (the guard would re-add it)"), std::string::npos) << c.detail;
@@ -86,8 +86,9 @@ TEST(DoctorFindings, GatewayAsTheGuardKeepsItPasses) {
     auto held = prefixes({"10.244.1.1/24"});
     GatewayDryRun run{"gw0", false, gateway::planGatewayAddresses({held, false}, {}, held)};
     run.routes = gateway::planGatewayRoutes(gateway::desiredGatewayRoutes(run.addresses.guarded, {}), {}, true);
-    for (const auto& d : run.routes.add) run.observedRoutes.push_back({d.dst, {std::nullopt}, RTPROT_KERNEL});
-    run.routes = gateway::planGatewayRoutes(gateway::desiredGatewayRoutes(run.addresses.guarded, {}), run.observedRoutes, true);
+    std::vector<RouteInfo> observed;
+    for (const auto& d : run.routes.add) observed.push_back({.dst = d.dst, .protocol = RTPROT_KERNEL});
+    run.routes = gateway::planGatewayRoutes(gateway::desiredGatewayRoutes(run.addresses.guarded, {}), observed, true);
     auto c = gatewayFinding(run);
     EXPECT_EQ(c.status, Status::Ok) << c.detail;
     EXPECT_EQ(c.detail, "gw0 has its addresses and their routes");
