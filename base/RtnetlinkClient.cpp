@@ -98,6 +98,8 @@ std::string RouteInfo::str() const {
 
 RtnetlinkClient::RtnetlinkClient() : sock_(nl::connectRoute()) {}
 
+uint32_t RtnetlinkClient::localPort() const { return nl_socket_get_local_port(sock_.get()); }
+
 std::optional<LinkInfo> RtnetlinkClient::link(const std::string& name) {
     rtnl_link* raw = nullptr;
     int rc = rtnl_link_get_kernel(sock_.get(), 0, name.c_str(), &raw);
@@ -204,7 +206,7 @@ std::vector<RouteInfo> RtnetlinkClient::routes(const std::string& linkName) {
     return out;
 }
 
-void RtnetlinkClient::addAddress(const std::string& linkName, const AddressInfo& a) {
+bool RtnetlinkClient::addAddress(const std::string& linkName, const AddressInfo& a) {
     const std::string what = "address " + a.str() + " on " + linkName + ": add";
     std::unique_ptr<rtnl_addr, nl::RtAddrDeleter> req(rtnl_addr_alloc());
     if (!req) throw Error(what + ": out of memory");
@@ -220,8 +222,9 @@ void RtnetlinkClient::addAddress(const std::string& linkName, const AddressInfo&
     }
     if (auto label = relabel(a.label, linkName); !label.empty()) rtnl_addr_set_label(req.get(), label.c_str());
     int rc = rtnl_addr_add(sock_.get(), req.get(), 0);
-    if (rc == -NLE_EXIST) return;
+    if (rc == -NLE_EXIST) return false;
     nl::check(rc, what);
+    return true;
 }
 
 void RtnetlinkClient::deleteAddress(const std::string& linkName, const AddressInfo& a) {

@@ -101,7 +101,8 @@ public:
     // RouteInfo per such next hop (`multipath` set when the route has others).
     std::vector<RouteInfo> routes(const std::string& link);
 
-    void addAddress(const std::string& link, const AddressInfo& a);
+    // Returns false when the address was there already.
+    bool addAddress(const std::string& link, const AddressInfo& a);
     void deleteAddress(const std::string& link, const AddressInfo& a);
     // Exclusive, as `ip route add`. Returns false when the same route
     // (RouteInfo::sameRoute) was there already.
@@ -133,6 +134,9 @@ public:
     std::optional<int32_t> netnsId(int netnsFd);
 
     nl_sock* socket() { return sock_.get(); }
+    // The socket's netlink port: what a subscriber sees as the sender of the
+    // notifications this client's own requests cause.
+    uint32_t localPort() const;
 
 private:
     nl::Link linkObject(const std::string& name, const std::string& what);

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "base/IpPrefix.hpp"
+#include "base/RtnetlinkClient.hpp"
 #include "gateway/GatewayAddressPlan.hpp"
 #include "gateway/GatewayRepairs.hpp"
 
-struct nl_sock;
 
 namespace kovs::gateway {
 
@@ -19,7 +19,7 @@ class GatewayAddresses {
 public:
     GatewayAddresses(std::string name, GatewayAddressPolicy policy);
 
-    void reconcile(nl_sock* sock, int ifindex, GatewayRepairs& r);
+    void reconcile(RtnetlinkClient& nl, GatewayRepairs& r);
     // The addresses kept: configured, or adopted from the device. The
     // gateway's prefix routes and route sources follow these.
     const std::vector<IpPrefix>& guarded() const { return guarded_; }

@@ -66,7 +66,7 @@ GatewayGuard::GatewayGuard(EventLoop& loop, GatewayGuardOptions options)
         if (!damageSeen_) damageSeen_ = EventLoop::Clock::now();
         engine_.trigger();
     });
-    watcher_->ignoreSender(nl_socket_get_local_port(nl_->socket()));
+    watcher_->ignoreSender(nl_->localPort());
     engine_.start();
 }
 
@@ -98,21 +98,16 @@ void GatewayGuard::pass() {
     GatewayRepairs r;
     bool present = false;
     try {
-        auto* sock = nl_->socket();
-        rtnl_link* raw = nullptr;
-        int rc = rtnl_link_get_kernel(sock, 0, opt_.name.c_str(), &raw);
-        nl::Link link(raw);
-        if (rc == -NLE_OBJ_NOTFOUND || rc == -NLE_NODEV) {
+        auto link = nl_->link(opt_.name);
+        if (!link) {
             watcher_->setIfindex(0);
             spdlog::debug("gateway guard {}: link absent, waiting for it", opt_.name);
         } else {
-            nl::check(rc, "gateway guard " + opt_.name + ": get link");
             present = true;
-            int ifindex = rtnl_link_get_ifindex(link.get());
-            watcher_->setIfindex(ifindex);
-            link_.reconcile(sock, link.get(), r);
+            watcher_->setIfindex(link->index);
+            link_.reconcile(*nl_, *link, r);
             if (opt_.serviceSysctls) sysctls_.reconcile(r);
-            addresses_.reconcile(sock, ifindex, r);
+            addresses_.reconcile(*nl_, r);
             reconcileGatewayRoutes(*nl_, opt_.name, desiredGatewayRoutes(addresses_.guarded(), opt_.routes), opt_.routesComplete, r);
         }
     } catch (...) {

@@ -29,7 +29,6 @@
 #include "base/Job.hpp"
 #include "base/Metrics.hpp"
 #include "base/ReconcileEngine.hpp"
-#include "base/Netlink.hpp"
 #include "base/RtnetlinkClient.hpp"
 #include "base/NetlinkWatcher.hpp"
 #include "gateway/GatewayAddresses.hpp"

@@ -1,11 +1,7 @@
 #include "gateway/GatewayLink.hpp"
 
-#include <net/if.h>
-
 #include <spdlog/spdlog.h>
 
-#include "base/Error.hpp"
-#include "base/Netlink.hpp"
 
 namespace kovs::gateway {
 
@@ -16,19 +12,15 @@ GatewayLink::~GatewayLink() {
     if (mtuHeldTimer_) loop_.cancel(*mtuHeldTimer_);
 }
 
-void GatewayLink::reconcile(nl_sock* sock, rtnl_link* link, GatewayRepairs& r) {
-    bool up = (rtnl_link_get_flags(link) & IFF_UP) != 0;
-    unsigned mtu = rtnl_link_get_mtu(link);
-    bool fixMtu = mtu_ && mtu != static_cast<unsigned>(*mtu_) && admitMtuRepair(mtu, r);
-    if (up && !fixMtu) return;
-    nl::Link change(rtnl_link_alloc());
-    if (!change) throw Error("gateway guard " + name_ + ": rtnl_link_alloc: out of memory");
-    if (fixMtu) rtnl_link_set_mtu(change.get(), static_cast<unsigned>(*mtu_));
-    if (!up) rtnl_link_set_flags(change.get(), IFF_UP);
-    nl::check(rtnl_link_change(sock, link, change.get(), 0),
-              "gateway guard " + name_ + ": set " + (up ? "" : "up ") + (fixMtu ? "mtu " + std::to_string(*mtu_) : ""));
-    r.linkUp += up ? 0 : 1;
-    r.mtu += fixMtu ? 1 : 0;
+void GatewayLink::reconcile(RtnetlinkClient& nl, const LinkInfo& link, GatewayRepairs& r) {
+    if (mtu_ && link.mtu != static_cast<unsigned>(*mtu_) && admitMtuRepair(link.mtu, r)) {
+        nl.setMtu(name_, static_cast<unsigned>(*mtu_));
+        ++r.mtu;
+    }
+    if (!link.up()) {
+        nl.setUp(name_, true);
+        ++r.linkUp;
+    }
 }
 
 // Every MTU repair passes the throttle: a few at once, then each held back

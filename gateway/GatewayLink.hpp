@@ -14,10 +14,9 @@
 
 #include "base/EventLoop.hpp"
 #include "base/RepairThrottle.hpp"
+#include "base/RtnetlinkClient.hpp"
 #include "gateway/GatewayRepairs.hpp"
 
-struct nl_sock;
-struct rtnl_link;
 
 namespace kovs::gateway {
 
@@ -31,7 +30,7 @@ public:
     GatewayLink& operator=(const GatewayLink&) = delete;
 
     // `link`: gw0 as the kernel reported it just now, changed through `sock`.
-    void reconcile(nl_sock* sock, rtnl_link* link, GatewayRepairs& r);
+    void reconcile(RtnetlinkClient& nl, const LinkInfo& link, GatewayRepairs& r);
     bool mtuContested() const { return mtuThrottle_.contested(); }
 
 private:
