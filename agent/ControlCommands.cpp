@@ -6,6 +6,25 @@
 namespace kovs::agent {
 namespace {
 
+// The flow table's counters for a pod `explain` described: what was dropped
+// at it per direction and what each of its rules allowed (as of the last
+// read-back of the table).
+nlohmann::json withCounts(nlohmann::json explained, const flows::FlowReconciler* flows) {
+    if (!flows || !explained.value("realizedHere", false)) return explained;
+    std::vector<IpPrefix> addresses;
+    for (const auto& a : explained.value("addresses", nlohmann::json::array())) addresses.push_back(IpPrefix::parse(a.get<std::string>()));
+    auto counts = flows->policyCounts(addresses);
+    for (bool ingress : {true, false}) {
+        auto& d = explained[ingress ? "ingress" : "egress"];
+        if (d.value("isolated", false)) d["dropped"] = ingress ? counts.droppedIngress : counts.droppedEgress;
+        for (auto& r : d["rules"]) {
+            auto it = counts.rulePackets.find(r.value("id", 0u));
+            r["packets"] = it == counts.rulePackets.end() ? 0 : it->second;
+        }
+    }
+    return explained;
+}
+
 void portReady(flows::FlowReconciler* flows, const nlohmann::json& req, const StatusServer::Reply& reply) {
     auto port = req.value("port", "");
     auto timeout = req.value("timeoutMs", 0);
@@ -35,7 +54,7 @@ StatusServer::Handler controlCommands(ControlTargets t) {
                             "networkPolicy.enforce; docs/policy.md)");
             auto pod = req.value("pod", "");
             if (pod.find('/') == std::string::npos) throw Error("policy: 'pod' must be namespace/name, got '" + pod + "'");
-            return reply(t.policy->explain(pod));
+            return reply(withCounts(t.policy->explain(pod), t.flows));
         }
         if (cmd == "trace") return traceCommand({t.flows, t.policy, t.vswitchd}, req, reply);
         throw Error("unknown command '" + cmd + "' (known: status, cni-report, port-ready, policy, trace)");

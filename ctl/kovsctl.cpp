@@ -137,10 +137,14 @@ void printPolicy(const nlohmann::json& p) {
             std::cout << fmt::format("           (its rules are realized on {}: run kovsctl policy there)\n", p.value("podNode", "its node"));
             continue;
         }
+        if (d.contains("dropped"))
+            std::cout << fmt::format("           dropped {} packets no rule allowed (first packets of new connections)\n",
+                                     d.value("dropped", 0));
         if (d["rules"].empty()) std::cout << "           no rule allows anything\n";
         for (const auto& r : d["rules"])
-            std::cout << fmt::format("           rule {} of {} (conjunction {}): {} {}  ports {}\n", r.value("rule", 0), r.value("policy", "?"),
-                                     r.value("id", 0), std::string(dir) == "ingress" ? "from" : "to", joined(r["peers"]), joined(r["ports"]));
+            std::cout << fmt::format("           rule {} of {} (conjunction {}): {} {}  ports {}{}\n", r.value("rule", 0), r.value("policy", "?"),
+                                     r.value("id", 0), std::string(dir) == "ingress" ? "from" : "to", joined(r["peers"]), joined(r["ports"]),
+                                     r.contains("packets") ? fmt::format("  allowed {} packets", r.value("packets", 0)) : "");
     }
     printWarnings(p.value("warnings", nlohmann::json::object()));
 }

@@ -1,5 +1,6 @@
 #include "flows/FlowReconciler.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <tuple>
 
@@ -218,16 +219,57 @@ void FlowReconciler::notifyWaiters() {
 
 void FlowReconciler::countDrops(const FlowDump& dump) {
     for (auto& c : drops_) {
-        auto it = dump.packetsByCookie.find(c.cookie);
-        uint64_t now = it == dump.packetsByCookie.end() ? 0 : it->second;
+        uint64_t now = 0;  // a kind of drop may be many flows: the policy stage's, one per address
+        for (const auto& [cookie, packets] : dump.packetsByCookie)
+            if ((cookie & kCookieLowBits) == c.cookie) now += packets;
         if (now < c.last) c.base += c.last;  // the flows were re-created
         c.last = now;
+    }
+    dropsAt_.clear();
+    for (const auto& [cookie, packets] : dump.packetsByCookie) {
+        if (auto drop = policyDropOf(cookie)) dropsAt_[{drop->ingress, drop->ofport}] += packets;
     }
     rulePackets_.clear();
     for (auto it = dump.packetsByCookie.upper_bound(kCookiePolicyRule); it != dump.packetsByCookie.end() &&
                                                                           it->first - kCookiePolicyRule <= 0xffffffffu;
          ++it)
         rulePackets_.insert(*it);
+}
+
+std::map<int, std::vector<IpPrefix>> FlowReconciler::podAddressesByPort() const {
+    std::map<int, std::vector<IpPrefix>> out;
+    for (const auto& pod : flowInputs(opts_, replica_, {}).pods) {
+        if (pod.ofport <= 0) continue;
+        for (const auto& text : pod.addresses) {
+            try {
+                out[pod.ofport].push_back(IpPrefix::parse(text).host());
+            } catch (const std::exception&) {
+                // A bad address: the render leaves that pod out and says so.
+            }
+        }
+    }
+    return out;
+}
+
+FlowReconciler::PolicyCounts FlowReconciler::policyCounts(const std::vector<IpPrefix>& podAddresses) const {
+    PolicyCounts out;
+    for (const auto& [ofport, hosts] : podAddressesByPort()) {
+        bool its = std::any_of(hosts.begin(), hosts.end(), [&](const IpPrefix& h) {
+            return std::find(podAddresses.begin(), podAddresses.end(), h) != podAddresses.end();
+        });
+        if (!its) continue;
+        if (auto it = dropsAt_.find({true, ofport}); it != dropsAt_.end()) out.droppedIngress += it->second;
+        if (auto it = dropsAt_.find({false, ofport}); it != dropsAt_.end()) out.droppedEgress += it->second;
+    }
+    if (!policy_) return out;
+    for (const auto& r : policy_->rules) {
+        bool applies = std::any_of(r.appliedTo.begin(), r.appliedTo.end(), [&](const IpPrefix& a) {
+            return std::find(podAddresses.begin(), podAddresses.end(), a) != podAddresses.end();
+        });
+        auto it = rulePackets_.find(kCookiePolicyRule + r.id);
+        if (applies) out.rulePackets[r.id] = it == rulePackets_.end() ? 0 : it->second;
+    }
+    return out;
 }
 
 std::string FlowReconciler::notReady() const {
@@ -276,6 +318,26 @@ void FlowReconciler::metrics(MetricsText& out) const {
                   "Packets a NetworkPolicy rule allowed on this node since its flows were installed (first packets of new "
                   "connections; as of the last read-back of the table).",
                   static_cast<double>(packets), {{"policy", policy}, {"direction", ingress ? "ingress" : "egress"}, {"rule", std::to_string(index)}});
+    }
+    // A drop at a pod isolated by several policies counts for each of them.
+    std::map<std::pair<std::string, bool>, uint64_t> perPolicy;
+    const auto pods = podAddressesByPort();
+    for (const auto& [at, packets] : dropsAt_) {
+        const auto& [ingress, ofport] = at;
+        auto hosts = pods.find(ofport);
+        if (hosts == pods.end()) continue;
+        std::set<std::string> isolating;  // once per pod, whichever of its addresses a policy selects
+        for (const auto& i : ingress ? policy_->isolatedIngress : policy_->isolatedEgress) {
+            if (std::find(hosts->second.begin(), hosts->second.end(), i.address) != hosts->second.end())
+                isolating.insert(i.policies.begin(), i.policies.end());
+        }
+        for (const auto& p : isolating) perPolicy[{p, ingress}] += packets;
+    }
+    for (const auto& [key, packets] : perPolicy) {
+        out.gauge("kovs_policy_dropped_packets",
+                  "Packets dropped at this node's pods a NetworkPolicy isolates, no rule allowing them (first packets of new "
+                  "connections; a pod isolated by several policies counts for each; as of the last read-back of the table).",
+                  static_cast<double>(packets), {{"policy", key.first}, {"direction", key.second ? "ingress" : "egress"}});
     }
 }
 

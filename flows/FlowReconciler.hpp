@@ -89,6 +89,16 @@ public:
     // For tests: the table as last rendered.
     const std::string& desired() const { return *desired_; }
 
+    // What the NetworkPolicy stage counted for a pod (its addresses), as of
+    // the last read-back of the table: the first packets of new connections
+    // dropped at it per direction (no rule allowed them), and each rule's
+    // allowed packets by rule id.
+    struct PolicyCounts {
+        uint64_t droppedIngress = 0, droppedEgress = 0;
+        std::map<uint32_t, uint64_t> rulePackets;
+    };
+    PolicyCounts policyCounts(const std::vector<IpPrefix>& podAddresses) const;
+
 private:
     using Done = ReconcileEngine::Done;
     // Renders; installs when the table differs from the last installed one, or
@@ -126,6 +136,11 @@ private:
     // Packets each NetworkPolicy rule's conjunction flow allowed, as of the
     // last read-back (key: its cookie).
     std::map<uint64_t, uint64_t> rulePackets_;
+    // Packets NetworkPolicy dropped at each pod (ingress?, its ofport), as of
+    // the last read-back: its drop flows' counters (policyDropCookie).
+    std::map<std::pair<bool, int>, uint64_t> dropsAt_;
+    // This node's pods' addresses (host prefixes) by ofport, from the replica.
+    std::map<int, std::vector<IpPrefix>> podAddressesByPort() const;
     // Drop counters survive the flows' own counters being reset (reinstall, vswitchd restart).
     struct DropCounter {
         uint64_t cookie;

@@ -312,6 +312,9 @@ void policyStage(Flows& f, const Plan& p, const FlowInputs& in) {
     PolicyStageInputs stage{kEgressPolicy, kIngressPolicy, kCommit, p.gw, {}, in.serviceCIDRs};
     for (const auto& g : p.gateways) stage.nodeAddresses.push_back(g.host());
     for (const auto& a : in.nodeAddresses) appendUnique(stage.nodeAddresses, a.host());
+    for (const auto& pod : p.pods) {
+        for (const auto& ip : pod.ips) stage.podPorts.emplace_back(ip, pod.ofport);
+    }
     for (auto& line : renderPolicyStage(in.policy, stage)) f.addLine(std::move(line));
 }
 

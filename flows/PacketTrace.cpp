@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "base/Error.hpp"
+#include "base/Strings.hpp"
 #include "flows/PolicyStage.hpp"
 
 namespace kovs::flows {
@@ -60,7 +62,21 @@ std::string portName(const FlowInputs& in, int ofport) {
 }
 
 std::string cookieMeaning(const FlowInputs& in, uint64_t cookie) {
-    switch (cookie) {
+    if (auto drop = policyDropOf(cookie)) {
+        // The pod of that port, and the policies selecting any of its addresses.
+        std::set<std::string> policies;
+        for (const auto& pod : in.pods) {
+            if (pod.ofport != drop->ofport) continue;
+            for (const auto& i : drop->ingress ? in.policy.isolatedIngress : in.policy.isolatedEgress) {
+                for (const auto& a : pod.addresses)
+                    if (a.substr(0, a.find('/')) == i.address.addressString()) policies.insert(i.policies.begin(), i.policies.end());
+            }
+        }
+        if (!policies.empty())
+            return fmt::format("dropped: the {} pod is isolated for {} (by {}) and no rule allows this", drop->ingress ? "destination" : "source",
+                               drop->ingress ? "ingress" : "egress", join(std::vector<std::string>(policies.begin(), policies.end()), ", "));
+    }
+    switch (cookie & kCookieLowBits) {
         case FlowTable::kCookieTunnelUnknownSource: return "dropped: the tunnel packet's outer source is no known peer node";
         case FlowTable::kCookiePodSpoofed: return "dropped: not the pod's own MAC and address (anti-spoofing)";
         case FlowTable::kCookieTunnelForgedSource:

@@ -61,6 +61,17 @@ std::vector<std::string> portMasks(int first, int last) {
     return out;
 }
 
+uint64_t policyDropCookie(bool ingress, int ofport) {
+    const uint64_t direction = ingress ? kCookiePolicyIngressDrop : kCookiePolicyEgressDrop;
+    return ofport > 0 && ofport <= 0xffff ? direction | (uint64_t(ofport) << 48) : direction;
+}
+
+std::optional<PolicyDrop> policyDropOf(uint64_t cookie) {
+    const uint64_t direction = cookie & kCookieLowBits, port = cookie >> 48;
+    if ((direction != kCookiePolicyIngressDrop && direction != kCookiePolicyEgressDrop) || port == 0) return std::nullopt;
+    return PolicyDrop{direction == kCookiePolicyIngressDrop, static_cast<int>(port)};
+}
+
 std::vector<std::string> renderPolicyStage(const policy::CompiledPolicy& policy, const PolicyStageInputs& in) {
     std::vector<std::string> lines;
     auto add = [&](int table, int priority, const std::string& rest) { lines.push_back(fmt::format("table={},priority={},{}", table, priority, rest)); };
@@ -102,10 +113,16 @@ std::vector<std::string> renderPolicyStage(const policy::CompiledPolicy& policy,
         add(table, 200, fmt::format("cookie={:#x},conj_id={} actions={}", kCookiePolicyRule + r.id, r.id, allow));
     }
     for (auto& [match, actions] : clauses.actions) lines.push_back(match + " actions=" + join(actions, ","));
-    for (const auto& a : policy.isolatedEgress)
-        add(in.egressTable, 100, fmt::format("cookie={:#x},{} actions=drop", kCookiePolicyEgressDrop, addressMatch(a, true)));
-    for (const auto& a : policy.isolatedIngress)
-        add(in.ingressTable, 100, fmt::format("cookie={:#x},{} actions=drop", kCookiePolicyIngressDrop, addressMatch(a, false)));
+    std::map<std::string, int> ports;
+    for (const auto& [address, ofport] : in.podPorts) ports[address.str()] = ofport;
+    auto portOf = [&](const IpPrefix& a) {
+        auto it = ports.find(a.str());
+        return it == ports.end() ? 0 : it->second;
+    };
+    for (const auto& i : policy.isolatedEgress)
+        add(in.egressTable, 100, fmt::format("cookie={:#x},{} actions=drop", policyDropCookie(false, portOf(i.address)), addressMatch(i.address, true)));
+    for (const auto& i : policy.isolatedIngress)
+        add(in.ingressTable, 100, fmt::format("cookie={:#x},{} actions=drop", policyDropCookie(true, portOf(i.address)), addressMatch(i.address, false)));
     add(in.egressTable, 0, "actions=" + next);
     add(in.ingressTable, 0, "actions=" + done);
     return lines;

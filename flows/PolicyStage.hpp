@@ -9,7 +9,7 @@
 // applies to, clause 2 its peers, clause 3 its ports (a clause that would
 // match everything is left out), so a rule costs pods + peers + ports flows.
 // A pod selected by a policy of a direction and matched by no rule of it is
-// dropped there (cookie kCookiePolicyDrop...), per pod and direction.
+// dropped there, one flow per pod address and direction (policyDropCookie).
 //
 // Egress to a Service's ClusterIP is judged after the node's kernel
 // translated it: the packet comes back from gw0 with the pod's source and
@@ -18,6 +18,7 @@
 // kubelet's probes, hostNetwork pods there) is allowed into the node's pods,
 // as every CNI does.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct PolicyStageInputs {
     int gatewayOfport = -1;
     std::vector<IpPrefix> nodeAddresses;  // gw0's and the node's own (host prefixes)
     std::vector<IpPrefix> serviceCIDRs;   // judged after the kernel's DNAT
+    // This node's pods' addresses (host prefixes) with their OpenFlow ports:
+    // a drop flow's cookie names its pod by the port.
+    std::vector<std::pair<IpPrefix, int>> podPorts;
 };
 
 // "table=22,priority=200,ip,nw_src=10.244.1.5 actions=conjunction(3,1/3)" ...,
@@ -41,6 +45,21 @@ std::vector<std::string> renderPolicyStage(const policy::CompiledPolicy& policy,
 constexpr uint64_t kCookiePolicyIngressDrop = 0x6b05;
 constexpr uint64_t kCookiePolicyEgressDrop = 0x6b06;
 constexpr uint64_t kCookiePolicyRule = 0x6b0000000000;
+
+// A drop flow's cookie: its direction's (kCookiePolicyIngressDrop or
+// ...EgressDrop) in the low 48 bits and its pod's OpenFlow port in the top 16,
+// so that drops are counted per pod, and so per policy isolating it (a port
+// is the pod's for its life; the kernel's ofports stay below 0xff00).
+// kCookieLowBits of any kovs cookie names its kind.
+constexpr uint64_t kCookieLowBits = 0xffffffffffff;
+uint64_t policyDropCookie(bool ingress, int ofport);
+struct PolicyDrop {
+    bool ingress = true;
+    int ofport = 0;
+};
+// What a drop flow's cookie says; none for any other cookie, and for a drop
+// flow without a port (only its direction's total counts it).
+std::optional<PolicyDrop> policyDropOf(uint64_t cookie);
 
 // A port range as the fewest value/mask matches ("0x50/0xfff0").
 std::vector<std::string> portMasks(int first, int last);

@@ -14,6 +14,20 @@ void sortUnique(std::vector<IpPrefix>& v) {
     v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
+// One entry per address, with every policy that isolates it.
+void mergeIsolations(std::vector<Isolation>& v) {
+    std::sort(v.begin(), v.end(), [](const Isolation& a, const Isolation& b) {
+        return std::tie(a.address.family, a.address.bytes, a.policies) < std::tie(b.address.family, b.address.bytes, b.policies);
+    });
+    std::vector<Isolation> merged;
+    for (auto& i : v) {
+        if (merged.empty() || merged.back().address != i.address) merged.push_back({i.address, {}});
+        auto& policies = merged.back().policies;
+        if (policies.empty() || policies.back() != i.policies.front()) policies.push_back(i.policies.front());
+    }
+    v = std::move(merged);
+}
+
 bool inNamespaceOf(const ClusterView& c, const NetworkPolicy& np, const PolicyPeer& peer, const PolicyPod& pod) {
     if (!peer.namespaces) return pod.namespaceName == np.namespaceName;
     auto ns = c.namespaces.find(pod.namespaceName);
@@ -141,8 +155,10 @@ CompiledPolicy compilePolicy(const ClusterView& cluster, const std::string& node
         }
         if (selected.empty()) continue;
         for (const auto* pod : selected) {
-            if (np.ingress) k.out.isolatedIngress.insert(k.out.isolatedIngress.end(), pod->ips.begin(), pod->ips.end());
-            if (np.egress) k.out.isolatedEgress.insert(k.out.isolatedEgress.end(), pod->ips.begin(), pod->ips.end());
+            for (const auto& ip : pod->ips) {
+                if (np.ingress) k.out.isolatedIngress.push_back({ip, {np.key()}});
+                if (np.egress) k.out.isolatedEgress.push_back({ip, {np.key()}});
+            }
         }
         if (np.ingress) {
             for (size_t i = 0; i < np.ingressRules.size(); ++i) k.ingressRule(np, static_cast<int>(i), np.ingressRules[i], selected);
@@ -151,8 +167,8 @@ CompiledPolicy compilePolicy(const ClusterView& cluster, const std::string& node
             for (size_t i = 0; i < np.egressRules.size(); ++i) k.egressRule(np, static_cast<int>(i), np.egressRules[i], selected);
         }
     }
-    sortUnique(k.out.isolatedIngress);
-    sortUnique(k.out.isolatedEgress);
+    mergeIsolations(k.out.isolatedIngress);
+    mergeIsolations(k.out.isolatedEgress);
     uint32_t id = 0;
     for (auto& r : k.out.rules) r.id = ++id;
     return std::move(k.out);

@@ -36,11 +36,17 @@ struct CompiledRule {
     bool operator==(const CompiledRule&) const = default;
 };
 
+// One of this node's pods' addresses that policies of a direction select:
+// what no rule allows is dropped there, and counted for each of them.
+struct Isolation {
+    IpPrefix address;                   // a host prefix
+    std::vector<std::string> policies;  // "ns/name", sorted
+    bool operator==(const Isolation&) const = default;
+};
+
 struct CompiledPolicy {
     std::vector<CompiledRule> rules;
-    // This node's pods' addresses selected by a policy of that direction:
-    // what no rule allows is dropped.
-    std::vector<IpPrefix> isolatedIngress, isolatedEgress;
+    std::vector<Isolation> isolatedIngress, isolatedEgress;  // sorted by address, one each
     bool active() const { return !isolatedIngress.empty() || !isolatedEgress.empty(); }
     bool operator==(const CompiledPolicy&) const = default;
 };

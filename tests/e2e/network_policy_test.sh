@@ -208,6 +208,14 @@ ingress_drops() { node_status 1 | jq -e '.flows.dropped.policyIngress > 0' >/dev
 wait_for "node 1 to count the packets its ingress policy dropped" 10 ingress_drops ||
     { node_status 1 | jq .flows; fail "node 1 counted no ingress policy drops after the deny-all matrix"; }
 pass "node 1 counted $(node_status 1 | jq '.flows.dropped.policyIngress') packets dropped by ingress policy"
+# The same drops per policy (/metrics) and per pod (kovsctl policy), from the
+# same read-back: each drop flow is one pod address's.
+policy_drops() { metrics_has 1 'kovs_policy_dropped_packets{direction="ingress",policy="x/deny"} [1-9]'; }
+wait_for "node 1's /metrics to count x/deny's drops" 40 policy_drops ||
+    fail "node 1's /metrics has no drops for x/deny: $(agent_metrics 1 | grep kovs_policy_dropped_packets)"
+grep -Eq "dropped [1-9][0-9]* packets no rule allowed" <<<"$(kovsctl 1 policy x/a)" ||
+    fail "kovsctl policy x/a on node 1 does not count the packets dropped at it: $(kovsctl 1 policy x/a)"
+pass "drops counted per policy ($(agent_metrics 1 | grep -o 'kovs_policy_dropped_packets{direction="ingress",policy="x/deny"} [0-9]*')) and per pod (kovsctl policy x/a)"
 out=$(kovsctl 1 policy x/b)
 grep -q "ingress  isolated by x/deny" <<<"$out" && grep -q "realized on node2" <<<"$out" ||
     fail "kovsctl policy x/b on node 1 does not say it is isolated, and where its rules live: $out"
@@ -238,7 +246,7 @@ grep -q "from the tunnel" <<<"$out" && grep -q -- "-> allowed by NetworkPolicy x
 $out"
 rc=0
 out=$(kovsctl 1 trace y/c x/a 80/TCP) || rc=$?
-[ "$rc" = 1 ] && grep -q "^verdict: dropped: the destination pod is isolated for ingress and no rule allows this" <<<"$out" ||
+[ "$rc" = 1 ] && grep -q "^verdict: dropped: the destination pod is isolated for ingress (by x/from-y-c) and no rule allows this" <<<"$out" ||
     fail "kovsctl trace y/c x/a 80/TCP on node 1: expected exit 1 and the ingress isolation as the reason, got exit $rc:
 $out"
 out=$(kovsctl 2 trace y/c x/a 81/TCP) || fail "kovsctl trace y/c x/a 81/TCP on node 2 failed: $out"

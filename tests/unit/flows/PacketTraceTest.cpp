@@ -161,6 +161,16 @@ TEST(PacketTrace, ADroppedPacketSaysWhy) {
     EXPECT_EQ(e.verdict, "dropped: the source pod is isolated for egress and no rule allows this");
     EXPECT_FALSE(e.tunnelPeer);
 
+    // The drop flow carries the pod's port (3, PolicyStage): the verdict
+    // names the policies that isolate that pod.
+    std::string numbered = kDenied;
+    numbered.replace(numbered.find("cookie 0x6b06"), 13, "cookie 0x3000000006b06");
+    auto in = node1();
+    in.policy.isolatedEgress = {{IpPrefix::parse("10.244.1.5"), {"x/allow-web", "x/deny-all"}},
+                                {IpPrefix::parse("fd00:10:244:1::5"), {"x/deny-all"}}};
+    EXPECT_EQ(explainTrace(numbered, in).verdict,
+              "dropped: the source pod is isolated for egress (by x/allow-web, x/deny-all) and no rule allows this");
+
     auto s = explainTrace(kSpoofed, node1());
     ASSERT_EQ(s.steps.size(), 1u);
     EXPECT_EQ(s.steps[0].match, "");

@@ -32,8 +32,8 @@ CompiledPolicy twoRules() {
     p.rules.push_back({2, false, "y/q", 0, {IpPrefix::parse("10.244.1.5"), IpPrefix::parse("10.244.1.6")}, true, {}, false,
                        {{Protocol::UDP, 53, 53}}});
     p.rules.push_back({3, true, "x/all", 0, {IpPrefix::parse("10.244.1.7")}, true, {}, true, {}});
-    p.isolatedIngress = {IpPrefix::parse("10.244.1.5"), IpPrefix::parse("10.244.1.7")};
-    p.isolatedEgress = {IpPrefix::parse("10.244.1.5"), IpPrefix::parse("10.244.1.6")};
+    p.isolatedIngress = {{IpPrefix::parse("10.244.1.5"), {"x/p"}}, {IpPrefix::parse("10.244.1.7"), {"x/all"}}};
+    p.isolatedEgress = {{IpPrefix::parse("10.244.1.5"), {"y/q"}}, {IpPrefix::parse("10.244.1.6"), {"y/q"}}};
     return p;
 }
 
@@ -52,6 +52,7 @@ TEST(PolicyStage, OneConjunctionPerRuleWithSharedClauses) {
     in.gatewayOfport = 1;
     in.nodeAddresses = {IpPrefix::parse("10.244.1.1")};
     in.serviceCIDRs = {IpPrefix::parse("10.96.0.0/16")};
+    in.podPorts = {{IpPrefix::parse("10.244.1.5"), 5}, {IpPrefix::parse("10.244.1.6"), 6}};  // 10.244.1.7's port unknown
     auto lines = renderPolicyStage(twoRules(), in);
     const auto t = all(lines);
     // Rule 1, ingress (table 24): pods, peers, ports.
@@ -65,9 +66,11 @@ TEST(PolicyStage, OneConjunctionPerRuleWithSharedClauses) {
     EXPECT_TRUE(has(lines, "table=22,priority=200,cookie=0x6b0000000002,conj_id=2 actions=goto_table:24")) << t;
     // Rule 3: everything for its pods, no conjunction.
     EXPECT_TRUE(has(lines, "table=24,priority=150,cookie=0x6b0000000003,ip,nw_dst=10.244.1.7 actions=goto_table:28")) << t;
-    // What no rule allows, per pod and direction.
-    EXPECT_TRUE(has(lines, "table=24,priority=100,cookie=0x6b05,ip,nw_dst=10.244.1.5 actions=drop")) << t;
-    EXPECT_TRUE(has(lines, "table=22,priority=100,cookie=0x6b06,ip,nw_src=10.244.1.6 actions=drop")) << t;
+    // What no rule allows, per pod address and direction, each drop flow
+    // with its pod's port in the top 16 bits of its cookie (none known: 0).
+    EXPECT_TRUE(has(lines, "table=24,priority=100,cookie=0x5000000006b05,ip,nw_dst=10.244.1.5 actions=drop")) << t;
+    EXPECT_TRUE(has(lines, "table=24,priority=100,cookie=0x6b05,ip,nw_dst=10.244.1.7 actions=drop")) << t;
+    EXPECT_TRUE(has(lines, "table=22,priority=100,cookie=0x6000000006b06,ip,nw_src=10.244.1.6 actions=drop")) << t;
     // The node into its pods; ClusterIPs judged after DNAT; the rest passes.
     EXPECT_TRUE(has(lines, "table=24,priority=250,in_port=1,ip,nw_src=10.244.1.1 actions=goto_table:28")) << t;
     EXPECT_TRUE(has(lines, "table=22,priority=250,ip,nw_dst=10.96.0.0/16 actions=goto_table:24")) << t;
@@ -75,11 +78,30 @@ TEST(PolicyStage, OneConjunctionPerRuleWithSharedClauses) {
     EXPECT_TRUE(has(lines, "table=24,priority=0,actions=goto_table:28")) << t;
 }
 
+TEST(PolicyStage, ADropCookieNamesItsDirectionAndPodPort) {
+    for (bool ingress : {true, false}) {
+        for (int ofport : {1, 7, 0xfeff}) {
+            auto cookie = policyDropCookie(ingress, ofport);
+            EXPECT_EQ(cookie & kCookieLowBits, ingress ? kCookiePolicyIngressDrop : kCookiePolicyEgressDrop);
+            auto back = policyDropOf(cookie);
+            ASSERT_TRUE(back) << std::hex << cookie;
+            EXPECT_EQ(back->ingress, ingress);
+            EXPECT_EQ(back->ofport, ofport);
+        }
+    }
+    // No port (the pod's is not in OVS yet): the direction's total only. Other cookies are no drop.
+    EXPECT_EQ(policyDropCookie(true, 0), kCookiePolicyIngressDrop);
+    EXPECT_EQ(policyDropCookie(true, -1), kCookiePolicyIngressDrop);
+    EXPECT_FALSE(policyDropOf(kCookiePolicyIngressDrop));
+    EXPECT_FALSE(policyDropOf(kCookiePolicyRule + 5));
+    EXPECT_FALSE(policyDropOf((uint64_t(3) << 48) | 0x6b01));
+}
+
 TEST(PolicyStage, AClauseSharedByTwoRulesIsOneFlow) {
     CompiledPolicy p;
     p.rules.push_back({1, true, "x/p", 0, {IpPrefix::parse("10.244.1.5")}, false, {IpPrefix::parse("10.244.2.7")}, true, {}});
     p.rules.push_back({2, true, "x/q", 0, {IpPrefix::parse("10.244.1.5")}, true, {}, false, {{Protocol::SCTP, 0, 0}}});
-    p.isolatedIngress = {IpPrefix::parse("10.244.1.5")};
+    p.isolatedIngress = {{IpPrefix::parse("10.244.1.5"), {"x/p", "x/q"}}};
     p.rules[0].appliedTo.push_back(IpPrefix::parse("fd00:10:244:1::5"));
     p.rules[1].appliedTo.push_back(IpPrefix::parse("fd00:10:244:1::5"));
     auto lines = renderPolicyStage(p, {});

@@ -17,6 +17,11 @@ std::vector<IpPrefix> ips(std::initializer_list<const char*> list) {
     for (const auto* s : list) out.push_back(IpPrefix::parse(s));
     return out;
 }
+std::vector<IpPrefix> addressesOf(const std::vector<Isolation>& isolated) {
+    std::vector<IpPrefix> out;
+    for (const auto& i : isolated) out.push_back(i.address);
+    return out;
+}
 }  // namespace
 
 TEST(PolicyCompiler, NoPolicyOrNoLocalPodSelectedIsInactive) {
@@ -25,7 +30,7 @@ TEST(PolicyCompiler, NoPolicyOrNoLocalPodSelectedIsInactive) {
     auto c = netpolCluster({policyObject("x", "p", {{"podSelector", {{"matchLabels", {{"pod", "b"}}}}}})});
     EXPECT_FALSE(compilePolicy(c, "n1").active());
     auto n2 = compilePolicy(c, "n2");
-    EXPECT_EQ(n2.isolatedIngress, ips({"10.244.2.11"}));
+    EXPECT_EQ(n2.isolatedIngress, (std::vector<Isolation>{{IpPrefix::parse("10.244.2.11"), {"x/p"}}}));
     EXPECT_TRUE(n2.isolatedEgress.empty());
     EXPECT_TRUE(n2.rules.empty());
 }
@@ -43,7 +48,7 @@ TEST(PolicyCompiler, ARuleIsItsPodsItsPeersAndItsPorts) {
     EXPECT_EQ(r.appliedTo, ips({"10.244.1.10", "10.244.1.12"})) << "x/a and x/c run on n1";
     EXPECT_EQ(r.peers, ips({"10.244.1.14", "10.244.2.13", "10.244.2.15"})) << "every pod of y, on any node";
     EXPECT_EQ(r.ports, (std::vector<PortMatch>{{Protocol::TCP, 80, 81}, {Protocol::UDP, 80, 80}}));
-    EXPECT_EQ(n1.isolatedIngress, r.appliedTo);
+    EXPECT_EQ(addressesOf(n1.isolatedIngress), r.appliedTo);
 }
 
 TEST(PolicyCompiler, NamedPortsResolvePerPodAndGroupAlike) {
@@ -78,5 +83,19 @@ TEST(PolicyCompiler, IpBlockExceptIsCarvedOutAndHostNetworkPodsAreNeitherSelecte
     ASSERT_EQ(n1.rules.size(), 1u);
     EXPECT_EQ(n1.rules[0].appliedTo, ips({"10.244.1.14"})) << "y/b; y/a is hostNetwork, y/c on n2";
     EXPECT_EQ(n1.rules[0].peers, ips({"10.244.0.0/24", "10.244.1.14", "10.244.2.0/23", "10.244.2.15"}));
-    EXPECT_EQ(n1.isolatedEgress, ips({"10.244.1.14"}));
+    EXPECT_EQ(addressesOf(n1.isolatedEgress), ips({"10.244.1.14"}));
+}
+
+TEST(PolicyCompiler, AnIsolatedAddressNamesEveryPolicyOfItsDirectionOnce) {
+    auto c = netpolCluster({policyObject("x", "deny", json::parse(R"({"podSelector": {}, "policyTypes": ["Ingress", "Egress"]})")),
+                            policyObject("x", "a-only", json::parse(R"({"podSelector": {"matchLabels": {"pod": "a"}}})")),
+                            policyObject("y", "other", json::parse(R"({"podSelector": {}})"))});
+    auto n1 = compilePolicy(c, "n1");
+    // x/a (10.244.1.10) and x/c (10.244.1.12) run on n1; y/b (10.244.1.14) too.
+    EXPECT_EQ(n1.isolatedIngress, (std::vector<Isolation>{{IpPrefix::parse("10.244.1.10"), {"x/a-only", "x/deny"}},
+                                                          {IpPrefix::parse("10.244.1.12"), {"x/deny"}},
+                                                          {IpPrefix::parse("10.244.1.14"), {"y/other"}}}));
+    EXPECT_EQ(n1.isolatedEgress, (std::vector<Isolation>{{IpPrefix::parse("10.244.1.10"), {"x/deny"}},
+                                                         {IpPrefix::parse("10.244.1.12"), {"x/deny"}}}))
+        << "a policy without Egress in policyTypes and no egress rules isolates for ingress only";
 }
