@@ -326,12 +326,7 @@ void FlowReconciler::metrics(MetricsText& out) const {
         const auto& [ingress, ofport] = at;
         auto hosts = pods.find(ofport);
         if (hosts == pods.end()) continue;
-        std::set<std::string> isolating;  // once per pod, whichever of its addresses a policy selects
-        for (const auto& i : ingress ? policy_->isolatedIngress : policy_->isolatedEgress) {
-            if (std::find(hosts->second.begin(), hosts->second.end(), i.address) != hosts->second.end())
-                isolating.insert(i.policies.begin(), i.policies.end());
-        }
-        for (const auto& p : isolating) perPolicy[{p, ingress}] += packets;
+        for (const auto& p : policy::isolatingPolicies(*policy_, ingress, hosts->second)) perPolicy[{p, ingress}] += packets;
     }
     for (const auto& [key, packets] : perPolicy) {
         out.gauge("kovs_policy_dropped_packets",

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <regex>
-#include <set>
 #include <sstream>
 
 #include "base/Error.hpp"
@@ -64,14 +63,12 @@ std::string portName(const FlowInputs& in, int ofport) {
 std::string cookieMeaning(const FlowInputs& in, uint64_t cookie) {
     if (auto drop = policyDropOf(cookie)) {
         // The pod of that port, and the policies selecting any of its addresses.
-        std::set<std::string> policies;
+        std::vector<IpPrefix> hosts;
         for (const auto& pod : in.pods) {
             if (pod.ofport != drop->ofport) continue;
-            for (const auto& i : drop->ingress ? in.policy.isolatedIngress : in.policy.isolatedEgress) {
-                for (const auto& a : pod.addresses)
-                    if (a.substr(0, a.find('/')) == i.address.addressString()) policies.insert(i.policies.begin(), i.policies.end());
-            }
+            for (const auto& a : pod.addresses) hosts.push_back(IpPrefix::parse(a).host());
         }
+        auto policies = policy::isolatingPolicies(in.policy, drop->ingress, hosts);
         if (!policies.empty())
             return fmt::format("dropped: the {} pod is isolated for {} (by {}) and no rule allows this", drop->ingress ? "destination" : "source",
                                drop->ingress ? "ingress" : "egress", join(std::vector<std::string>(policies.begin(), policies.end()), ", "));

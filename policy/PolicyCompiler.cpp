@@ -141,6 +141,15 @@ struct Compiler {
 
 }  // namespace
 
+std::set<std::string> isolatingPolicies(const CompiledPolicy& policy, bool ingress, const std::vector<IpPrefix>& podAddresses) {
+    std::set<std::string> out;
+    for (const auto& i : ingress ? policy.isolatedIngress : policy.isolatedEgress) {
+        if (std::find(podAddresses.begin(), podAddresses.end(), i.address) != podAddresses.end())
+            out.insert(i.policies.begin(), i.policies.end());
+    }
+    return out;
+}
+
 CompiledPolicy compilePolicy(const ClusterView& cluster, const std::string& nodeName) {
     Compiler k{cluster, {}, {}, {}};
     for (const auto& [_, pod] : cluster.pods) {

@@ -9,6 +9,7 @@
 // ingress, against the peer for egress. Pods that resolve a rule's ports
 // alike share one compiled rule (a Deployment's pods all do).
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,10 @@ struct CompiledPolicy {
     bool active() const { return !isolatedIngress.empty() || !isolatedEgress.empty(); }
     bool operator==(const CompiledPolicy&) const = default;
 };
+
+// The policies of a direction that isolate the pod with these addresses
+// (host prefixes): those selecting any of them.
+std::set<std::string> isolatingPolicies(const CompiledPolicy& policy, bool ingress, const std::vector<IpPrefix>& podAddresses);
 
 // The pods of `nodeName` (not hostNetwork, with an address) and what the
 // policies say about them.
