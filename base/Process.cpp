@@ -137,12 +137,14 @@ struct ChildProcess::Run {
     size_t written = 0;
     std::chrono::milliseconds timeout;
     EventLoop::TimerId deadline = 0;
+    bool awaitingInput = false;
     ProcessResult result;
     Callback done;
 
     Run(EventLoop& l, Spawned s, const ProcessOptions& opts, Callback cb)
         : loop(l), pid(s.pid), pidfd(std::move(s.pidfd)), pipes(std::move(s.pipes)),
-          input(opts.stdinData.value_or("")), timeout(opts.timeout), done(std::move(cb)) {}
+          input(opts.stdinData.value_or("")), timeout(opts.timeout), awaitingInput(opts.inputLater),
+          done(std::move(cb)) {}
 
     // Everything the loop holds on to is registered here, after `this` has
     // its final address.
@@ -150,6 +152,12 @@ struct ChildProcess::Run {
         loop.watch(pidfd.get(), EPOLLIN, [this](uint32_t) { exited(); });
         loop.watch(pipes.out.get(), EPOLLIN, [this](uint32_t) { drain(pipes.out, result.out); });
         loop.watch(pipes.err.get(), EPOLLIN, [this](uint32_t) { drain(pipes.err, result.err); });
+        if (!awaitingInput) startInput();
+    }
+
+    // The input goes out and the deadline counts from here.
+    void startInput() {
+        awaitingInput = false;
         if (input.empty()) {
             pipes.in.reset();  // EOF at once
         } else {
@@ -254,6 +262,13 @@ ChildProcess::ChildProcess() = default;
 ChildProcess::~ChildProcess() = default;
 ChildProcess::ChildProcess(ChildProcess&&) noexcept = default;
 ChildProcess& ChildProcess::operator=(ChildProcess&&) noexcept = default;
+
+void ChildProcess::supplyInput(std::string input, Callback done) {
+    if (!running() || !run_->awaitingInput) throw Error("supplyInput: the child is not waiting for its input");
+    run_->input = std::move(input);
+    run_->done = std::move(done);
+    run_->startInput();
+}
 
 bool ChildProcess::running() const { return run_ && run_->pid > 0; }
 pid_t ChildProcess::pid() const { return running() ? run_->pid : -1; }

@@ -28,6 +28,11 @@ class EventLoop;
 
 struct ProcessOptions {
     std::optional<std::string> stdinData;
+    // The child starts now but its stdin stays open, and its deadline unarmed,
+    // until ChildProcess::supplyInput(): a program started ahead of need
+    // (exec costs 15-20 ms on a small node) that waits for its input.
+    // stdinData is ignored then.
+    bool inputLater = false;
     // Replaces the environment when set; otherwise the child inherits ours.
     std::optional<std::map<std::string, std::string>> env;
     // The child's process group is SIGKILLed when the child has not exited by then.
@@ -76,6 +81,10 @@ public:
 
     bool running() const;
     pid_t pid() const;  // -1 once it has exited (or for an empty handle)
+    // For a child started with inputLater: its whole stdin (EOF after it),
+    // and from now on the deadline counts. Once only; throws otherwise.
+    // `done` replaces the callback given at the start.
+    void supplyInput(std::string input, Callback done);
 
 private:
     struct Run;  // what the loop's callbacks point to: stays put when the handle moves

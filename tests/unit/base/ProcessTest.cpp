@@ -223,3 +223,40 @@ TEST(ChildProcess, ManyAtOnce) {
         EXPECT_EQ(r->exitCode, i % 7);
     }
 }
+
+// Started ahead of need: the child waits on its stdin with no deadline
+// running (it outlives a timeout it would otherwise hit), then gets its input
+// in one go, the new callback reports, and the deadline counts from there.
+TEST(ChildProcess, InputLaterWaitsWithoutADeadlineAndThenRunsWithOne) {
+    EventLoop loop;
+    ProcessOptions o;
+    o.inputLater = true;
+    o.timeout = 50ms;
+    bool firstCalled = false;
+    ChildProcess child(loop, {"sh", "-c", "wc -c; sleep \"${SLEEP:-0}\""}, o, [&](ProcessResult) { firstCalled = true; });
+    loop.runUntil([] { return false; }, 150ms);  // three deadlines' worth
+    ASSERT_TRUE(child.running());
+    std::optional<ProcessResult> res;
+    child.supplyInput("twelve bytes", [&](ProcessResult r) { res = std::move(r); });
+    EXPECT_THROW(child.supplyInput("again", [](ProcessResult) {}), Error);
+    runUntil(loop, [&] { return res.has_value(); });
+    ASSERT_TRUE(res);
+    EXPECT_FALSE(firstCalled);
+    EXPECT_TRUE(res->ok()) << describeFailure({"sh"}, *res);
+    EXPECT_EQ(res->out, "12\n");
+
+    // The deadline counts once the input is there.
+    o.env = std::map<std::string, std::string>{{"SLEEP", "600"}, {"PATH", "/usr/bin:/bin"}};
+    std::optional<ProcessResult> slow;
+    ChildProcess sleeper(loop, {"sh", "-c", "cat >/dev/null; sleep \"$SLEEP\""}, o, [](ProcessResult) {});
+    loop.runUntil([] { return false; }, 100ms);
+    ASSERT_TRUE(sleeper.running());
+    sleeper.supplyInput("", [&](ProcessResult r) { slow = std::move(r); });
+    runUntil(loop, [&] { return slow.has_value(); });
+    ASSERT_TRUE(slow);
+    EXPECT_TRUE(slow->killedAfter);
+
+    // A child that was not started with inputLater cannot be given input.
+    ChildProcess plain(loop, {"true"}, {}, [](ProcessResult) {});
+    EXPECT_THROW(plain.supplyInput("x", [](ProcessResult) {}), Error);
+}
