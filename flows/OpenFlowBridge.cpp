@@ -42,18 +42,15 @@ std::optional<std::string> flowModsBetween(const std::string& installed, const s
     std::set<std::string> afterKeys, beforeLines(before.begin(), before.end());
     for (const auto& l : after) afterKeys.insert(strictKey(l));
     std::string mods;
-    size_t count = 0;
     for (const auto& l : before) {
         if (afterKeys.count(strictKey(l))) continue;
         mods += "flow delete_strict " + strictKey(l) + "\n";
-        ++count;
     }
     for (const auto& l : after) {
         if (beforeLines.count(l)) continue;
         mods += "flow add " + l + "\n";
-        ++count;
     }
-    if (before.empty() || count > after.size() / 2) return std::nullopt;
+    if (before.empty()) return std::nullopt;
     return mods;
 }
 
@@ -64,8 +61,7 @@ OpenFlowBridge::~OpenFlowBridge() {
     if (spawnFailed_) loop_.cancel(spawnFailed_);
 }
 
-void OpenFlowBridge::run(std::vector<std::string> argv, std::optional<std::string> stdinData,
-                         std::function<void(const ProcessResult&, const std::string&)> done) {
+void OpenFlowBridge::run(std::vector<std::string> argv, std::optional<std::string> stdinData, Finished done) {
     if (busy()) throw Error("ovs-ofctl on " + bridge_ + ": another call is still running");
     ProcessOptions o;
     o.stdinData = std::move(stdinData);
@@ -87,14 +83,34 @@ void OpenFlowBridge::run(std::vector<std::string> argv, std::optional<std::strin
 void OpenFlowBridge::replaceFlows(const std::string& flows, Done done) {
     run({"ovs-ofctl", "--bundle", "replace-flows", target_, "-"}, flows,
         [this, done = std::move(done)](const ProcessResult&, const std::string& error) {
+            if (error.empty()) warmUp();
             done(error.empty() ? "" : "replace-flows on " + bridge_ + ": " + error);
         });
 }
 
 void OpenFlowBridge::modifyFlows(const std::string& mods, Done done) {
-    run({"ovs-ofctl", "bundle", target_, "-"}, mods, [this, done = std::move(done)](const ProcessResult&, const std::string& error) {
+    std::vector<std::string> argv{"ovs-ofctl", "bundle", target_, "-"};
+    Finished finished = [this, done = std::move(done)](const ProcessResult&, const std::string& error) {
+        warmUp();
         done(error.empty() ? "" : "bundle on " + bridge_ + ": " + error);
+    };
+    if (busy() || !warm_.running()) return run(std::move(argv), mods, std::move(finished));
+    child_ = std::move(warm_);
+    child_.supplyInput(mods, [argv = std::move(argv), finished = std::move(finished)](ProcessResult r) {
+        finished(r, r.ok() ? std::string() : describeFailure(argv, r));
     });
+}
+
+void OpenFlowBridge::warmUp() {
+    if (warm_.running()) return;
+    ProcessOptions o;
+    o.inputLater = true;
+    o.timeout = timeout_;
+    try {
+        warm_ = ChildProcess(loop_, {"ovs-ofctl", "bundle", target_, "-"}, o, [](ProcessResult) {});
+    } catch (const std::exception&) {
+        warm_ = ChildProcess();
+    }
 }
 
 void OpenFlowBridge::dumpFlows(Dumped done) {

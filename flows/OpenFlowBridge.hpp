@@ -9,6 +9,15 @@
 // deadline: a slow or hung vswitchd delays the flow job, never the loop. An
 // ovs-ofctl that cannot be started is reported to the callback like one that
 // failed.
+//
+// A change is usually a few flow mods (a pod, a label, a policy), and
+// starting ovs-ofctl is most of its cost (15-20 ms of exec on a small node;
+// the bundle itself takes 1-3 ms). So once the bridge has taken a table, one
+// `ovs-ofctl bundle` is kept started and waiting on its stdin (it reads its
+// input before it connects, so it holds no connection while it waits), and
+// the next modifyFlows hands it the mods. One that died meanwhile is replaced
+// by a fresh start, as before. An agent killed outright leaves it to read
+// EOF: it then commits an empty bundle, which changes nothing.
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -27,7 +36,9 @@ std::string managementTarget(const std::string& rundir, const std::string& bridg
 // them, one flow a line) as `ovs-ofctl bundle` input: "flow delete_strict"
 // for each flow whose match and priority are gone, "flow add" for each new or
 // changed one (an add replaces the flow of the same match and priority).
-// nullopt when that is no cheaper than replacing the whole table.
+// nullopt when nothing is installed. Even a table that is mostly new is
+// cheaper this way: replace-flows computes the same difference, after
+// dumping the whole table first, and cannot use the waiting ovs-ofctl.
 std::optional<std::string> flowModsBetween(const std::string& installed, const std::string& desired);
 
 class OpenFlowBridge {
@@ -53,14 +64,18 @@ public:
     const std::string& bridge() const { return bridge_; }
 
 private:
-    void run(std::vector<std::string> argv, std::optional<std::string> stdinData,
-             std::function<void(const ProcessResult&, const std::string& error)> done);
+    using Finished = std::function<void(const ProcessResult&, const std::string& error)>;
+    void run(std::vector<std::string> argv, std::optional<std::string> stdinData, Finished done);
+    // Starts the waiting `ovs-ofctl bundle` when none waits; one that cannot
+    // start is no error here (modifyFlows then starts its own).
+    void warmUp();
 
     EventLoop& loop_;
     std::string bridge_;
     std::string target_;
     std::chrono::milliseconds timeout_;
     ChildProcess child_;
+    ChildProcess warm_;  // `ovs-ofctl bundle` waiting for its input
     EventLoop::TimerId spawnFailed_ = 0;  // a call that could not start, until its failure is reported
 };
 

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <optional>
 #include <signal.h>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "base/EventLoop.hpp"
@@ -26,6 +28,28 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr const char* kPodMac = "0a:58:0a:f4:01:05";
+
+// The pids of our children whose argv is `ovs-ofctl bundle ...`: the one the
+// bridge keeps waiting for the next change.
+std::vector<pid_t> waitingBundles() {
+    std::vector<pid_t> out;
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+        const auto name = e.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream stat(e.path() / "stat"), cmdline(e.path() / "cmdline");
+        std::string statLine, argv;
+        std::getline(stat, statLine);
+        std::getline(cmdline, argv, '\n');
+        auto close = statLine.rfind(')');
+        if (close == std::string::npos) continue;
+        std::istringstream rest(statLine.substr(close + 2));
+        std::string state;
+        pid_t ppid = 0;
+        rest >> state >> ppid;
+        if (ppid == ::getpid() && argv.rfind(std::string("ovs-ofctl\0bundle\0", 17), 0) == 0) out.push_back(std::stoi(name));
+    }
+    return out;
+}
 
 flows::FlowPeer peer(const char* nodeIP, const char* cidr) { return {IpPrefix::parse(nodeIP), {IpPrefix::parse(cidr)}, {IpPrefix::parse(nodeIP)}}; }
 
@@ -127,6 +151,30 @@ TEST_F(FlowReconcilerTest, APeerChangeReplacesOnlyWhatChanged) {
     ASSERT_TRUE(runUntil([&] { return dump().find("10.244.3.0/24") != std::string::npos; })) << dump();
     EXPECT_EQ(dump().find("10.244.2.0/24"), std::string::npos) << "the old peer's flows are gone:\n" << dump();
     EXPECT_EQ(dump().find("tun_src=172.18.0.3"), std::string::npos) << dump();
+}
+
+// Once the bridge holds a table, one `ovs-ofctl bundle` waits on its stdin
+// for the next change (its exec is most of a small change's cost): the next
+// change goes through it and another is started; one that died meanwhile is
+// replaced by a fresh start, and the change still goes in.
+TEST_F(FlowReconcilerTest, AChangeGoesThroughTheBundleWaitingForItOrAFreshOne) {
+    ASSERT_TRUE(installedWithPod());
+    std::vector<pid_t> waiting;
+    ASSERT_TRUE(runUntil([&] { return (waiting = waitingBundles()).size() == 1; }, 5s)) << waiting.size();
+    const pid_t first = waiting[0];
+    flows->setPeers({peer("172.18.0.4", "10.244.3.0/24")});
+    ASSERT_TRUE(runUntil([&] { return dump().find("10.244.3.0/24") != std::string::npos; })) << dump();
+    ASSERT_TRUE(runUntil([&] { waiting = waitingBundles(); return waiting.size() == 1 && waiting[0] != first; }, 5s));
+    EXPECT_NE(::kill(first, 0), 0) << "the bundle that waited took the change and exited";
+
+    ::kill(waiting[0], SIGKILL);
+    flows->setPeers({peer("172.18.0.5", "10.244.4.0/24")});
+    ASSERT_TRUE(runUntil([&] { return dump().find("10.244.4.0/24") != std::string::npos; })) << dump() << status().dump();
+    EXPECT_EQ(dump().find("10.244.3.0/24"), std::string::npos) << dump();
+    EXPECT_TRUE(runUntil([&] { return waitingBundles().size() == 1; }, 5s));
+
+    flows.reset();  // the agent leaving: nothing of it stays behind
+    EXPECT_TRUE(runUntil([&] { return waitingBundles().empty(); }, 5s));
 }
 
 TEST_F(FlowReconcilerTest, IngressDropsUnknownTunnelSourcesAndSpoofedPodsAndCountsThem) {
