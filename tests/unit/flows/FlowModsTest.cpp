@@ -1,6 +1,8 @@
-// flowModsBetween: a changed table as the few flow mods that make it, or the
-// whole table where that is no cheaper.
+// flowModsBetween: a changed table as the flow mods that make it, or the
+// whole table where nothing is installed.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "flows/OpenFlowBridge.hpp"
 
@@ -31,9 +33,15 @@ TEST(FlowMods, OnlyWhatChangedAsDeletesAndAdds) {
               "flow add table=24,priority=0,actions=goto_table:28\n");
 }
 
-TEST(FlowMods, TheWholeTableWhereThatIsNoDearer) {
+TEST(FlowMods, TheWholeTableOnlyWhereNothingIsInstalled) {
     EXPECT_FALSE(flowModsBetween("", kTable)) << "nothing installed";
-    EXPECT_FALSE(flowModsBetween(kTable, "table=0,priority=0,actions=drop\ntable=5,priority=1,actions=drop\n")) << "mostly new";
+    // A table mostly new is still its difference: every old flow but one
+    // deleted, the new one added, the unchanged one left alone.
+    auto mostlyNew = flowModsBetween(kTable, "table=0,priority=0,actions=drop\ntable=5,priority=1,actions=drop\n");
+    ASSERT_TRUE(mostlyNew);
+    EXPECT_EQ(std::count(mostlyNew->begin(), mostlyNew->end(), '\n'), 8) << *mostlyNew;
+    EXPECT_EQ(mostlyNew->find("flow add table=0,priority=0,"), std::string::npos) << *mostlyNew;
+    EXPECT_NE(mostlyNew->find("flow add table=5,priority=1,actions=drop\n"), std::string::npos) << *mostlyNew;
     auto same = flowModsBetween(kTable, kTable);
     ASSERT_TRUE(same);
     EXPECT_EQ(*same, "");
