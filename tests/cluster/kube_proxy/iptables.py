@@ -1,5 +1,6 @@
 """What kube-proxy v1.31's iptables proxier (pkg/proxy/iptables/proxier.go)
-writes on one node, as `iptables-restore --noflush` input.
+writes on one node, as `iptables-restore --noflush` input, or for an IPv6
+description as `ip6tables-restore --noflush` input (the IPv6 proxier).
 
 One full sync of a kube-proxy that just started: its jump rules from the
 built-in chains (EnsureRule, prepended, only when missing), the canary chains
@@ -10,6 +11,14 @@ which changes a packet's fate: services come in description order instead of
 Go's map order; no nfacct counters (`-m nfacct` needs nfnetlink_acct, and
 kube-proxy leaves those matches out when it has none); the jump rules go in
 the same restore instead of separate iptables calls.
+
+The IPv6 proxier writes the same rules with IPv6 addresses, DNAT to
+"[ip]:port", except for localhost NodePorts, which it never has (NewProxier:
+localhostNodePorts only if nodePortAddresses contains 127.0.0.1, which an
+IPv6 family's never does): no "block incoming localnet connections" rule (and
+no KUBE-FIREWALL chain line in the restore: the chain exists only for the
+kubelet jumps kube-proxy ensures, empty, since the kubelet creates it for IPv4
+only), no route_localnet, and the KUBE-NODEPORTS jump excludes ::1/128.
 """
 
 import re
@@ -87,9 +96,15 @@ class Saved:
 
 
 def sync(desc, node, tcp_be_liberal, saved):
-    """The restore input of one full sync for `node`."""
+    """The restore input of one full sync for `node` (of desc.family)."""
+    ipv6 = desc.family == "ipv6"
     filter_chains = ["KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-FORWARD", "KUBE-NODEPORTS",
-                     "KUBE-PROXY-FIREWALL", CANARY, "KUBE-FIREWALL"]
+                     "KUBE-PROXY-FIREWALL", CANARY]
+    # kube-proxy declares KUBE-FIREWALL (flushing it) only for the IPv4 rule
+    # below; for IPv6 it only EnsureChain()s it for the kubelet jumps, which
+    # creates it when missing and leaves it alone otherwise.
+    if not ipv6 or not saved.has_chain("filter", "KUBE-FIREWALL"):
+        filter_chains.append("KUBE-FIREWALL")
     nat_chains = ["KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ", CANARY]
     jumps = {"filter": [], "nat": []}
     for table, dst, src, comment, extra in JUMPS + KUBELET_JUMPS:
@@ -103,9 +118,11 @@ def sync(desc, node, tcp_be_liberal, saved):
         f"-A KUBE-MARK-MASQ -j MARK --or-mark {MARK}",
     ]
     # localhostNodePorts (the default; kind keeps it) sets route_localnet,
-    # and this rule closes the hole that opens (issue 90259).
-    filt.append('-A KUBE-FIREWALL -m comment --comment "block incoming localnet connections" -d 127.0.0.0/8 '
-                "! -s 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP")
+    # and this rule closes the hole that opens (issue 90259). IPv4 only
+    # (`if !isIPv6 && proxier.localhostNodePorts`).
+    if not ipv6:
+        filt.append('-A KUBE-FIREWALL -m comment --comment "block incoming localnet connections" -d 127.0.0.0/8 '
+                    "! -s 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP")
     active = set()
     for sp in desc.ports:
         _service(sp, node, desc.cluster_cidr, filt, nat, nat_chains, active)
@@ -114,9 +131,11 @@ def sync(desc, node, tcp_be_liberal, saved):
             nat_chains.append(chain)        # declared: flushed, then deleted
             nat.append(f"-X {chain}")
     # nodePortAddresses empty (kind's default): every local address, and
-    # localhost too since localhostNodePorts is on.
+    # for IPv4 localhost too since localhostNodePorts is on; IPv6 localhost
+    # NodePorts never work, so ::1 is left out.
+    localhost = " ! -d ::1/128" if ipv6 else ""
     nat.append('-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the '
-               'last rule in this chain" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS')
+               f'last rule in this chain" -m addrtype --dst-type LOCAL{localhost} -j KUBE-NODEPORTS')
     if not tcp_be_liberal:
         filt.append("-A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP")
     filt.append(f'-A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark {MARK}/{MARK} -j ACCEPT')
@@ -201,7 +220,9 @@ def _to_endpoints(nat, name, proto, chain, endpoints):
 def cleanup(saved):
     """What CleanupLeftovers (kube-proxy --cleanup) restores: its jump rules
     out of the built-in chains, then its chains flushed and deleted. The
-    kubelet's KUBE-FIREWALL, KUBE-MARK-MASQ and the canaries stay, as there."""
+    kubelet's KUBE-FIREWALL, KUBE-MARK-MASQ and the canaries stay, as there.
+    The same for either family: from ip6tables-save, for ip6tables-restore,
+    it is the IPv6 half (kube-proxy --cleanup runs it for both)."""
     out = []
     tables = {
         "nat": ["KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING"],
@@ -218,10 +239,11 @@ def cleanup(saved):
     return "\n".join(out) + ("\n" if out else "")
 
 
-def sysctls():
-    # route_localnet for NodePorts on 127.0.0.1 (localhostNodePorts); the
-    # conntrack timeouts are kube-proxy's defaults, which kind keeps (it
-    # only skips nf_conntrack_max, a global one).
-    return ["net.ipv4.conf.all.route_localnet=1",
-            "net.netfilter.nf_conntrack_tcp_timeout_established=86400",
-            "net.netfilter.nf_conntrack_tcp_timeout_close_wait=3600"]
+def sysctls(family="ipv4"):
+    # route_localnet for NodePorts on 127.0.0.1 (localhostNodePorts; not for
+    # the IPv6 proxier, which has none); the conntrack timeouts are
+    # kube-proxy's defaults, which kind keeps (it only skips
+    # nf_conntrack_max, a global one), set whatever the family.
+    localnet = ["net.ipv4.conf.all.route_localnet=1"] if family == "ipv4" else []
+    return localnet + ["net.netfilter.nf_conntrack_tcp_timeout_established=86400",
+                       "net.netfilter.nf_conntrack_tcp_timeout_close_wait=3600"]

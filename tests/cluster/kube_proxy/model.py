@@ -21,9 +21,19 @@ typo is an error and not a silently different ruleset:
 An endpoint's port for a service port is endpoints[].ports[name], else the
 port's targetPort, else its port. hostNetwork changes nothing in kube-proxy's
 rules (it cannot tell); the test harness reads it to start the right server.
+
+A description is of one IP family, which the caller chooses (parse(doc,
+family)): every address in it (clusterCIDR, serviceCIDRs, clusterIP,
+endpoints[].ip) must be of that family, as for one of kube-proxy's
+single-family proxiers (a dual-stack kube-proxy runs one per family, each
+seeing only its family's ClusterIPs and EndpointSlices). For "ipv6", kind's
+defaults are clusterCIDR fd00:10:244::/56 and Service CIDR fd00:10:96::/112.
+Addresses are kept in their canonical form (RFC 5952 for IPv6), as Go's
+net.IP.String() prints them in kube-proxy's rules.
+
 Left out: LoadBalancer, externalIPs, session affinity, internalTrafficPolicy,
-topology hints, terminating endpoints, IPv6 (kube-proxy writes rules for them;
-no kovs test needs them yet).
+topology hints, terminating endpoints, dual-stack in one description
+(kube-proxy writes rules for them; no kovs test needs them yet).
 """
 
 import ipaddress
@@ -31,6 +41,8 @@ import re
 from dataclasses import dataclass, field
 
 PROTOCOLS = ("TCP", "UDP")
+FAMILIES = ("ipv4", "ipv6")               # v1.IPv4Protocol / v1.IPv6Protocol
+_VERSION = {"ipv4": 4, "ipv6": 6}
 NODE_PORT_RANGE = (30000, 32767)          # the API server's default --service-node-port-range
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -46,8 +58,13 @@ class Endpoint:
     node: str
     host_network: bool
 
-    def address(self):                       # kube-proxy's BaseEndpointInfo.String()
-        return f"{self.ip}:{self.port}"
+    # kube-proxy's BaseEndpointInfo.String(), net.JoinHostPort(ip, port):
+    # "10.244.1.3:8080", "[fd00:10:244:1::3]:8080". It is what the iptables
+    # DNAT and nftables dnat rules are written with, and the iptables
+    # KUBE-SEP- chain name is a hash of it (brackets included).
+    def address(self):
+        host = f"[{self.ip}]" if ":" in self.ip else self.ip
+        return f"{host}:{self.port}"
 
 
 @dataclass(frozen=True)
@@ -77,6 +94,7 @@ class ServicePort:
 
 @dataclass(frozen=True)
 class Description:
+    family: str                              # "ipv4" / "ipv6": every address below is of it
     cluster_cidr: str
     service_cidrs: tuple
     ports: tuple                             # ServicePort, in description order
@@ -99,18 +117,41 @@ def _keys(obj, where, required, optional=()):
         raise DescriptionError(f"{where}: missing field(s) {', '.join(missing)}")
 
 
-def _ipv4(value, where):
-    try:
-        return str(ipaddress.IPv4Address(value))
-    except (ipaddress.AddressValueError, ValueError, TypeError):
-        raise DescriptionError(f"{where}: {value!r} is not an IPv4 address") from None
+def _family_name(family):
+    return "IPv4" if family == "ipv4" else "IPv6"
 
 
-def _cidr(value, where):
+def _of_family(addr, value, where, family, what):
+    # Another family's address gets its own message: the address is fine,
+    # the family is not (kube-proxy's proxier of one family skips the other
+    # family's objects; here that is an error, not a silently smaller
+    # ruleset). An IPv4-mapped IPv6 address is IPv4 to kube-proxy
+    # (net.IP.To4), and a zone (fe80::1%eth0) is no Service or Pod address.
+    if addr.version != _VERSION[family] or getattr(addr, "ipv4_mapped", None) or getattr(addr, "scope_id", None):
+        raise DescriptionError(f"{where}: {value} is not an {_family_name(family)} {what} (family {family})")
+
+
+def parse_ip(value, where, family):
+    """The canonical form of an address of `family`, else a DescriptionError."""
     try:
-        return str(ipaddress.IPv4Network(value, strict=True))
-    except (ipaddress.AddressValueError, ipaddress.NetmaskValueError, ValueError, TypeError):
-        raise DescriptionError(f"{where}: {value!r} is not an IPv4 CIDR") from None
+        if not isinstance(value, str):
+            raise ValueError
+        addr = ipaddress.ip_address(value)
+    except ValueError:
+        raise DescriptionError(f"{where}: {value!r} is not an {_family_name(family)} address") from None
+    _of_family(addr, value, where, family, "address")
+    return str(addr)
+
+
+def _cidr(value, where, family):
+    try:
+        if not isinstance(value, str):
+            raise ValueError
+        net = ipaddress.ip_network(value, strict=True)
+    except ValueError:
+        raise DescriptionError(f"{where}: {value!r} is not an {_family_name(family)} CIDR") from None
+    _of_family(net.network_address, value, where, family, "CIDR")
+    return str(net)
 
 
 def _port(value, where, lo=1, hi=65535):
@@ -131,14 +172,17 @@ def _choice(value, where, choices):
     return value
 
 
-def parse(doc):
-    """Validates a description (parsed JSON) and returns a Description."""
+def parse(doc, family="ipv4"):
+    """Validates a description (parsed JSON) of `family` ("ipv4" or "ipv6")
+    and returns a Description."""
+    if family not in FAMILIES:
+        raise ValueError(f"family {family!r}: expected one of {', '.join(FAMILIES)}")
     _keys(doc, "description", ["clusterCIDR", "services"], ["serviceCIDRs"])
-    cluster_cidr = _cidr(doc["clusterCIDR"], "clusterCIDR")
+    cluster_cidr = _cidr(doc["clusterCIDR"], "clusterCIDR", family)
     cidrs = doc.get("serviceCIDRs", [])
     if not isinstance(cidrs, list):
         raise DescriptionError("serviceCIDRs: expected a list")
-    service_cidrs = tuple(_cidr(c, f"serviceCIDRs[{i}]") for i, c in enumerate(cidrs))
+    service_cidrs = tuple(_cidr(c, f"serviceCIDRs[{i}]", family) for i, c in enumerate(cidrs))
     if not isinstance(doc["services"], list):
         raise DescriptionError("services: expected a list")
     ports, seen, cluster_ips, node_ports = [], set(), {}, {}
@@ -152,20 +196,20 @@ def parse(doc):
         if (ns, name) in seen:
             raise DescriptionError(f"{where}: defined twice")
         seen.add((ns, name))
-        ip = _ipv4(svc["clusterIP"], f"{where}: clusterIP")
-        if ip in cluster_ips:
-            raise DescriptionError(f"{where}: clusterIP {ip} is already service {cluster_ips[ip]}'s")
-        cluster_ips[ip] = f"{ns}/{name}"
+        cluster_ip = parse_ip(svc["clusterIP"], f"{where}: clusterIP", family)
+        if cluster_ip in cluster_ips:
+            raise DescriptionError(f"{where}: clusterIP {cluster_ip} is already service {cluster_ips[cluster_ip]}'s")
+        cluster_ips[cluster_ip] = f"{ns}/{name}"
         kind = _choice(svc.get("type", "ClusterIP"), f"{where}: type", ("ClusterIP", "NodePort"))
         if "externalTrafficPolicy" in svc and kind != "NodePort":
             raise DescriptionError(f"{where}: externalTrafficPolicy is only for type NodePort")
         local = _choice(svc.get("externalTrafficPolicy", "Cluster"), f"{where}: externalTrafficPolicy",
                         ("Cluster", "Local")) == "Local"
-        ports.extend(_service_ports(svc, where, ns, name, ip, kind, local, node_ports))
-    return Description(cluster_cidr, service_cidrs, tuple(ports))
+        ports.extend(_service_ports(svc, where, ns, name, cluster_ip, kind, local, node_ports, family))
+    return Description(family, cluster_cidr, service_cidrs, tuple(ports))
 
 
-def _service_ports(svc, where, ns, name, ip, kind, local, node_ports):
+def _service_ports(svc, where, ns, name, cluster_ip, kind, local, node_ports, family):
     specs = svc["ports"]
     if not isinstance(specs, list) or not specs:
         raise DescriptionError(f"{where}: ports: expected a non-empty list")
@@ -202,15 +246,15 @@ def _service_ports(svc, where, ns, name, ip, kind, local, node_ports):
         raise DescriptionError(f"{where}: endpoints: expected a list")
     out = []
     for pname, proto, port, target, node_port in parsed:
-        endpoints = tuple(_endpoint(e, f"{where}: endpoints[{k}]", names, pname, target)
+        endpoints = tuple(_endpoint(e, f"{where}: endpoints[{k}]", names, pname, target, family)
                           for k, e in enumerate(eps))
-        out.append(ServicePort(ns, name, pname, proto.lower(), ip, port, node_port, local, endpoints))
+        out.append(ServicePort(ns, name, pname, proto.lower(), cluster_ip, port, node_port, local, endpoints))
     return out
 
 
-def _endpoint(e, where, port_names, pname, target):
+def _endpoint(e, where, port_names, pname, target, family):
     _keys(e, where, ["ip", "node"], ["hostNetwork", "ports"])
-    ip = _ipv4(e["ip"], f"{where}.ip")
+    ep_ip = parse_ip(e["ip"], f"{where}.ip", family)
     if not isinstance(e["node"], str) or not e["node"]:
         raise DescriptionError(f"{where}.node: expected a node name")
     host = e.get("hostNetwork", False)
@@ -223,4 +267,4 @@ def _endpoint(e, where, port_names, pname, target):
         if k not in port_names:
             raise DescriptionError(f"{where}.ports: {k!r} is not a port name of the service")
     port = _port(overrides.get(pname, target), f"{where}.ports[{pname!r}]")
-    return Endpoint(ip, port, e["node"], host)
+    return Endpoint(ep_ip, port, e["node"], host)

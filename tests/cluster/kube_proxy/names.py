@@ -16,7 +16,8 @@ def iptables_chain(prefix, service_port_name, protocol):
 
 
 def iptables_endpoint_chain(service_port_name, protocol, endpoint):
-    """KUBE-SEP- + 16 characters of the hash of the service port and "ip:port"."""
+    """KUBE-SEP- + 16 characters of the hash of the service port and the
+    endpoint as BaseEndpointInfo.String() gives it: "ip:port", "[ip6]:port"."""
     return "KUBE-SEP-" + _b32_sha256(service_port_name + protocol + endpoint)[:16]
 
 
@@ -30,5 +31,9 @@ def nft_service_base(namespace, service, protocol, port_name):
     return _hash_prefixed(f"{namespace}/{service}/{protocol}/{port_name}")
 
 
+# servicePortEndpointChainNameBase splits BaseEndpointInfo.String() back into
+# ip and port, and writes an IPv6 address's colons (not allowed in a chain
+# name) as dots: "...__fd00.10.180..1/80".
 def nft_endpoint_base(namespace, service, protocol, port_name, ip, port):
+    ip = ip.replace(":", ".")
     return _hash_prefixed(f"{namespace}/{service}/{protocol}/{port_name}__{ip}/{port}")

@@ -2,7 +2,11 @@
 writes on one node, as `nft -f` input: the one transaction of a full sync by
 a kube-proxy that just started (setupNFTables, then every Service).
 
-Everything lives in `table ip kube-proxy`. Differences from the real proxier,
+Everything lives in `table ip kube-proxy`, or for an IPv6 description in
+`table ip6 kube-proxy` (the IPv6 proxier: knftables.IPv6Family), where the
+rules match `ip6 daddr`/`ip6 saddr`, the sets and maps are keyed by
+ipv6_addr, dnat goes to "[ip]:port" and the endpoint chain names write the
+address's colons as dots; nothing else differs. Differences from the real proxier,
 none of which changes a packet's fate: services come in description order;
 stale Service chains are flushed and deleted in the same transaction (kube-proxy
 deletes them a second later, for kernels before 6.2); base chain priorities
@@ -19,7 +23,12 @@ previous sync has emptied it.
 
 from . import names
 
-TABLE = "ip kube-proxy"
+# Per family: the table (knftables.IPv4Family / IPv6Family), the address
+# match (setupNFTables' and syncProxyRules' ipX) and the address type of the
+# sets and maps (ipvX_addr).
+TABLES = {"ipv4": "ip kube-proxy", "ipv6": "ip6 kube-proxy"}
+_IP = {"ipv4": "ip", "ipv6": "ip6"}
+_ADDR = {"ipv4": "ipv4_addr", "ipv6": "ipv6_addr"}
 MARK = "0x4000"
 
 # nftablesBaseChains: name, type, hook, priority.
@@ -52,34 +61,36 @@ CONTAINERS = [("set", "cluster-ips"), ("map", "service-ips"), ("map", "firewall-
 
 
 class Tx:
-    def __init__(self):
+    def __init__(self, family):
         self.lines = []
         self.chains = set()
+        self.table, self.ip, self.addr = TABLES[family], _IP[family], _ADDR[family]
 
     def add(self, text):
         self.lines.append(f"add {text}")
 
     def rule(self, chain, rule, comment=None):
-        self.add(f"rule {TABLE} {chain} {rule}" + (f' comment "{comment}"' if comment else ""))
+        self.add(f"rule {self.table} {chain} {rule}" + (f' comment "{comment}"' if comment else ""))
 
     def ensure_chain(self, chain):            # ensureChain: add + flush, once per transaction
         if chain in self.chains:
             return
         self.chains.add(chain)
-        self.add(f"chain {TABLE} {chain}")
-        self.lines.append(f"flush chain {TABLE} {chain}")
+        self.add(f"chain {self.table} {chain}")
+        self.lines.append(f"flush chain {self.table} {chain}")
 
 
 def _setup(tx, node_ip, service_cidrs):
-    tx.add(f'table {TABLE} {{ comment "rules for kube-proxy" ; }}')
+    table, ip, addr = tx.table, tx.ip, tx.addr
+    tx.add(f'table {table} {{ comment "rules for kube-proxy" ; }}')
     # The first sync of a kube-proxy process deletes the base chains once, so
     # that a changed priority can be applied (flushed == false).
     for name, _, _, _ in BASE_CHAINS:
-        tx.add(f"chain {TABLE} {name}")
-        tx.lines.append(f"delete chain {TABLE} {name}")
+        tx.add(f"chain {table} {name}")
+        tx.lines.append(f"delete chain {table} {name}")
     for name, kind, hook, prio in BASE_CHAINS:
-        tx.add(f"chain {TABLE} {name} {{ type {kind} hook {hook} priority {prio} ; }}")
-        tx.lines.append(f"flush chain {TABLE} {name}")
+        tx.add(f"chain {table} {name} {{ type {kind} hook {hook} priority {prio} ; }}")
+        tx.lines.append(f"flush chain {table} {name}")
     for dst, src, match in JUMP_CHAINS:
         tx.ensure_chain(dst)
         tx.rule(src, f"{match} jump {dst}".strip())
@@ -89,41 +100,43 @@ def _setup(tx, node_ip, service_cidrs):
     tx.rule("masquerading", f"mark and {MARK} == 0 return")
     tx.rule("masquerading", f"mark set mark xor {MARK}")
     tx.rule("masquerading", "masquerade fully-random")
-    tx.add(f'set {TABLE} cluster-ips {{ type ipv4_addr ; comment "Active ClusterIPs" ; }}')
-    tx.rule("cluster-ips-check", "ip daddr @cluster-ips reject", "Reject traffic to invalid ports of ClusterIPs")
+    tx.add(f'set {table} cluster-ips {{ type {addr} ; comment "Active ClusterIPs" ; }}')
+    tx.rule("cluster-ips-check", f"{ip} daddr @cluster-ips reject", "Reject traffic to invalid ports of ClusterIPs")
     if service_cidrs:
-        tx.rule("cluster-ips-check", f"ip daddr {{ {', '.join(service_cidrs)} }} drop",
+        tx.rule("cluster-ips-check", f"{ip} daddr {{ {', '.join(service_cidrs)} }} drop",
                 "Drop traffic to unallocated ClusterIPs")
-    # nftables mode defaults nodePortAddresses to the node's primary IP.
-    tx.add(f'set {TABLE} nodeport-ips {{ type ipv4_addr ; comment "IPs that accept NodePort traffic" ; }}')
-    tx.lines.append(f"flush set {TABLE} nodeport-ips")
-    tx.add(f"element {TABLE} nodeport-ips {{ {node_ip} }}")
-    tx.add(f"map {TABLE} no-endpoint-services {{ type ipv4_addr . inet_proto . inet_service : verdict ; "
+    # nftables mode defaults nodePortAddresses to the node's primary IP (of
+    # the proxier's family).
+    tx.add(f'set {table} nodeport-ips {{ type {addr} ; comment "IPs that accept NodePort traffic" ; }}')
+    tx.lines.append(f"flush set {table} nodeport-ips")
+    tx.add(f"element {table} nodeport-ips {{ {node_ip} }}")
+    tx.add(f"map {table} no-endpoint-services {{ type {addr} . inet_proto . inet_service : verdict ; "
            'comment "vmap to drop or reject packets to services with no endpoints" ; }')
-    tx.add(f"map {TABLE} no-endpoint-nodeports {{ type inet_proto . inet_service : verdict ; "
+    tx.add(f"map {table} no-endpoint-nodeports {{ type inet_proto . inet_service : verdict ; "
            'comment "vmap to drop or reject packets to service nodeports with no endpoints" ; }')
-    tx.add(f'chain {TABLE} reject-chain {{ comment "helper for @no-endpoint-services / @no-endpoint-nodeports" ; }}')
-    tx.lines.append(f"flush chain {TABLE} reject-chain")
+    tx.add(f'chain {table} reject-chain {{ comment "helper for @no-endpoint-services / @no-endpoint-nodeports" ; }}')
+    tx.lines.append(f"flush chain {table} reject-chain")
     tx.rule("reject-chain", "reject")
-    tx.rule("service-endpoints-check", "ip daddr . meta l4proto . th dport vmap @no-endpoint-services")
-    tx.rule("nodeport-endpoints-check", "ip daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports")
-    tx.add(f"map {TABLE} firewall-ips {{ type ipv4_addr . inet_proto . inet_service : verdict ; "
+    tx.rule("service-endpoints-check", f"{ip} daddr . meta l4proto . th dport vmap @no-endpoint-services")
+    tx.rule("nodeport-endpoints-check", f"{ip} daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports")
+    tx.add(f"map {table} firewall-ips {{ type {addr} . inet_proto . inet_service : verdict ; "
            'comment "destinations that are subject to LoadBalancerSourceRanges" ; }')
     tx.ensure_chain("firewall-check")
-    tx.rule("firewall-check", "ip daddr . meta l4proto . th dport vmap @firewall-ips")
-    tx.add(f"map {TABLE} service-ips {{ type ipv4_addr . inet_proto . inet_service : verdict ; "
+    tx.rule("firewall-check", f"{ip} daddr . meta l4proto . th dport vmap @firewall-ips")
+    tx.add(f"map {table} service-ips {{ type {addr} . inet_proto . inet_service : verdict ; "
            'comment "ClusterIP, ExternalIP and LoadBalancer IP traffic" ; }')
-    tx.add(f'map {TABLE} service-nodeports {{ type inet_proto . inet_service : verdict ; comment "NodePort traffic" ; }}')
-    tx.rule("services", "ip daddr . meta l4proto . th dport vmap @service-ips")
-    tx.rule("services", "ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports")
+    tx.add(f'map {table} service-nodeports {{ type inet_proto . inet_service : verdict ; comment "NodePort traffic" ; }}')
+    tx.rule("services", f"{ip} daddr . meta l4proto . th dport vmap @service-ips")
+    tx.rule("services", f"{ip} daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports")
     for kind, name in CONTAINERS:
-        tx.lines.append(f"flush {kind} {TABLE} {name}")
+        tx.lines.append(f"flush {kind} {table} {name}")
 
 
 def sync(desc, node, node_ip, existing_chains):
-    """The `nft -f` input of one full sync for `node`; existing_chains maps
-    the chains of table ip kube-proxy now to whether they hold rules."""
-    tx = Tx()
+    """The `nft -f` input of one full sync for `node` (of desc.family, as
+    node_ip); existing_chains maps the chains of the family's kube-proxy
+    table now to whether they hold rules."""
+    tx = Tx(desc.family)
     _setup(tx, node_ip, desc.service_cidrs)
     active = set()
     for sp in desc.ports:
@@ -132,13 +145,14 @@ def sync(desc, node, node_ip, existing_chains):
         if "/" not in chain:                   # isServiceChainName
             continue
         if existing_chains[chain]:
-            tx.lines.append(f"flush chain {TABLE} {chain}")
+            tx.lines.append(f"flush chain {tx.table} {chain}")
         else:
-            tx.lines.append(f"delete chain {TABLE} {chain}")
+            tx.lines.append(f"delete chain {tx.table} {chain}")
     return "\n".join(tx.lines) + "\n"
 
 
 def _service(tx, sp, node, cluster_cidr, active):
+    table, ip = tx.table, tx.ip
     proto, name = sp.protocol, sp.name()
     cluster_eps, local_eps, reachable, has_eps = sp.categorize(node)
     base = names.nft_service_base(sp.namespace, sp.service, proto, sp.port_name)
@@ -157,27 +171,27 @@ def _service(tx, sp, node, cluster_cidr, active):
             tx.ensure_chain(chain)
             active.add(chain)
     has_external = has_eps and (not sp.external_local or bool(local_eps))
-    tx.add(f"element {TABLE} cluster-ips {{ {sp.cluster_ip} }}")
+    tx.add(f"element {table} cluster-ips {{ {sp.cluster_ip} }}")
     if has_eps:
-        tx.add(f"element {TABLE} service-ips {{ {sp.cluster_ip} . {proto} . {sp.port} : goto {svc_chain} }}")
+        tx.add(f"element {table} service-ips {{ {sp.cluster_ip} . {proto} . {sp.port} : goto {svc_chain} }}")
     else:
-        tx.add(f'element {TABLE} no-endpoint-services {{ {sp.cluster_ip} . {proto} . {sp.port} comment "{name}" '
+        tx.add(f'element {table} no-endpoint-services {{ {sp.cluster_ip} . {proto} . {sp.port} comment "{name}" '
                ": goto reject-chain }")
     if sp.node_port:
         if has_eps:
-            tx.add(f"element {TABLE} service-nodeports {{ {proto} . {sp.node_port} : goto {ext_chain} }}")
+            tx.add(f"element {table} service-nodeports {{ {proto} . {sp.node_port} : goto {ext_chain} }}")
         if not has_external:
             verdict = "goto reject-chain" if not has_eps else "drop"
-            tx.add(f'element {TABLE} no-endpoint-nodeports {{ {proto} . {sp.node_port} comment "{name}" : {verdict} }}')
+            tx.add(f'element {table} no-endpoint-nodeports {{ {proto} . {sp.node_port} comment "{name}" : {verdict} }}')
     if not has_eps:
         return
-    tx.rule(svc_chain, f"ip daddr {sp.cluster_ip} {proto} dport {sp.port} ip saddr != {cluster_cidr} "
+    tx.rule(svc_chain, f"{ip} daddr {sp.cluster_ip} {proto} dport {sp.port} {ip} saddr != {cluster_cidr} "
                        "jump mark-for-masquerade")
     if sp.node_port:
         if not sp.external_local:
             tx.rule(ext_chain, "jump mark-for-masquerade")
         else:
-            tx.rule(ext_chain, f"ip saddr {cluster_cidr} goto {svc_chain}", "short-circuit pod traffic")
+            tx.rule(ext_chain, f"{ip} saddr {cluster_cidr} goto {svc_chain}", "short-circuit pod traffic")
             tx.rule(ext_chain, "fib saddr type local jump mark-for-masquerade", "masquerade local traffic")
             tx.rule(ext_chain, f"fib saddr type local goto {svc_chain}", "short-circuit local traffic")
         if has_external:
@@ -186,8 +200,8 @@ def _service(tx, sp, node, cluster_cidr, active):
     if uses_local:
         _to_endpoints(tx, local_chain, local_eps, ep_chain)
     for ep in reachable:
-        tx.rule(ep_chain(ep), f"ip saddr {ep.ip} jump mark-for-masquerade")
-        tx.rule(ep_chain(ep), f"meta l4proto {proto} dnat to {ep.address()}")
+        tx.rule(ep_chain(ep), f"{ip} saddr {ep.ip} jump mark-for-masquerade")
+        tx.rule(ep_chain(ep), f"meta l4proto {proto} dnat to {ep.address()}")   # "[ip]:port" for IPv6
 
 
 def _to_endpoints(tx, chain, endpoints, ep_chain):
@@ -196,7 +210,7 @@ def _to_endpoints(tx, chain, endpoints, ep_chain):
 
 
 def chains_in(listing):
-    """The chains in `nft list table ip kube-proxy` output -> whether they hold rules."""
+    """The chains in `nft list table ip[6] kube-proxy` output -> whether they hold rules."""
     out, chain = {}, None
     for line in listing.splitlines():
         words = line.split()
@@ -210,15 +224,17 @@ def chains_in(listing):
     return out
 
 
-def cleanup(tables_listing):
-    """CleanupLeftovers: the whole table goes (only if it is there)."""
-    present = any(line.split()[:3] == ["table", "ip", "kube-proxy"] for line in tables_listing.splitlines())
-    return f"delete table {TABLE}\n" if present else ""
+def cleanup(tables_listing, family="ipv4"):
+    """CleanupLeftovers: the whole table goes (only if it is there). It
+    deletes both families' tables; this is one family's half."""
+    present = any(line.split()[:3] == ["table", _IP[family], "kube-proxy"] for line in tables_listing.splitlines())
+    return f"delete table {TABLES[family]}\n" if present else ""
 
 
-def sysctls():
+def sysctls(family="ipv4"):
     # kind sets conntrack.tcpBeLiberal for the nftables proxy (kubernetes
-    # issue 117924); the timeouts are kube-proxy's defaults.
+    # issue 117924); the timeouts are kube-proxy's defaults. The same for
+    # either family (net.netfilter conntrack covers both).
     return ["net.netfilter.nf_conntrack_tcp_be_liberal=1",
             "net.netfilter.nf_conntrack_tcp_timeout_established=86400",
             "net.netfilter.nf_conntrack_tcp_timeout_close_wait=3600"]
