@@ -3,14 +3,16 @@
 e2e asserts source addresses (egress masqueraded to the node IP, pod -> pod and
 ClusterIP -> pod keeping the pod IP) instead of assuming them.
 
-  whoami.py serve --name NAME --bind IP [--tcp PORT]... [--udp PORT]...
+  whoami.py serve --name NAME --bind IP [--bind IP]... [--tcp PORT]... [--udp PORT]...
       Answers each TCP connection (after the client's request line) and each
       UDP datagram with one line "NAME PEER_IP:PEER_PORT": the peer as this
-      socket saw it. UDP replies leave from the bound address, so a server on
+      socket saw it. Each port is served on every --bind address (IPv4 or
+      IPv6). UDP replies leave from the bound address, so a server on
       a node with several addresses answers from the one that was asked
       (conntrack can only un-NAT a reply that comes from the DNAT target).
   whoami.py probe --proto tcp|udp --to IP:PORT [--count N] [--timeout S] [--max-failures K]
-      N requests, one result line each:
+      (an IPv6 address in brackets: [fd00:10:96::b]:80) N requests, one
+      result line each:
         ok NAME PEER_IP REPLY_FROM     (REPLY_FROM: the datagram's source; TCP: the peer)
         timeout - - -                  no answer within S seconds
         wrong-source NAME PEER_IP REPLY_FROM   UDP answer from another address than asked
@@ -55,22 +57,31 @@ def _serve_udp(name, srv):
             print(f"{name}: udp {peer[0]}:{peer[1]}: {e}", file=sys.stderr, flush=True)
 
 
+def _family(ip):
+    return socket.AF_INET6 if ":" in ip else socket.AF_INET
+
+
+def _endpoint(ip, port):
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+
+
 def serve(a):
     threads = []
-    try:                                      # every socket bound before any answers: a bad port fails the start
-        for port in a.tcp:
-            srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            srv.bind((a.bind, port))
-            srv.listen(128)
-            threads.append(threading.Thread(target=_serve_tcp, args=(a.name, srv), daemon=True))
-        for port in a.udp:
-            srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            srv.bind((a.bind, port))
-            threads.append(threading.Thread(target=_serve_udp, args=(a.name, srv), daemon=True))
-    except OSError as e:
-        print(f"{a.name}: cannot listen on {a.bind}: {e}", file=sys.stderr)
-        return 1
+    for ip in a.bind:                         # every socket bound before any answers: a bad port fails the start
+        try:
+            for port in a.tcp:
+                srv = socket.socket(_family(ip), socket.SOCK_STREAM)
+                srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                srv.bind((ip, port))
+                srv.listen(128)
+                threads.append(threading.Thread(target=_serve_tcp, args=(a.name, srv), daemon=True))
+            for port in a.udp:
+                srv = socket.socket(_family(ip), socket.SOCK_DGRAM)
+                srv.bind((ip, port))
+                threads.append(threading.Thread(target=_serve_udp, args=(a.name, srv), daemon=True))
+        except OSError as e:
+            print(f"{a.name}: cannot listen on {ip}: {e}", file=sys.stderr)
+            return 1
     for t in threads:
         t.start()
     print(f"{a.name}: serving on {a.bind} tcp {a.tcp} udp {a.udp}", file=sys.stderr, flush=True)
@@ -104,30 +115,32 @@ def _probe_tcp(ip, port, timeout):
     answer = _parse_answer(data)
     if not answer:
         return f"error - - - answer {data[:60]!r}" if data else "error - - - connection closed without an answer"
-    return f"ok {answer[0]} {answer[1]} {ip}:{port}"
+    return f"ok {answer[0]} {answer[1]} {_endpoint(ip, port)}"
 
 
 def _probe_udp(ip, port, timeout):
     # Not connected: a reply from an unexpected source (a failed un-NAT) is
     # received and reported instead of being dropped by the kernel.
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+    with socket.socket(_family(ip), socket.SOCK_DGRAM) as s:
         s.settimeout(timeout)
         try:
             s.sendto(b"whoami\n", (ip, port))
             data, src = s.recvfrom(4096)
+            src = src[:2]                     # IPv6: (ip, port, flowinfo, scope id)
         except socket.timeout:
             return "timeout - - -"
         except OSError as e:
             return f"error - - - {e.strerror or e}"
     answer = _parse_answer(data)
     if not answer:
-        return f"error - - - answer {data[:60]!r} from {src[0]}:{src[1]}"
+        return f"error - - - answer {data[:60]!r} from {_endpoint(*src)}"
     status = "ok" if src == (ip, port) else "wrong-source"
-    return f"{status} {answer[0]} {answer[1]} {src[0]}:{src[1]}"
+    return f"{status} {answer[0]} {answer[1]} {_endpoint(*src)}"
 
 
 def probe(a):
     ip, _, port = a.to.rpartition(":")
+    ip = ip.removeprefix("[").removesuffix("]")
     probe_one = _probe_tcp if a.proto == "tcp" else _probe_udp
     failures = 0
     for _ in range(a.count):
@@ -145,7 +158,7 @@ def main(argv):
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve")
     s.add_argument("--name", required=True)
-    s.add_argument("--bind", required=True)
+    s.add_argument("--bind", required=True, action="append")
     s.add_argument("--tcp", type=int, action="append", default=[])
     s.add_argument("--udp", type=int, action="append", default=[])
     c = sub.add_parser("probe")

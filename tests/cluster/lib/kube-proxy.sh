@@ -5,7 +5,11 @@
 # from a Service/Endpoints description, and applied inside the node's network
 # namespace only. There is no API server: the description (KOVS_SERVICES,
 # default $CLUSTER_DIR/services.json; its shape is in kube_proxy/model.py)
-# stands in for the Services and EndpointSlices kube-proxy would watch.
+# stands in for the Services and EndpointSlices kube-proxy would watch. As
+# kube-proxy runs one proxier per family of a dual-stack node, the IPv6
+# Services have their own description (KOVS_SERVICES6, default
+# $CLUSTER_DIR/services6.json) and their own rules (ip6tables, table ip6
+# kube-proxy); each family is synced whose description exists.
 #   kube_proxy_sync N MODE    what a kube-proxy starting on node N in MODE does:
 #                             the other mode's rules removed (platformCleanup),
 #                             its sysctls set, one full sync of its rules
@@ -13,10 +17,12 @@
 #                             own chains, jump rules and table, nothing else's
 #   kube_proxy_foreign_rules N  the node's rules that are not kube-proxy's (to
 #                             check that a flush and re-sync left them alone)
-# The generated input of the last sync is kept in $(node_dir N)/kube-proxy.MODE.
+# The generated input of the last sync is kept in $(node_dir N)/kube-proxy.MODE
+# (kube-proxy.MODE6 for IPv6).
 
 KUBE_PROXY_RULES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/kube_proxy_rules.py
 KOVS_SERVICES=${KOVS_SERVICES:-$CLUSTER_DIR/services.json}
+KOVS_SERVICES6=${KOVS_SERVICES6:-$CLUSTER_DIR/services6.json}
 # Debian's python3, not a pyenv shim found first on PATH (a shim costs 100 ms a call).
 KOVS_PYTHON=${KOVS_PYTHON:-$(command -v /usr/bin/python3 || command -v python3)}
 
@@ -46,60 +52,89 @@ _kp_sysctl() {
     [ ${#left[@]} -eq 0 ] || [ "$n" != 1 ] || _log "  (/proc/sys is read-only in these nodes; left as they are: ${left[*]})"
 }
 
+# The families with a Services description, and each one's description file.
+_kp_families() {
+    local f out=()
+    [ -e "$KOVS_SERVICES" ] && out+=(ipv4)
+    [ -e "$KOVS_SERVICES6" ] && out+=(ipv6)
+    [ ${#out[@]} -gt 0 ] || { _log "no Services description: $KOVS_SERVICES (IPv4) or $KOVS_SERVICES6 (IPv6)"; return 1; }
+    echo "${out[*]}"
+}
+_kp_services() { if [ "$1" = ipv6 ]; then echo "$KOVS_SERVICES6"; else echo "$KOVS_SERVICES"; fi; }
+_kp_ipt() { if [ "$1" = ipv6 ]; then echo ip6tables; else echo iptables; fi; }     # _kp_ipt FAMILY: the command's prefix
+_kp_nft_family() { if [ "$1" = ipv6 ]; then echo ip6; else echo ip; fi; }
+
 kube_proxy_sync() {
-    local n=$1 mode=$2 other liberal state rules d flags=(); d=$(node_dir "$n")
+    local n=$1 mode=$2 other liberal state rules d family families sysctls=() flags=(); d=$(node_dir "$n")
     _kp_mode "$mode" || return 2
-    _kp_rules check --services "$KOVS_SERVICES" 2>/dev/null || { _kp_rules check --services "$KOVS_SERVICES"; return 1; }
+    families=$(_kp_families) || return 1
+    for family in $families; do
+        _kp_rules check --family "$family" --services "$(_kp_services "$family")" 2>/dev/null ||
+            { _kp_rules check --family "$family" --services "$(_kp_services "$family")"; return 1; }
+        # shellcheck disable=SC2207 # one key=value per word
+        sysctls+=($(_kp_rules "$mode" sysctls --family "$family"))
+    done
     other=$([ "$mode" = iptables ] && echo nftables || echo iptables)
     kube_proxy_flush "$n" "$other" || return 1
-    # shellcheck disable=SC2046 # one key=value per word
-    _kp_sysctl "$n" $(_kp_rules "$mode" sysctls) || return 1
+    _kp_sysctl "$n" $(printf '%s\n' "${sysctls[@]}" | sort -u) || return 1
     if [ "$mode" = iptables ]; then
         # kube-proxy reads it at start: with it set, no DROP of ctstate INVALID.
         liberal=$(in_node "$n" cat /proc/sys/net/netfilter/nf_conntrack_tcp_be_liberal 2>/dev/null || echo 0)
         [ "$liberal" = 0 ] || flags+=(--tcp-be-liberal)
-        state=$(in_node "$n" iptables-save) || { _log "node $n: iptables-save failed"; return 1; }
-        rules=$(_kp_rules iptables sync --services "$KOVS_SERVICES" --node "node$n" "${flags[@]}" <<<"$state") || return 1
-        printf '%s\n' "$rules" > "$d/kube-proxy.iptables"
-        in_node "$n" iptables-restore -w 5 --noflush --counters <<<"$rules" ||
-            { _log "node $n: iptables-restore of kube-proxy's rules failed (input: $d/kube-proxy.iptables)"; return 1; }
-    else
-        state=$(in_node "$n" nft list table ip kube-proxy 2>/dev/null || true)
-        rules=$(_kp_rules nftables sync --services "$KOVS_SERVICES" --node "node$n" --node-ip "$(node_ip "$n")" \
-            <<<"$state") || return 1
-        printf '%s\n' "$rules" > "$d/kube-proxy.nftables"
-        in_node "$n" nft -f - <<<"$rules" ||
-            { _log "node $n: nft -f of kube-proxy's rules failed (input: $d/kube-proxy.nftables)"; return 1; }
     fi
+    for family in $families; do
+        local ipt suffix ip
+        ipt=$(_kp_ipt "$family") suffix=$([ "$family" = ipv6 ] && echo 6 || true)
+        if [ "$mode" = iptables ]; then
+            state=$(in_node "$n" "$ipt-save") || { _log "node $n: $ipt-save failed"; return 1; }
+            rules=$(_kp_rules iptables sync --family "$family" --services "$(_kp_services "$family")" --node "node$n" \
+                "${flags[@]}" <<<"$state") || return 1
+            printf '%s\n' "$rules" > "$d/kube-proxy.iptables$suffix"
+            in_node "$n" "$ipt-restore" -w 5 --noflush --counters <<<"$rules" ||
+                { _log "node $n: $ipt-restore of kube-proxy's rules failed (input: $d/kube-proxy.iptables$suffix)"; return 1; }
+        else
+            ip=$([ "$family" = ipv6 ] && node_ip6 "$n" || node_ip "$n")
+            state=$(in_node "$n" nft list table "$(_kp_nft_family "$family")" kube-proxy 2>/dev/null || true)
+            rules=$(_kp_rules nftables sync --family "$family" --services "$(_kp_services "$family")" --node "node$n" \
+                --node-ip "$ip" <<<"$state") || return 1
+            printf '%s\n' "$rules" > "$d/kube-proxy.nftables$suffix"
+            in_node "$n" nft -f - <<<"$rules" ||
+                { _log "node $n: nft -f of kube-proxy's rules failed (input: $d/kube-proxy.nftables$suffix)"; return 1; }
+        fi
+    done
 }
 
 kube_proxy_flush() {
-    local n=$1 mode=$2 state rules
+    local n=$1 mode=$2 state rules family ipt
     _kp_mode "$mode" || return 2
-    if [ "$mode" = iptables ]; then
-        state=$(in_node "$n" iptables-save) || { _log "node $n: iptables-save failed"; return 1; }
-        rules=$(_kp_rules iptables cleanup <<<"$state") || return 1
-        [ -z "$rules" ] || in_node "$n" iptables-restore -w 5 --noflush <<<"$rules" ||
-            { _log "node $n: removing kube-proxy's iptables rules failed; input was:"; _log "$rules"; return 1; }
-    else
-        # A node without nft (the kind-node image) has no nftables rules of kube-proxy's to remove.
-        in_node "$n" sh -c 'command -v nft' >/dev/null || return 0
-        state=$(in_node "$n" nft list tables) || { _log "node $n: nft list tables failed"; return 1; }
-        rules=$(_kp_rules nftables cleanup <<<"$state") || return 1
-        [ -z "$rules" ] || in_node "$n" nft -f - <<<"$rules" ||
-            { _log "node $n: deleting table ip kube-proxy failed"; return 1; }
-    fi
+    for family in ipv4 ipv6; do
+        if [ "$mode" = iptables ]; then
+            ipt=$(_kp_ipt "$family")
+            state=$(in_node "$n" "$ipt-save") || { _log "node $n: $ipt-save failed"; return 1; }
+            rules=$(_kp_rules iptables cleanup --family "$family" <<<"$state") || return 1
+            [ -z "$rules" ] || in_node "$n" "$ipt-restore" -w 5 --noflush <<<"$rules" ||
+                { _log "node $n: removing kube-proxy's $ipt rules failed; input was:"; _log "$rules"; return 1; }
+        else
+            # A node without nft (the kind-node image) has no nftables rules of kube-proxy's to remove.
+            in_node "$n" sh -c 'command -v nft' >/dev/null || return 0
+            state=$(in_node "$n" nft list tables) || { _log "node $n: nft list tables failed"; return 1; }
+            rules=$(_kp_rules nftables cleanup --family "$family" <<<"$state") || return 1
+            [ -z "$rules" ] || in_node "$n" nft -f - <<<"$rules" ||
+                { _log "node $n: deleting table $(_kp_nft_family "$family") kube-proxy failed"; return 1; }
+        fi
+    done
 }
 
-# Everything but kube-proxy's: iptables-save without counters and without any
-# KUBE-* chain or rule, then the nftables tables that iptables-nft does not
-# manage, without table ip kube-proxy; stateless (nft -s), so counters and
-# conntrack-driven state never differ.
+# Everything but kube-proxy's: iptables-save and ip6tables-save without
+# counters and without any KUBE-* chain or rule, then the nftables tables that
+# iptables-nft does not manage, without table ip/ip6 kube-proxy; stateless
+# (nft -s), so counters and conntrack-driven state never differ.
 kube_proxy_foreign_rules() {
     local n=$1
     in_node "$n" iptables-save | grep -v -e '^#' -e 'KUBE-' | sed 's/ \[[0-9]*:[0-9]*\]$//'
+    in_node "$n" ip6tables-save | grep -v -e '^#' -e 'KUBE-' | sed 's/ \[[0-9]*:[0-9]*\]$//'
     in_node "$n" nft -s list ruleset 2>/dev/null | awk '
-        /^table / { skip = ($2 == "ip" && ($3 == "kube-proxy" || $3 == "filter" || $3 == "nat" ||
+        /^table / { skip = (($2 == "ip" || $2 == "ip6") && ($3 == "kube-proxy" || $3 == "filter" || $3 == "nat" ||
                             $3 == "mangle" || $3 == "raw" || $3 == "security")) }
         !skip { print }
         /^}/ { skip = 0 }'

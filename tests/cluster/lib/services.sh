@@ -5,12 +5,15 @@
 # that say what they saw. A place names where a command runs:
 #   pod:N:P    pod P of node N          node:N    node N's network namespace
 #   host       the Docker host (the underlay; it has no route to pod CIDRs)
+# Servers listen on every address of the place's families (IP_FAMILY); an
+# IPv6 destination is written [IP]:PORT.
 # Needs cluster-common.sh (a provider) sourced first.
 
 # The tools are copied under CLUSTER_DIR, which every node sees at the same path.
 SVC_TOOLS=$CLUSTER_DIR/tools
 SVC_PY=/usr/bin/python3           # Debian's, on this machine and in the node image
 DOCKER_HOST_IP=172.18.0.1         # kind's network gateway: the Docker host as nodes see it
+DOCKER_HOST_IP6=fc00:f853:ccd:e793::1
 
 svc_tools_install() {
     mkdir -p "$SVC_TOOLS"
@@ -40,6 +43,32 @@ place_ip() {
     esac
 }
 
+# The place's IPv6 address (nodes and the Docker host have one in ipv6 and
+# dual clusters; pods in those clusters).
+place_ip6() {
+    _place_check "$1" || return 2
+    case $1 in
+        pod:*) local n p; IFS=: read -r _ n p <<<"$1"; pod_ip6 "$n" "$p" ;;
+        node:*) node_ip6 "${1#node:}" ;;
+        host) echo "$DOCKER_HOST_IP6" ;;
+    esac
+}
+
+# Every address a server at PLACE listens on: IPv4 where the place has one
+# (nodes always do), IPv6 in ipv6 and dual clusters.
+place_ips() {
+    local place=$1
+    case $IP_FAMILY in
+        ipv4) place_ip "$place" ;;
+        dual) place_ip "$place"; place_ip6 "$place" ;;
+        ipv6) [[ $place == pod:* ]] || place_ip "$place"; place_ip6 "$place" ;;
+    esac
+}
+
+# IP:PORT, or [IP]:PORT for an IPv6 address.
+ip_port() { if [[ $1 == *:* ]]; then echo "[$1]:$2"; else echo "$1:$2"; fi; }
+_ip_of() { local ip=${1%:*}; ip=${ip#[}; echo "${ip%]}"; }   # the IP of IP:PORT or [IP]:PORT
+
 # The node whose conntrack table a flow from PLACE to IP passes first: the
 # client's own node, or for the Docker host the node it sends to.
 place_node() {
@@ -47,29 +76,34 @@ place_node() {
     case $place in
         pod:*) cut -d: -f2 <<<"$place" ;;
         node:*) echo "${place#node:}" ;;
-        host) for n in $(seq 1 "$CLUSTER_NODES"); do [ "$(node_ip "$n")" = "$ip" ] && { echo "$n"; return; }; done ;;
+        host) for n in $(seq 1 "$CLUSTER_NODES"); do
+                  [ "$(node_ip "$n")" = "$ip" ] || [ "$(node_ip6 "$n")" = "$ip" ] && { echo "$n"; return; }
+              done ;;
     esac
 }
 
+# _listening PLACE PROTO PORT [COUNT]: at least COUNT sockets (default 1) listen there.
 _listening() {
-    local place=$1 proto=$2 port=$3 flag
+    local place=$1 proto=$2 port=$3 count=${4:-1} flag
     flag=$([ "$proto" = udp ] && echo -Hlun || echo -Hltn)
-    in_place "$place" ss "$flag" "sport = :$port" | grep -q .
+    (( $(in_place "$place" ss "$flag" "sport = :$port" | wc -l) >= count ))
 }
 
 # whoami_serve PLACE NAME PORT...: a whoami server on TCP and UDP PORT, bound
-# to the place's address, answering "NAME PEER".
+# to the place's addresses (place_ips), answering "NAME PEER".
 whoami_serve() {
     local place=$1 name=$2; shift 2
-    local ip args=() port log
-    ip=$(place_ip "$place") || return 1
+    local ip ips args=() port log
+    ips=$(place_ips "$place") || return 1
+    for ip in $ips; do args+=(--bind "$ip"); done
     for port in "$@"; do args+=(--tcp "$port" --udp "$port"); done
     log=$CLUSTER_DIR/whoami-${name//\//-}.log
-    in_place "$place" "$SVC_PY" "$SVC_TOOLS/whoami.py" serve --name "$name" --bind "$ip" "${args[@]}" \
+    in_place "$place" "$SVC_PY" "$SVC_TOOLS/whoami.py" serve --name "$name" "${args[@]}" \
         </dev/null >>"$log" 2>&1 &
+    local count; count=$(wc -w <<<"$ips")
     for port in "$@"; do
-        wait_for "whoami $name on $ip:$port/tcp" 10 _listening "$place" tcp "$port" || { cat "$log" >&2; return 1; }
-        wait_for "whoami $name on $ip:$port/udp" 10 _listening "$place" udp "$port" || { cat "$log" >&2; return 1; }
+        wait_for "whoami $name on ${ips//$'\n'/ and } port $port/tcp" 10 _listening "$place" tcp "$port" "$count" || { cat "$log" >&2; return 1; }
+        wait_for "whoami $name on ${ips//$'\n'/ and } port $port/udp" 10 _listening "$place" udp "$port" "$count" || { cat "$log" >&2; return 1; }
     done
 }
 
@@ -82,34 +116,39 @@ whoami_probe() {
 
 # The conntrack entries of a flow's first node, for a failure message.
 flow_conntrack() {
-    local place=$1 proto=$2 to=$3 n
-    n=$(place_node "$place" "${to%:*}")
+    local place=$1 proto=$2 to=$3 n ip family=ipv4
+    ip=$(_ip_of "$to")
+    [[ $ip == *:* ]] && family=ipv6
+    n=$(place_node "$place" "$ip")
     [ -n "$n" ] || return 0
-    in_node "$n" conntrack -L -p "$proto" --orig-dst "${to%:*}" --orig-port-dst "${to##*:}" 2>/dev/null |
+    in_node "$n" conntrack -L -f "$family" -p "$proto" --orig-dst "$ip" --orig-port-dst "${to##*:}" 2>/dev/null |
         sed "s/^/node $n conntrack: /" | head -3
 }
 
-# dns_serve PLACE: dnsmasq answering like CoreDNS for a few cluster names, on
-# UDP and TCP port 53 of the place's address only.
-DNS_RECORDS=("kubernetes.default.svc.cluster.local,10.96.0.1" "kube-dns.kube-system.svc.cluster.local,10.96.0.10")
+# dns_serve PLACE: dnsmasq answering like CoreDNS for a few cluster names (A
+# and AAAA: the Services' ClusterIPs of each family), on UDP and TCP port 53
+# of the place's addresses only.
+DNS_RECORDS=("kubernetes.default.svc.cluster.local,10.96.0.1,fd00:10:96::1"
+             "kube-dns.kube-system.svc.cluster.local,10.96.0.10,fd00:10:96::a")
 dns_serve() {
     local place=$1 ip args=() r dir=$CLUSTER_DIR/dns
-    ip=$(place_ip "$place") || return 1
     mkdir -p "$dir"
+    for ip in $(place_ips "$place"); do args+=(--listen-address="$ip"); done
     for r in "${DNS_RECORDS[@]}"; do args+=(--host-record="$r"); done
     in_place "$place" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
-        --bind-interfaces --listen-address="$ip" --port=53 --user=root --pid-file="$dir/dnsmasq.pid" \
+        --bind-interfaces --port=53 --user=root --pid-file="$dir/dnsmasq.pid" \
         --local=/cluster.local/ --log-queries --log-facility="$dir/dnsmasq.log" "${args[@]}" \
         </dev/null >>"$dir/dnsmasq.out" 2>&1 &
-    wait_for "dnsmasq on $ip:53/udp" 10 _listening "$place" udp 53 || { cat "$dir/dnsmasq.out" >&2; return 1; }
-    wait_for "dnsmasq on $ip:53/tcp" 10 _listening "$place" tcp 53 || { cat "$dir/dnsmasq.out" >&2; return 1; }
+    local count=$(( ${#args[@]} - ${#DNS_RECORDS[@]} ))
+    wait_for "dnsmasq on $place:53/udp" 10 _listening "$place" udp 53 "$count" || { cat "$dir/dnsmasq.out" >&2; return 1; }
+    wait_for "dnsmasq on $place:53/tcp" 10 _listening "$place" tcp 53 "$count" || { cat "$dir/dnsmasq.out" >&2; return 1; }
 }
 
-# dns_query PLACE SERVER NAME udp|tcp: dig's whole answer (one try, 2 s).
+# dns_query PLACE SERVER NAME udp|tcp [TYPE]: dig's whole answer (one try, 2 s).
 dns_query() {
-    local place=$1 server=$2 name=$3 proto=$4 flags=(+tries=1 +time=2)
+    local place=$1 server=$2 name=$3 proto=$4 type=${5:-A} flags=(+tries=1 +time=2)
     [ "$proto" = tcp ] && flags+=(+tcp)
-    in_place "$place" dig "@$server" "$name" A "${flags[@]}" </dev/null 2>&1 || true
+    in_place "$place" dig "@$server" "$name" "$type" "${flags[@]}" </dev/null 2>&1 || true
 }
 
 # --- the demo's Services (tests/cluster/local-cluster demo) --------------------
