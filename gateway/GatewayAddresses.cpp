@@ -28,7 +28,9 @@ void GatewayAddresses::reconcile(RtnetlinkClient& nl, GatewayRepairs& r) {
     for (const auto& want : plan.add) {
         // Duplicate address detection would keep the gateway address tentative
         // (unusable as a source) for a second or more after every repair.
-        if (nl.addAddress(name_, {.local = want, .flags = want.family == AF_INET6 ? uint32_t(IFA_F_NODAD) : 0u})) ++r.addrAdded;
+        if (!nl.addAddress(name_, {.local = want, .flags = want.family == AF_INET6 ? uint32_t(IFA_F_NODAD) : 0u})) continue;
+        ++r.addrAdded;
+        if (want.family == AF_INET6) ++r.addrAdded6;
     }
 }
 

@@ -129,6 +129,8 @@ void GatewayGuard::record(const GatewayRepairs& r, bool present, bool repaired, 
     stats_.addressesRemoved += r.addrRemoved;
     stats_.routesAdded += r.routeAdded;
     stats_.routesRemoved += r.routeRemoved;
+    stats_.addressesAdded6 += r.addrAdded6;
+    stats_.routesAdded6 += r.routeAdded6;
     stats_.sysctlsFixed += r.sysctl;
     stats_.mtuHeld += r.mtuHeld;
     stats_.mtuContested = link_.mtuContested();
@@ -158,9 +160,12 @@ void GatewayGuard::status(nlohmann::json& out) const {
 
 void GatewayGuard::metrics(MetricsText& m) const {
     auto g = stats();
-    const char* help = "Repairs of the gateway interface, by kind.";
-    m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.addressesAdded), {{"kind", "address"}});
-    m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.routesAdded), {{"kind", "route"}});
+    const char* help = "Repairs of the gateway interface, by kind (addresses and routes also by family).";
+    m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.addressesAdded - g.addressesAdded6),
+              {{"kind", "address"}, {"family", "ipv4"}});
+    m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.addressesAdded6), {{"kind", "address"}, {"family", "ipv6"}});
+    m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.routesAdded - g.routesAdded6), {{"kind", "route"}, {"family", "ipv4"}});
+    m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.routesAdded6), {{"kind", "route"}, {"family", "ipv6"}});
     m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.linkUp), {{"kind", "link_up"}});
     m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.mtuFixed), {{"kind", "mtu"}});
     m.counter("kovs_gateway_repairs_total", help, static_cast<double>(g.sysctlsFixed), {{"kind", "sysctl"}});

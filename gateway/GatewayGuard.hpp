@@ -67,6 +67,8 @@ struct GatewayGuardStats {
     uint64_t addressesRemoved = 0;
     uint64_t routesAdded = 0;
     uint64_t routesRemoved = 0;
+    uint64_t addressesAdded6 = 0;  // the IPv6 ones among addressesAdded and routesAdded
+    uint64_t routesAdded6 = 0;
     uint64_t sysctlsFixed = 0;   // rp_filter, send_redirects, IPv6 forwarding and accept_ra
     uint64_t mtuHeld = 0;        // MTU repairs the throttle held back
     bool mtuContested = false;   // the MTU keeps being changed under the guard

@@ -1,5 +1,7 @@
 #include "gateway/GatewayRoutes.hpp"
 
+#include <sys/socket.h>
+
 namespace kovs::gateway {
 
 void reconcileGatewayRoutes(RtnetlinkClient& nl, const std::string& link, const std::vector<RouteInfo>& desired, bool removeStale,
@@ -10,7 +12,9 @@ void reconcileGatewayRoutes(RtnetlinkClient& nl, const std::string& link, const 
         ++r.routeRemoved;
     }
     for (const auto& missing : plan.add) {
-        if (nl.addRoute(link, missing)) ++r.routeAdded;
+        if (!nl.addRoute(link, missing)) continue;
+        ++r.routeAdded;
+        if (missing.family() == AF_INET6) ++r.routeAdded6;
     }
 }
 

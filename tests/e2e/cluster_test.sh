@@ -161,7 +161,7 @@ grep -q '^kovs_offload_repairs_total{kind="tx_checksum"} [1-9]' <<<"$text" || fa
 $(grep offload <<<"$text")"
 grep -q '^kovs_repairs_total{kind="gateway"} [1-9]' <<<"$text" || fail "gateway start-up repair not counted"
 grep -q '^kovs_gateway_restore_seconds_count [1-9]' <<<"$text" || fail "restore latency histogram empty"
-grep -q '^kovs_gateway_repairs_total{kind="address"} [1-9]' <<<"$text" || fail "the gw0 address restored after the flush was not counted"
+grep -q '^kovs_gateway_repairs_total{family="ipv4",kind="address"} [1-9]' <<<"$text" || fail "the gw0 address restored after the flush was not counted"
 grep -q '^kovs_cni_requests_total{code="0",command="ADD"} 2$' <<<"$text" || fail "2 successful CNI ADDs not counted:
 $(grep kovs_cni <<<"$text")"
 grep -q '^kovs_cni_errors_total{command="ADD"} 1$' <<<"$text" || fail "the failed CNI ADD not counted:

@@ -19,7 +19,8 @@
 #    sees the node's IPv6 address (table ip6 kovs), and kovsctl doctor checks
 #    the table of each family;
 #  - `ip -6 addr flush dev gw0`: the guard puts the IPv6 address and its
-#    route back, and TCP over IPv6 across nodes works again.
+#    route back, counts them under family="ipv6" in /metrics, and TCP over
+#    IPv6 across nodes works again.
 export KOVS_IP_FAMILY=${KOVS_IP_FAMILY:-dual}
 source "$(dirname "$0")/lib.sh"
 [ "${KOVS_PROVIDER:-netns}" = netns ] || { echo "the $KOVS_IP_FAMILY test bed is on the netns provider only so far; skipped"; exit 77; }
@@ -96,6 +97,9 @@ back() { in_node 2 ip -6 addr show dev gw0 | grep -q "inet6 $(node_gw_ip6 2)/64"
 wait_for "node 2's guard to restore gw0's IPv6 address and route" 5 back || fail "gw0's IPv6 address was not restored"
 wait_for "TCP over IPv6 from pod 1/1 to pod 2/1 again" 10 tcp_ok "$(pod_ip6 2 1)" in_pod 1 1 || fail "IPv6 pod traffic did not come back"
 restores=$(node_status 2 | jq '.gateway.restores')
-pass "ip -6 addr flush dev gw0 on node 2: the guard restored the IPv6 address and route (restores: $restores), TCP over IPv6 works again"
+repairs=$(agent_metrics 2 | grep '^kovs_gateway_repairs_total{family=')
+grep -q '^kovs_gateway_repairs_total{family="ipv6",kind="address"} [1-9]' <<<"$repairs" ||
+    fail "node 2: the IPv6 address restored was not counted in its family: $repairs"
+pass "ip -6 addr flush dev gw0 on node 2: the guard restored the IPv6 address and route (restores: $restores; /metrics: $(grep 'ipv6' <<<"$repairs" | tr '\n' ' ')), TCP over IPv6 works again"
 
 echo "$checks passed, 0 failed"

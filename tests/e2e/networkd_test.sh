@@ -52,7 +52,7 @@ gw0_has_address() {
     in_node 1 ip -4 -o addr show dev gw0 | grep -q " $gw_ip/24 " || return 1
     [ "$IP_FAMILY" = ipv4 ] || in_node 1 ip -6 -o addr show dev gw0 scope global | grep -q " $(node_gw_ip6 1)/64 "
 }
-gw_repairs() { agent_metrics 1 | awk '/^kovs_gateway_repairs_total\{kind="address"\}/ { print $2 }'; }
+gw_repairs() { agent_metrics 1 | awk '/^kovs_gateway_repairs_total\{family="ipv[46]",kind="address"\}/ { n += $2 } END { print n + 0 }'; }
 gw_ip=$(node_gw_ip 1)
 in_node 1 iperf3 -s -B "$gw_ip" -p 5202 -1 -D --logfile "$(node_dir 1)/log/iperf3-gw.log"
 in_pod 1 1 iperf3 -s -1 -D --logfile "$(node_dir 1)/log/iperf3-pod.log"

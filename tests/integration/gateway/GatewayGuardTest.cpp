@@ -87,7 +87,9 @@ TEST_F(GatewayGuardTest, ConfiguresAFreshLink) {
     EXPECT_EQ(s.linkUp, 1u);
     EXPECT_EQ(s.mtuFixed, 1u);
     EXPECT_EQ(s.addressesAdded, 2u);
+    EXPECT_EQ(s.addressesAdded6, 1u);
     EXPECT_GE(s.routesAdded, 2u);  // the extra routes; the kernel adds the prefix routes
+    EXPECT_EQ(s.routesAdded6, 1u);
     EXPECT_TRUE(s.linkPresent);
 }
 
@@ -143,10 +145,16 @@ TEST_F(GatewayGuardTest, MtuComesBack) {
     EXPECT_GE(guard_->stats().mtuFixed, 2u);
 }
 
+// Counted per family: the IPv6 address and its route, nothing of IPv4's.
 TEST_F(GatewayGuardTest, Ipv6FlushComesBack) {
     startGuard();
+    auto before = guard_->stats();
     runChecked({"ip", "-6", "addr", "flush", "dev", dev_});
     expectConsistentWithin("ip -6 addr flush", 2s);
+    auto after = guard_->stats();
+    EXPECT_EQ(after.addressesAdded6 - before.addressesAdded6, 1u);
+    EXPECT_EQ(after.addressesAdded - before.addressesAdded, 1u);
+    EXPECT_EQ(after.routesAdded6 - before.routesAdded6, after.routesAdded - before.routesAdded);
 }
 
 TEST_F(GatewayGuardTest, ExtraRouteViaNextHopComesBack) {
