@@ -4,6 +4,11 @@
 #include "base/RtnetlinkClient.hpp"
 
 #include <fcntl.h>
+#include <sys/mount.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <linux/if_addr.h>
 
@@ -52,6 +57,40 @@ AddressInfo address(const std::string& text) {
 }
 
 }  // namespace
+
+// kovs's agent pod is not privileged: the runtime mounts /proc/sys read-only
+// for it, so disable_ipv6 cannot be written. On a dual-stack kind node that
+// stopped the agent at start-up ("kovs-up0: cannot disable IPv6"). The link
+// keeps IPv6 then, but never makes an address: up, it has none, and counts
+// as isolated.
+TEST(RtnetlinkClient, WhereProcSysIsReadOnlyALinkIsIsolatedWithoutIpv6Addresses) {
+    Veth v;
+    ASSERT_EQ(::mount("/proc/sys", "/proc/sys", nullptr, MS_BIND, nullptr), 0) << std::strerror(errno);
+    struct Unmount {
+        ~Unmount() { ::umount2("/proc/sys", MNT_DETACH); }
+    } unmount;
+    ASSERT_EQ(::mount(nullptr, "/proc/sys", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr), 0) << std::strerror(errno);
+    ASSERT_FALSE(std::ofstream("/proc/sys/net/ipv6/conf/rt-a/disable_ipv6") << "1\n") << "/proc/sys is still writable";
+
+    kovs::isolateLink("rt-a");
+    v.rtnl.setUp("rt-a", true);
+    v.rtnl.setUp("rt-b", true);
+    bool peerHasLinkLocal = kovs::test::pollUntil([&] {
+        for (const auto& a : v.rtnl.addresses("rt-b"))
+            if (a.local.family == AF_INET6) return true;
+        return false;
+    }, std::chrono::seconds(5));
+    ASSERT_TRUE(peerHasLinkLocal) << "IPv6 is on in this namespace: the peer, not isolated, makes its link-local";
+    for (const auto& a : v.rtnl.addresses("rt-a")) EXPECT_NE(a.local.family, AF_INET6) << a.local.str();
+    EXPECT_TRUE(kovs::linkIsolated("rt-a"));
+    EXPECT_FALSE(kovs::isolateLink("rt-a")) << "already isolated: nothing to change";
+
+    // One that was up with a link-local before (an older kovs-cni's pod) loses it.
+    EXPECT_FALSE(kovs::linkIsolated("rt-b"));
+    EXPECT_TRUE(kovs::isolateLink("rt-b"));
+    for (const auto& a : v.rtnl.addresses("rt-b")) EXPECT_NE(a.local.family, AF_INET6) << a.local.str();
+    EXPECT_TRUE(kovs::linkIsolated("rt-b"));
+}
 
 TEST(RtnetlinkClient, LinksAreCreatedChangedAndRemoved) {
     Veth v;
