@@ -23,7 +23,7 @@
 #    IPv6 across nodes works again.
 export KOVS_IP_FAMILY=${KOVS_IP_FAMILY:-dual}
 source "$(dirname "$0")/lib.sh"
-[ "${KOVS_PROVIDER:-netns}" = netns ] || { echo "the $KOVS_IP_FAMILY test bed is on the netns provider only so far; skipped"; exit 77; }
+[ "${KOVS_PROVIDER:-netns}" != kind-node ] || { echo "the $KOVS_IP_FAMILY test bed is on the netns and docker providers so far; skipped"; exit 77; }
 case $KOVS_IP_FAMILY in
     dual) overhead=50 tables="table ip kovs and table ip6 kovs masquerade" ;;
     ipv6) overhead=70 tables="table ip6 kovs masquerades" ;;

@@ -90,28 +90,28 @@ _family_matrix() {
 services_matrix() {
     local nodes=$1 pods=$2 n m c seen saw=()
     echo "Services (kube-proxy v1.31 iptables-mode rules on every node, TCP; on each node the client is pod $([ "$pods" -ge 2 ] && echo 2 || echo 1);"
-    echo "ClusterIP 10.96.1.N -> pod N/1, NodePort 30080 -> n1/p1, the API server is hostNetwork on n1):"
+    echo "ClusterIP $(demo_cluster_ip 1.N) -> pod N/1, NodePort 30080 -> n1/p1, the API server $(demo_cluster_ip 0.1) is hostNetwork on n1):"
     node_row "on node"; for n in $(seq 1 "$nodes"); do printf '%-9s' "n$n"; done; echo
     _client() { echo "pod:$1:$([ "$pods" -ge 2 ] && echo 2 || echo 1)"; }
     _cell() { if "$@" >/dev/null; then printf '%-9s' ok; else printf '%-9s' FAIL; matrix_failed=1; fi; }
     node_row "ClusterIP -> pod on the same node"
     for n in $(seq 1 "$nodes"); do
         if [ "$pods" -lt 2 ]; then printf '%-9s' "-"; continue; fi
-        c=$(_client "$n"); _cell answered_by "$c" "10.96.1.$n:80" "n$n/p1" "$(place_ip "$c")"
+        c=$(_client "$n"); _cell answered_by "$c" "$(ip_port "$(demo_cluster_ip "1.$n")" 80)" "n$n/p1" "$(demo_place_ip "$c")"
     done; echo
     node_row "ClusterIP -> pod on the next node"
     for n in $(seq 1 "$nodes"); do
         m=$(( n % nodes + 1 )); [ "$m" = "$n" ] && { printf '%-9s' "-"; continue; }
-        c=$(_client "$n"); _cell answered_by "$c" "10.96.1.$m:80" "n$m/p1" "$(place_ip "$c")"
+        c=$(_client "$n"); _cell answered_by "$c" "$(ip_port "$(demo_cluster_ip "1.$m")" 80)" "n$m/p1" "$(demo_place_ip "$c")"
     done; echo
-    node_row "API server 10.96.0.1:443 (n1:6443)"
-    for n in $(seq 1 "$nodes"); do c=$(_client "$n"); _cell answered_by "$c" 10.96.0.1:443 node1 "$(place_ip "$c")"; done; echo
+    node_row "API server ClusterIP:443 (n1:6443)"
+    for n in $(seq 1 "$nodes"); do c=$(_client "$n"); _cell answered_by "$c" "$(ip_port "$(demo_cluster_ip 0.1)" 443)" node1 "$(demo_place_ip "$c")"; done; echo
     node_row "docker host -> NodePort 30080"
-    for n in $(seq 1 "$nodes"); do _cell answered_by host "$(node_ip "$n"):30080" n1/p1; done; echo
+    for n in $(seq 1 "$nodes"); do _cell answered_by host "$(ip_port "$(demo_place_ip "node:$n")" 30080)" n1/p1; done; echo
     node_row "egress: pod -> docker host (TCP)"
     for n in $(seq 1 "$nodes"); do
         c=$(_client "$n")
-        if seen=$(answered_by "$c" "$DOCKER_HOST_IP:9000" dockerhost "$(node_ip "$n")"); then printf '%-9s' ok
+        if seen=$(answered_by "$c" "$(ip_port "$(demo_place_ip host)" 9000)" dockerhost "$(demo_place_ip "node:$n")"); then printf '%-9s' ok
         else printf '%-9s' FAIL; matrix_failed=1; fi
         saw+=("n$n $seen")
     done; echo

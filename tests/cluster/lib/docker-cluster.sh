@@ -5,7 +5,8 @@
 #   <prefix>-dockerhost  a network namespace playing the Docker host: a private
 #                        dockerd runs in it, with its bridges and iptables rules;
 #                        in_underlay runs here (Docker host -> node traffic)
-#   network "kind"       172.18.0.0/16, gateway 172.18.0.1, as kind's
+#   network "kind"       172.18.0.0/16, gateway 172.18.0.1, as kind's (ipv6 and
+#                        dual: fc00:f853:ccd:e793::/64 beside it, gateway ::1)
 #   <prefix>-nN          node N: container, hostname nodeN, eth0 = 172.18.0.(N+1);
 #                        runs its own ovsdb-server, ovs-vswitchd and kovs-agent
 #   pods                 network namespaces inside the node container (ip netns)
@@ -99,14 +100,26 @@ docker_prepare() {
 underlay_up() {
     mkdir -p "$CLUSTER_DIR"
     docker_prepare
-    # As kind makes its network (kind picks a free /16; inside our namespace 172.18/16 is always free).
-    dk network create --driver bridge --subnet 172.18.0.0/16 --gateway 172.18.0.1 \
+    # As kind makes its network (kind picks a free /16; inside our namespace
+    # 172.18/16 is always free), with its IPv6 ULA in ipv6 and dual clusters.
+    local v6=()
+    [ "$IP_FAMILY" = ipv4 ] || v6=(--ipv6 --subnet fc00:f853:ccd:e793::/64 --gateway fc00:f853:ccd:e793::1)
+    dk network create --driver bridge --subnet 172.18.0.0/16 --gateway 172.18.0.1 "${v6[@]}" \
         --opt com.docker.network.bridge.enable_ip_masquerade=true --opt com.docker.network.driver.mtu="$UNDERLAY_MTU" \
         --label "kovs.cluster=$CLUSTER_PREFIX" "$DOCKER_NETWORK" >/dev/null
 }
 
+# `docker run` arguments of node N's address(es) on the network, as kind's
+# nodes have them: in ipv6 and dual clusters an IPv6 one too, forwarding on.
+node_address_args() {
+    printf '%s\n' --network "$DOCKER_NETWORK" --ip "$(node_ip "$1")" --sysctl net.ipv4.ip_forward=1
+    [ "$IP_FAMILY" = ipv4 ] ||
+        printf '%s\n' --ip6 "$(node_ip6 "$1")" --sysctl net.ipv6.conf.all.disable_ipv6=0 --sysctl net.ipv6.conf.all.forwarding=1
+}
+
 node_up() {
-    local n=$1 c security=(); c=$(node_container "$n")
+    local n=$1 c security=() addresses; c=$(node_container "$n")
+    mapfile -t addresses < <(node_address_args "$n")
     node_files "$n"
     # Docker's AppArmor profile forbids mount(2), which `ip netns add` (pods)
     # needs; kind's privileged nodes are unconfined too. Seccomp stays on.
@@ -118,10 +131,10 @@ node_up() {
     # /run and /tmp are tmpfs, as on kind's nodes; pods' namespaces live in /run/netns.
     dk run -d --name "$c" --hostname "node$n" \
         --label "kovs.cluster=$CLUSTER_PREFIX" --label "kovs.node=$n" \
-        --network "$DOCKER_NETWORK" --ip "$(node_ip "$n")" \
+        "${addresses[@]}" \
         --cap-add NET_ADMIN --cap-add SYS_ADMIN --cap-add NET_RAW --cap-add IPC_LOCK --cap-add SYS_NICE \
         --cap-add SYS_PTRACE \
-        --device /dev/net/tun --sysctl net.ipv4.ip_forward=1 --init "${security[@]}" \
+        --device /dev/net/tun --init "${security[@]}" \
         --tmpfs /run --tmpfs /tmp \
         -v "$CLUSTER_DIR:$CLUSTER_DIR" \
         -v "$(realpath "$KOVS_BUILD/agent/kovs-agent"):$KOVS_BIN/kovs-agent:ro" \

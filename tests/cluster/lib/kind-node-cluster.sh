@@ -113,7 +113,8 @@ api_up() {
 # --- nodes --------------------------------------------------------------------
 
 node_up() {
-    local n=$1 c; c=$(node_container "$n")
+    local n=$1 c addresses; c=$(node_container "$n")
+    mapfile -t addresses < <(node_address_args "$n")
     mkdir -p "$(node_dir "$n")" "$(kubelet_dir "$n")"
     # kind's node container, less --privileged (refused here): the capabilities
     # OVS and runc need; seccomp and AppArmor unconfined as kind's privileged
@@ -123,10 +124,10 @@ node_up() {
     # container's own overlay root).
     dk run -d --name "$c" --hostname "node$n" \
         --label "kovs.cluster=$CLUSTER_PREFIX" --label "kovs.node=$n" --label kovs.provider=kind-node \
-        --network "$DOCKER_NETWORK" --ip "$(node_ip "$n")" \
+        "${addresses[@]}" \
         --cap-add NET_ADMIN --cap-add SYS_ADMIN --cap-add NET_RAW --cap-add IPC_LOCK --cap-add SYS_NICE \
         --cap-add SYS_PTRACE \
-        --device /dev/net/tun --sysctl net.ipv4.ip_forward=1 --init \
+        --device /dev/net/tun --init \
         --cgroupns=private --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
         --tmpfs /run --tmpfs /tmp --mount type=volume,dst=/var/lib/containerd \
         -v "$CLUSTER_DIR:$CLUSTER_DIR" -v "$KOVS_REPO/tests/cluster/kubelet:$KOVS_KUBELET_DIR:ro" \
@@ -216,6 +217,7 @@ kovs_kind_steps() {
     local cmd=$1 prefix=$2 log=$3 id title steps t0 args=("$1" --list-steps)
     [ "$KIND_NODE_COMPANION" = 1 ] && args+=(--companion)
     [ "$UNDERLAY_MTU" = 1500 ] || args+=(--mtu "$UNDERLAY_MTU")
+    [ "$IP_FAMILY" = ipv4 ] || args+=(--ip-family "$IP_FAMILY")
     steps=$("$KOVS_REPO/kind/kovs-kind" "${args[@]}") || die "kind/kovs-kind $cmd --list-steps failed"
     while IFS=$'\t' read -r -u 3 id title; do
         declare -F "$prefix$id" >/dev/null ||
@@ -294,10 +296,21 @@ pod_del() {
 # of node 1 (CoreDNS's part), both as kube-proxy's iptables rules on every
 # node. Then the probes kovs-kind runs, the same program with the same
 # targets, printed by the same table (kind/node-table.awk).
-SMOKE_POD=81 SMOKE_DNS_POD=80 SMOKE_PORT=8080
-SMOKE_CLUSTER_IP=10.96.0.80 SMOKE_NODE_PORT=30080 SMOKE_DNS_IP=10.96.0.10
+# The Services are of the cluster's first family, as a Service's default
+# (ipFamilyPolicy SingleStack) is: IPv6 in an ipv6 cluster.
+SMOKE_POD=81 SMOKE_DNS_POD=80 SMOKE_PORT=8080 SMOKE_NODE_PORT=30080
+if [ "$IP_FAMILY" = ipv6 ]; then
+    SMOKE_CLUSTER_IP=fd00:10:96::50 SMOKE_DNS_IP=fd00:10:96::a SMOKE_POD_CIDR=fd00:10:244::/56
+else
+    SMOKE_CLUSTER_IP=10.96.0.80 SMOKE_DNS_IP=10.96.0.10 SMOKE_POD_CIDR=10.244.0.0/16
+fi
 SMOKE_DNS_NAME=kovs-smoke.kovs-smoke.svc.cluster.local
 smoke_dir() { echo "$CLUSTER_DIR/smoke"; }
+# A place's address of the smoke test's family (services.sh's places).
+smoke_ip() { if [ "$IP_FAMILY" = ipv6 ]; then place_ip6 "$1"; else place_ip "$1"; fi; }
+# The smoke Services' description, of that family: services.json or
+# services6.json (kube-proxy_sync writes the rules of the one that exists).
+smoke_services() { echo "$(smoke_dir)/services$([ "$IP_FAMILY" = ipv6 ] && echo 6).json"; }
 
 smoke_up() {
     local n d eps=() pod_ips; d=$(smoke_dir)
@@ -315,14 +328,16 @@ smoke_up() {
     done
     pod_ips=$(IFS=,; echo "${eps[*]}")
     jq -n --argjson eps "[$pod_ips]" --arg dns "$(pod_ip 1 "$SMOKE_DNS_POD")" --arg ip "$SMOKE_CLUSTER_IP" --arg dnsip "$SMOKE_DNS_IP" \
-        --argjson port "$SMOKE_PORT" --argjson np "$SMOKE_NODE_PORT" \
-        '{clusterCIDR: "10.244.0.0/16", services: [
+        --argjson port "$SMOKE_PORT" --argjson np "$SMOKE_NODE_PORT" --arg cidr "$SMOKE_POD_CIDR" \
+        '{clusterCIDR: $cidr, services: [
             {namespace: "kovs-smoke", name: "kovs-smoke", clusterIP: $ip, type: "NodePort",
              ports: [{name: "http", protocol: "TCP", port: 80, targetPort: $port, nodePort: $np}], endpoints: $eps},
             {namespace: "kube-system", name: "kube-dns", clusterIP: $dnsip,
              ports: [{name: "dns", protocol: "UDP", port: 53}, {name: "dns-tcp", protocol: "TCP", port: 53}],
-             endpoints: [{ip: $dns, node: "node1"}]}]}' > "$d/services.json"
-    for n in $(seq 1 "$CLUSTER_NODES"); do KOVS_SERVICES=$d/services.json kube_proxy_sync "$n" iptables || return 1; done
+             endpoints: [{ip: $dns, node: "node1"}]}]}' > "$(smoke_services)"
+    for n in $(seq 1 "$CLUSTER_NODES"); do
+        KOVS_SERVICES=$d/services.json KOVS_SERVICES6=$d/services6.json kube_proxy_sync "$n" iptables || return 1
+    done
     local DNS_RECORDS=("$SMOKE_DNS_NAME,$SMOKE_CLUSTER_IP")
     dns_serve "pod:1:$SMOKE_DNS_POD"
 }
@@ -333,13 +348,13 @@ smoke_run() {
     for n in $(seq 1 "$CLUSTER_NODES"); do
         targets=()
         for m in $(seq 1 "$CLUSTER_NODES"); do
-            [ "$m" = "$n" ] || targets+=("pod/node$m=tcp:$(pod_ip "$m" "$SMOKE_POD"):$SMOKE_PORT")
+            [ "$m" = "$n" ] || targets+=("pod/node$m=tcp:$(ip_port "$(pod_ip "$m" "$SMOKE_POD")" "$SMOKE_PORT")")
         done
-        targets+=("svc=tcp:$SMOKE_CLUSTER_IP:80" "dns=tcp:$SMOKE_DNS_NAME:80" "egress=ping:$DOCKER_HOST_IP")
+        targets+=("svc=tcp:$(ip_port "$SMOKE_CLUSTER_IP" 80)" "dns=tcp:$SMOKE_DNS_NAME:80" "egress=ping:$(smoke_ip host)")
         # kubectl exec: a process in the pod's container, its resolv.conf included.
         ctr_in "$n" tasks exec --exec-id "smoke$$-$RANDOM" "pod-$n-$SMOKE_POD" kovsctl probe check "${targets[@]}" \
             </dev/null >"$d/node$n" 2>&1 || true
-        in_node "$n" /opt/kovs/bin/kovsctl probe check "nodeport=tcp:$(node_ip "$n"):$SMOKE_NODE_PORT" </dev/null >>"$d/node$n" 2>&1 || true
+        in_node "$n" /opt/kovs/bin/kovsctl probe check "nodeport=tcp:$(ip_port "$(smoke_ip "node:$n")" "$SMOKE_NODE_PORT")" </dev/null >>"$d/node$n" 2>&1 || true
         files+=("$d/node$n")
     done
     awk -v what="kovsctl probe" -f "$KOVS_REPO/kind/node-table.awk" "${files[@]}" >&2

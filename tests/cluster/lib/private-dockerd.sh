@@ -68,10 +68,15 @@ dockerd_start() {
     rm -f "$KOVS_DOCKER_RUN/docker.pid" "$KOVS_DOCKER_SOCK"
     ip netns add "$(dockerhost_ns)"
     in_underlay ip link set lo up
-    # An empty config file: a daemon.json of the machine's own Docker is not
+    # Our own config file: a daemon.json of the machine's own Docker is not
     # ours. (dockerd 20.10 still writes its identity to /etc/docker/key.json;
-    # no option moves it.)
-    echo '{}' > "$KOVS_DOCKER_RUN/daemon.json"
+    # no option moves it.) For ipv6 and dual clusters, IPv6 as kind needs it:
+    # dockerd 20.10 NATs IPv6 (ip6tables) only as an experimental feature.
+    if [ "$IP_FAMILY" = ipv4 ]; then
+        echo '{}' > "$KOVS_DOCKER_RUN/daemon.json"
+    else
+        echo '{"ipv6": true, "fixed-cidr-v6": "fd00:d0c:ce::/64", "experimental": true, "ip6tables": true}' > "$KOVS_DOCKER_RUN/daemon.json"
+    fi
     _log "  starting a private dockerd in network namespace $(dockerhost_ns) (socket $KOVS_DOCKER_SOCK, data root $KOVS_DOCKER_ROOT)"
     # setsid: a Ctrl-C at the terminal is for this script, which then stops
     # the engine in order (dockerd would otherwise catch the SIGINT itself).

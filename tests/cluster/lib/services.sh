@@ -158,24 +158,37 @@ dns_query() {
 #   default/pod-N       10.96.1.N:80 -> pod N/1:8090, one per node
 #   default/nodeport    NodePort 30080 -> pod 1/1:8090 (externalTrafficPolicy Cluster)
 # and whoami servers behind them, plus one on the Docker host (port 9000).
+# The Services are of the cluster's first family, as a Service's default
+# (ipFamilyPolicy SingleStack) is: in an ipv6 cluster fd00:10:96::1,
+# fd00:10:96::1:N and fd00:10:96::80, reached at the places' IPv6 addresses.
 # Needs kube-proxy.sh.
 DEMO_PORT=8090
+demo_v6() { [ "$IP_FAMILY" = ipv6 ]; }
+# demo_cluster_ip 0.1 | 0.80 | 1.N: 10.96.<that>, or fd00:10:96::1, ::80, ::1:N
+demo_cluster_ip() {
+    if ! demo_v6; then echo "10.96.$1"; elif [[ $1 == 0.* ]]; then echo "fd00:10:96::${1#0.}"; else echo "fd00:10:96::${1/./:}"; fi
+}
+demo_place_ip() { if demo_v6; then place_ip6 "$1"; else place_ip "$1"; fi; }
 demo_services_up() {
-    local nodes=$1 n eps=()
+    local nodes=$1 n eps=() file=$KOVS_SERVICES cidr=10.244.0.0/16
+    demo_v6 && file=$KOVS_SERVICES6 cidr=fd00:10:244::/56
+    rm -f "$KOVS_SERVICES" "$KOVS_SERVICES6"
     svc_tools_install
     for n in $(seq 1 "$nodes"); do
-        eps+=("$(jq -cn --arg n "$n" --arg ip "$(pod_ip "$n" 1)" --argjson port "$DEMO_PORT" \
-            '{namespace: "default", name: "pod-\($n)", clusterIP: "10.96.1.\($n)",
+        eps+=("$(jq -cn --arg n "$n" --arg ip "$(demo_place_ip "pod:$n:1")" --arg cip "$(demo_cluster_ip "1.$n")" --argjson port "$DEMO_PORT" \
+            '{namespace: "default", name: "pod-\($n)", clusterIP: $cip,
               ports: [{protocol: "TCP", port: 80, targetPort: $port}], endpoints: [{ip: $ip, node: "node\($n)"}]}')")
     done
-    jq -n --arg api "$(node_ip 1)" --arg p1 "$(pod_ip 1 1)" --argjson port "$DEMO_PORT" --argjson pods "$(printf '%s\n' "${eps[@]}" | jq -s .)" \
-        '{clusterCIDR: "10.244.0.0/16", services: ([
-            {namespace: "default", name: "kubernetes", clusterIP: "10.96.0.1",
+    jq -n --arg api "$(demo_place_ip node:1)" --arg p1 "$(demo_place_ip pod:1:1)" --argjson port "$DEMO_PORT" \
+        --argjson pods "$(printf '%s\n' "${eps[@]}" | jq -s .)" --arg cidr "$cidr" \
+        --arg apiip "$(demo_cluster_ip 0.1)" --arg npip "$(demo_cluster_ip 0.80)" \
+        '{clusterCIDR: $cidr, services: ([
+            {namespace: "default", name: "kubernetes", clusterIP: $apiip,
              ports: [{name: "https", protocol: "TCP", port: 443, targetPort: 6443}],
              endpoints: [{ip: $api, node: "node1", hostNetwork: true}]},
-            {namespace: "default", name: "nodeport", clusterIP: "10.96.0.80", type: "NodePort",
+            {namespace: "default", name: "nodeport", clusterIP: $npip, type: "NodePort",
              ports: [{protocol: "TCP", port: 80, targetPort: $port, nodePort: 30080}],
-             endpoints: [{ip: $p1, node: "node1"}]}] + $pods)}' > "$KOVS_SERVICES"
+             endpoints: [{ip: $p1, node: "node1"}]}] + $pods)}' > "$file"
     for n in $(seq 1 "$nodes"); do kube_proxy_sync "$n" iptables || return 1; done
     for n in $(seq 1 "$nodes"); do whoami_serve "pod:$n:1" "n$n/p1" "$DEMO_PORT" || return 1; done
     whoami_serve node:1 node1 6443 || return 1
