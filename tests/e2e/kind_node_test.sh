@@ -29,8 +29,9 @@ echo "cluster up through the kovs-kind steps in $(( ($(ms_now) - t0) / 1000 ))s"
 
 # One sequence of steps: what kovs-kind up --dry-run announces, what it lists,
 # and what the provider ran.
-dry=$("$root/kind/kovs-kind" up --dry-run | sed -n 's/^==> \[[0-9]*\] //p')
-listed=$("$root/kind/kovs-kind" up --list-steps | cut -f2)
+family=(); [ "$IP_FAMILY" = ipv4 ] || family=(--ip-family "$IP_FAMILY")
+dry=$("$root/kind/kovs-kind" up "${family[@]}" --dry-run | sed -n 's/^==> \[[0-9]*\] //p')
+listed=$("$root/kind/kovs-kind" up "${family[@]}" --list-steps | cut -f2)
 ran=$(cut -f2 "$CLUSTER_DIR/steps.log")
 [ "$dry" = "$listed" ] || fail "kovs-kind up --dry-run and --list-steps differ:
 $dry
@@ -75,10 +76,13 @@ for n in 1 2 3; do
     grep -qF " $(node_ip "$n") \"GET /api/v1/nodes?watch=true&" "$(api_dir)/requests.log" ||
         fail "node $n: the agent never watched the Nodes"
     conf=$(in_node "$n" cat /etc/cni/net.d/10-kovs.conflist)
-    [ "$(jq -r '.plugins[0].ipam.ranges[0][0].subnet' <<<"$conf")" = "$(node_pod_cidr "$n")" ] ||
-        fail "node $n: conflist subnet is not the Node's podCIDR: $conf"
+    # One host-local range per pod CIDR of the Node, in its order (dual: IPv4 first).
+    cidrs=$(node_pod_cidrs "$n")
+    [ "$(jq -r '[.plugins[0].ipam.ranges[][0].subnet] | join(", ")' <<<"$conf")" = "$cidrs" ] ||
+        fail "node $n: conflist subnets are not the Node's podCIDRs ($cidrs): $conf"
     [ "$(jq -r '[.plugins[].type] | join(",")' <<<"$conf")" = "kovs,portmap" ] || fail "node $n: conflist plugins: $conf"
-    in_agent "$n" grep -qx "  podCIDRs: \['$(node_pod_cidr "$n")'\]" /etc/kovs/agent.yaml || fail "node $n: agent.yaml lacks the podCIDRs"
+    in_agent "$n" grep -qx "  podCIDRs: \['${cidrs//, /"', '"}'\]" /etc/kovs/agent.yaml ||
+        fail "node $n: agent.yaml lacks the podCIDRs $cidrs: $(in_agent "$n" grep -A1 '^node:' /etc/kovs/agent.yaml)"
 done
 pass "init container -> agent on every node: podCIDR from the Node, conflist + plugin in containerd's dirs, peers listed and watched"
 
