@@ -32,8 +32,9 @@ protected:
     }
     std::string dir() const { return ovs.dir() + "/agent"; }
 
-    void writeConfig(const std::string& extraBridgeKeys) {
-        std::ofstream(dir() + "/peers.yaml") << "- {name: node1, nodeIP: 172.31.0.2}\n- {name: node2, nodeIP: 172.31.0.3}\n";
+    static constexpr const char* kPeersV4 = "- {name: node1, nodeIP: 172.31.0.2}\n- {name: node2, nodeIP: 172.31.0.3}\n";
+    void writeConfig(const std::string& extraBridgeKeys, const std::string& peers = kPeersV4) {
+        std::ofstream(dir() + "/peers.yaml") << peers;
         std::ofstream(dir() + "/agent.yaml")
             << "node: {name: node1}\nmode: companion\n"
             << "ovs: {manage: false, rundir: " << ovs.dir() << ", remote: " << ovs.dbRemote() << "}\n"
@@ -109,6 +110,34 @@ TEST_F(CompanionAgentTest, NothingOfTheirsIsTouchedAndTunnelEntriesGoOnTheirBrid
     auto cleanup = runProcess({agentBinary(), "--config", dir() + "/agent.yaml", "--cleanup"});
     EXPECT_TRUE(cleanup.ok()) << cleanup.err;
     EXPECT_EQ(rows(), before) << "--cleanup changed the other CNI's rows";
+}
+
+// Companion mode is family-agnostic (issue 24): on a dual-stack OVN-K node
+// whose Geneve underlay is IPv6 (kind's ipFamily ipv6), the tunnel entries
+// for the IPv6 peer go on breth0, the management port's IPv6 address is
+// guarded like its IPv4 one, and nothing of OVN's is touched.
+TEST_F(CompanionAgentTest, OnAnIpv6UnderlayTheTunnelEntriesAndTheGatewayGuardCoverIpv6) {
+    ovnCreatesItsBridge();
+    ovnkCreatesBreth0();
+    runChecked({"ip", "addr", "add", "fd00:10:244:1::2/64", "dev", "ovn-k8s-mp0", "nodad"});
+    runChecked({"ip", "addr", "add", "fc00:f853:ccd:e793::2/64", "dev", "breth0", "nodad"});
+    runChecked({"ip", "-6", "neigh", "replace", "fc00:f853:ccd:e793::3", "lladdr", "02:42:ac:1f:00:03", "dev", "breth0", "nud", "permanent"});
+    writeConfig(", physical: breth0",
+                "- {name: node1, nodeIPs: ['fc00:f853:ccd:e793::2', 172.31.0.2]}\n"
+                "- {name: node2, nodeIPs: ['fc00:f853:ccd:e793::3', 172.31.0.3]}\n");
+    auto before = rows();
+    AgentProcess agent(dir() + "/agent.yaml", dir() + "/agent.sock", dir() + "/agent.log");
+    ASSERT_EQ(agent.waitReady(), "");
+    auto routes = ovs.appctl({"ovs/route/show"});
+    EXPECT_NE(routes.find("fc00:f853:ccd:e793::3/128 dev breth0"), std::string::npos) << routes << agent.log();
+    auto neigh = ovs.appctl({"tnl/neigh/show"});
+    EXPECT_NE(neigh.find("fc00:f853:ccd:e793::3"), std::string::npos) << neigh;
+    EXPECT_EQ(rows(), before) << "kovs changed OVSDB rows of the other CNI (or added its own)\n" << agent.log();
+    auto status = unixJsonRequest(dir() + "/agent.sock", {{"command", "status"}}, 2000);
+    EXPECT_EQ(status["gateway"]["addresses"], nlohmann::json::array({"10.244.1.2/24", "fd00:10:244:1::2/64"})) << status["gateway"].dump();
+    runChecked({"ip", "-6", "addr", "flush", "dev", "ovn-k8s-mp0", "scope", "global"});
+    EXPECT_TRUE(pollUntil([] { return runProcess({"ip", "-6", "addr", "show", "dev", "ovn-k8s-mp0"}).out.find("fd00:10:244:1::2/64") != std::string::npos; }, 5s))
+        << "the management port's IPv6 address did not come back\n" << agent.log();
 }
 
 // kovs starting first must not make the other CNI's bridge or gateway its own
