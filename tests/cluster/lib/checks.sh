@@ -86,10 +86,21 @@ _family_matrix() {
 }
 
 # Rows over the demo's Services (services.sh: demo_services_up), one column per
-# node: its client is pod 2 (pod 1 serves), or pod 1 when there is only one.
+# node: its client is pod 2 (pod 1 serves), or pod 1 when there is only one;
+# one table per family of the cluster.
 services_matrix() {
+    local nodes=$1 pods=$2
+    local first=1
+    for DEMO_FAM in $(cluster_families); do
+        [ "$first" = 1 ] || echo
+        first=0
+        _services_matrix "$nodes" "$pods"
+    done
+    DEMO_FAM=4
+}
+_services_matrix() {
     local nodes=$1 pods=$2 n m c seen saw=()
-    echo "Services (kube-proxy v1.31 iptables-mode rules on every node, TCP; on each node the client is pod $([ "$pods" -ge 2 ] && echo 2 || echo 1);"
+    echo "Services over IPv$DEMO_FAM (kube-proxy v1.31 iptables-mode rules on every node, TCP; on each node the client is pod $([ "$pods" -ge 2 ] && echo 2 || echo 1);"
     echo "ClusterIP $(demo_cluster_ip 1.N) -> pod N/1, NodePort 30080 -> n1/p1, the API server $(demo_cluster_ip 0.1) is hostNetwork on n1):"
     node_row "on node"; for n in $(seq 1 "$nodes"); do printf '%-9s' "n$n"; done; echo
     _client() { echo "pod:$1:$([ "$pods" -ge 2 ] && echo 2 || echo 1)"; }

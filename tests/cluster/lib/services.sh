@@ -158,22 +158,34 @@ dns_query() {
 #   default/pod-N       10.96.1.N:80 -> pod N/1:8090, one per node
 #   default/nodeport    NodePort 30080 -> pod 1/1:8090 (externalTrafficPolicy Cluster)
 # and whoami servers behind them, plus one on the Docker host (port 9000).
-# The Services are of the cluster's first family, as a Service's default
-# (ipFamilyPolicy SingleStack) is: in an ipv6 cluster fd00:10:96::1,
-# fd00:10:96::1:N and fd00:10:96::80, reached at the places' IPv6 addresses.
-# Needs kube-proxy.sh.
+# In each family of the cluster (checks.sh: cluster_families), as kube-proxy
+# runs one proxier per family: over IPv6 fd00:10:96::1, fd00:10:96::1:N and
+# fd00:10:96::80, reached at the places' IPv6 addresses. DEMO_FAM (4 or 6)
+# is the family the helpers below speak.
+# Needs kube-proxy.sh and checks.sh.
 DEMO_PORT=8090
-demo_v6() { [ "$IP_FAMILY" = ipv6 ]; }
+DEMO_FAM=4
+demo_v6() { [ "$DEMO_FAM" = 6 ]; }
 # demo_cluster_ip 0.1 | 0.80 | 1.N: 10.96.<that>, or fd00:10:96::1, ::80, ::1:N
 demo_cluster_ip() {
     if ! demo_v6; then echo "10.96.$1"; elif [[ $1 == 0.* ]]; then echo "fd00:10:96::${1#0.}"; else echo "fd00:10:96::${1/./:}"; fi
 }
 demo_place_ip() { if demo_v6; then place_ip6 "$1"; else place_ip "$1"; fi; }
 demo_services_up() {
-    local nodes=$1 n eps=() file=$KOVS_SERVICES cidr=10.244.0.0/16
-    demo_v6 && file=$KOVS_SERVICES6 cidr=fd00:10:244::/56
+    local nodes=$1 n
     rm -f "$KOVS_SERVICES" "$KOVS_SERVICES6"
     svc_tools_install
+    for DEMO_FAM in $(cluster_families); do _demo_services "$nodes"; done
+    DEMO_FAM=4
+    for n in $(seq 1 "$nodes"); do kube_proxy_sync "$n" iptables || return 1; done
+    for n in $(seq 1 "$nodes"); do whoami_serve "pod:$n:1" "n$n/p1" "$DEMO_PORT" || return 1; done
+    whoami_serve node:1 node1 6443 || return 1
+    whoami_serve host dockerhost 9000
+}
+# The description of the demo's Services in DEMO_FAM.
+_demo_services() {
+    local nodes=$1 n eps=() file=$KOVS_SERVICES cidr=10.244.0.0/16
+    demo_v6 && file=$KOVS_SERVICES6 cidr=fd00:10:244::/56
     for n in $(seq 1 "$nodes"); do
         eps+=("$(jq -cn --arg n "$n" --arg ip "$(demo_place_ip "pod:$n:1")" --arg cip "$(demo_cluster_ip "1.$n")" --argjson port "$DEMO_PORT" \
             '{namespace: "default", name: "pod-\($n)", clusterIP: $cip,
@@ -189,10 +201,6 @@ demo_services_up() {
             {namespace: "default", name: "nodeport", clusterIP: $npip, type: "NodePort",
              ports: [{protocol: "TCP", port: 80, targetPort: $port, nodePort: 30080}],
              endpoints: [{ip: $p1, node: "node1"}]}] + $pods)}' > "$file"
-    for n in $(seq 1 "$nodes"); do kube_proxy_sync "$n" iptables || return 1; done
-    for n in $(seq 1 "$nodes"); do whoami_serve "pod:$n:1" "n$n/p1" "$DEMO_PORT" || return 1; done
-    whoami_serve node:1 node1 6443 || return 1
-    whoami_serve host dockerhost 9000
 }
 
 # answered_by PLACE IP:PORT NAME [SEEN]: one TCP request is answered by NAME
