@@ -307,7 +307,7 @@ fi
 SMOKE_DNS_NAME=kovs-smoke.kovs-smoke.svc.cluster.local
 smoke_dir() { echo "$CLUSTER_DIR/smoke"; }
 # A place's address of the smoke test's family (services.sh's places).
-smoke_ip() { if [ "$IP_FAMILY" = ipv6 ]; then place_ip6 "$1"; else place_ip "$1"; fi; }
+smoke_ip() { if [ "$IP_FAMILY" = ipv6 ]; then place_ip "$1" 6; else place_ip "$1"; fi; }
 # The smoke Services' description, of that family: services.json or
 # services6.json (kube-proxy_sync writes the rules of the one that exists).
 smoke_services() { echo "$(smoke_dir)/services$([ "$IP_FAMILY" = ipv6 ] && echo 6).json"; }

@@ -34,23 +34,16 @@ in_place() {
     esac
 }
 
+# place_ip PLACE [6]: the place's address (a pod's first), or its IPv6 one
+# (nodes and the Docker host have one in ipv6 and dual clusters, pods too).
 place_ip() {
     _place_check "$1" || return 2
+    local six=${2:-}
+    [ -z "$six" ] || [ "$six" = 6 ] || { _log "place_ip $1 $six: the second argument is 6 or nothing"; return 2; }
     case $1 in
-        pod:*) local n p; IFS=: read -r _ n p <<<"$1"; pod_ip "$n" "$p" ;;
-        node:*) node_ip "${1#node:}" ;;
-        host) echo "$DOCKER_HOST_IP" ;;
-    esac
-}
-
-# The place's IPv6 address (nodes and the Docker host have one in ipv6 and
-# dual clusters; pods in those clusters).
-place_ip6() {
-    _place_check "$1" || return 2
-    case $1 in
-        pod:*) local n p; IFS=: read -r _ n p <<<"$1"; pod_ip6 "$n" "$p" ;;
-        node:*) node_ip6 "${1#node:}" ;;
-        host) echo "$DOCKER_HOST_IP6" ;;
+        pod:*) local n p; IFS=: read -r _ n p <<<"$1"; "pod_ip$six" "$n" "$p" ;;
+        node:*) "node_ip$six" "${1#node:}" ;;
+        host) if [ -n "$six" ]; then echo "$DOCKER_HOST_IP6"; else echo "$DOCKER_HOST_IP"; fi ;;
     esac
 }
 
@@ -60,8 +53,8 @@ place_ips() {
     local place=$1
     case $IP_FAMILY in
         ipv4) place_ip "$place" ;;
-        dual) place_ip "$place"; place_ip6 "$place" ;;
-        ipv6) [[ $place == pod:* ]] || place_ip "$place"; place_ip6 "$place" ;;
+        dual) place_ip "$place"; place_ip "$place" 6 ;;
+        ipv6) [[ $place == pod:* ]] || place_ip "$place"; place_ip "$place" 6 ;;
     esac
 }
 
@@ -170,7 +163,7 @@ demo_v6() { [ "$DEMO_FAM" = 6 ]; }
 demo_cluster_ip() {
     if ! demo_v6; then echo "10.96.$1"; elif [[ $1 == 0.* ]]; then echo "fd00:10:96::${1#0.}"; else echo "fd00:10:96::${1/./:}"; fi
 }
-demo_place_ip() { if demo_v6; then place_ip6 "$1"; else place_ip "$1"; fi; }
+demo_place_ip() { place_ip "$1" "${DEMO_FAM#4}"; }
 demo_services_up() {
     local nodes=$1 n
     rm -f "$KOVS_SERVICES" "$KOVS_SERVICES6"
