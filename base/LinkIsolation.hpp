@@ -14,8 +14,9 @@
 // So such a link gets IFF_NOARP and no IPv6 (disable_ipv6: no link-local,
 // no neighbour discovery); where /proc/sys is read-only (the agent's own,
 // unprivileged pod on a dual-stack kind node) IPv6 stays on but the link
-// gets no address (addrgenmode none), which the kernel's ND needs to answer. Frames still reach OVS (AF_PACKET) and the
-// shim's tc redirect, both before the IP layer. kovs-cni isolates a pod's
+// gets no address (addrgenmode none), without which the kernel's neighbour
+// discovery answers nothing there. Frames still reach OVS (AF_PACKET) and
+// the shim's tc redirect, both before the IP layer. kovs-cni isolates a pod's
 // host end at ADD, the uplink job the shim's ends, and the offload job
 // repairs pods an older kovs-cni attached.
 #include <string>

@@ -54,7 +54,7 @@ _kp_sysctl() {
 
 # The families with a Services description, and each one's description file.
 _kp_families() {
-    local f out=()
+    local out=()
     [ -e "$KOVS_SERVICES" ] && out+=(ipv4)
     [ -e "$KOVS_SERVICES6" ] && out+=(ipv6)
     [ ${#out[@]} -gt 0 ] || { _log "no Services description: $KOVS_SERVICES (IPv4) or $KOVS_SERVICES6 (IPv6)"; return 1; }
@@ -76,6 +76,7 @@ kube_proxy_sync() {
     done
     other=$([ "$mode" = iptables ] && echo nftables || echo iptables)
     kube_proxy_flush "$n" "$other" || return 1
+    # shellcheck disable=SC2046 # one key=value per word
     _kp_sysctl "$n" $(printf '%s\n' "${sysctls[@]}" | sort -u) || return 1
     if [ "$mode" = iptables ]; then
         # kube-proxy reads it at start: with it set, no DROP of ctstate INVALID.
