@@ -15,8 +15,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 
 #include "flows/FlowTable.hpp"
+#include "flows/OpenFlowBridge.hpp"
 #include "ovs/UnixctlClient.hpp"
 #include "policy/PolicyEvaluator.hpp"
 #include "tests/support/OvsSandbox.hpp"
@@ -77,7 +79,10 @@ protected:
 
     static std::string bridge(const std::string& node) { return "br-" + node; }
 
-    // Both nodes' tables for `c`, with or without the policy stage.
+    // Both nodes' tables for `c`, with or without the policy stage, installed
+    // as the flow job installs them: whole the first time, then as the
+    // difference to the table before (flowModsBetween, one `ovs-ofctl
+    // bundle`), so every case after the first also proves those mods.
     void install(const policy::PolicyCluster& c, bool withPolicy = true) {
         for (const char* node : {"n1", "n2"}) {
             const int n = nodeIndex(node), other = 3 - n;
@@ -98,10 +103,15 @@ protected:
             auto rendered = flows::FlowTable::render(in);
             ASSERT_TRUE(rendered.skipped.empty()) << rendered.skipped.front();
             const auto file = ovs.dir() + "/flows-" + node;
-            std::ofstream(file) << rendered.flows;
-            ovs.ofctl({"--bundle", "replace-flows", bridge(node), file});
+            auto& before = installed[node];
+            auto mods = flows::flowModsBetween(before, rendered.flows);
+            std::ofstream(file) << (mods ? *mods : rendered.flows);
+            if (mods) ovs.ofctl({"bundle", bridge(node), file});
+            else ovs.ofctl({"--bundle", "replace-flows", bridge(node), file});
+            before = rendered.flows;
         }
     }
+    std::map<std::string, std::string> installed;  // node -> the table installed last
 
     std::vector<std::string> traces(const std::vector<std::pair<std::string, std::string>>& bridgeAndFlow) {
         std::vector<ovs::UnixctlCommand> commands;
