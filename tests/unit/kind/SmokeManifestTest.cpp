@@ -78,7 +78,8 @@ TEST_F(SmokeManifest, IsWhatKovsKindReaches) {
     EXPECT_EQ(c["readinessProbe"]["httpGet"]["port"].as<std::string>(), port);
     // The ClusterIP and DNS checks go to port 80 of the Service, by the name kovs-kind probes.
     EXPECT_EQ(svc_["spec"]["ports"][0]["port"].as<int>(), 80);
-    EXPECT_NE(script_.find("\"svc=tcp:$cluster_ip:80\" \"dns=tcp:$smoke_dns:80\""), std::string::npos);
+    // (An IPv6 ClusterIP goes in brackets: host_port.)
+    EXPECT_NE(script_.find("\"svc=tcp:$(host_port \"$cluster_ip\" 80)\" \"dns=tcp:$smoke_dns:80\""), std::string::npos);
     EXPECT_EQ(kovsKindValue("smoke_dns"), svc_["metadata"]["name"].as<std::string>() + "." +
                                                svc_["metadata"]["namespace"].as<std::string>() + ".svc.cluster.local");
     EXPECT_NE(script_.find("--selector app.kubernetes.io/component=smoke-test"), std::string::npos);
