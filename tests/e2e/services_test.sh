@@ -87,17 +87,11 @@ client=pod:1:1
 
 # kube-proxy runs one proxier per family (dual: both): each family has its
 # own Services, ClusterIPs, rules and rows.
-case $IP_FAMILY in
-    ipv4) families=ipv4 ;;
-    dual) families="ipv4 ipv6" ;;
-    ipv6) families=ipv6 ;;
-esac
-fam=ipv4   # the family the helpers below speak; set per family
-cluster_ip() { if [ "$fam" = ipv6 ]; then printf 'fd00:10:96::%x\n' "$1"; else echo "10.96.0.$1"; fi; }
-ip_of_pod() { if [ "$fam" = ipv6 ]; then pod_ip6 "$1" "$2"; else pod_ip "$1" "$2"; fi; }
-ip_of_node() { if [ "$fam" = ipv6 ]; then node_ip6 "$1"; else node_ip "$1"; fi; }
-ip_of_host() { if [ "$fam" = ipv6 ]; then echo "$DOCKER_HOST_IP6"; else echo "$DOCKER_HOST_IP"; fi; }
-at() { ip_port "$@"; }   # at IP PORT: IP:PORT or [IP]:PORT
+families=$(cluster_families)
+fam=4   # the family (4 or 6) the helpers below speak; set per family
+cluster_ip() { if [ "$fam" = 6 ]; then printf 'fd00:10:96::%x\n' "$1"; else echo "10.96.0.$1"; fi; }
+addr() { place_ip "$1" "${fam#4}"; }   # addr PLACE: its address of the family
+fam_tag() { [ "$fam" = 4 ] || echo "IPv6 "; }   # what a row's name starts with
 
 # The Services, as the API server would hold them (names as on kind).
 ep() { jq -cn --arg ip "$1" --arg node "node$2" --argjson host "${3:-false}" '{ip: $ip, node: $node, hostNetwork: $host}'; }
@@ -116,30 +110,30 @@ nodeport() {   # nodeport NAME CLUSTER_IP NODE_PORT POLICY ENDPOINT...
 }
 services_of_family() {   # the description of $fam's Services (NodePorts differ per family, as with a dual-stack Service's one nodePort per family proxier)
     local cidr=10.244.0.0/16
-    [ "$fam" = ipv6 ] && cidr=fd00:10:244::/56
+    [ "$fam" = 6 ] && cidr=fd00:10:244::/56
     {
-        svc default kubernetes "$(cluster_ip 1)" 443 6443 "$(ep "$(ip_of_node 2)" 2 true)" |
+        svc default kubernetes "$(cluster_ip 1)" 443 6443 "$(ep "$(addr node:2)" 2 true)" |
             jq -c '.ports[0].name = "https"'                                  # KUBE-SVC-NPX46M4PTMTKRN6Y
-        svc default host-local "$(cluster_ip 2)" 80 6443 "$(ep "$(ip_of_node 1)" 1 true)"
-        svc default pod-remote "$(cluster_ip 11)" 80 8080 "$(ep "$(ip_of_pod 2 1)" 2)"
-        svc default pod-local "$(cluster_ip 12)" 80 8080 "$(ep "$(ip_of_pod 1 2)" 1)"
-        svc default hairpin "$(cluster_ip 13)" 80 8080 "$(ep "$(ip_of_pod 1 1)" 1)"
-        svc default spread "$(cluster_ip 14)" 80 8080 "$(ep "$(ip_of_pod 1 2)" 1)" "$(ep "$(ip_of_pod 2 1)" 2)" "$(ep "$(ip_of_pod 3 1)" 3)"
-        nodeport np-cluster "$(cluster_ip 15)" 30080 Cluster "$(ep "$(ip_of_pod 2 1)" 2)"
-        nodeport np-local "$(cluster_ip 16)" 30081 Local "$(ep "$(ip_of_pod 2 1)" 2)"
-        jq -cn --arg cip "$(cluster_ip 10)" --arg ip "$(ip_of_pod 2 2)" '{namespace: "kube-system", name: "kube-dns", clusterIP: $cip,
+        svc default host-local "$(cluster_ip 2)" 80 6443 "$(ep "$(addr node:1)" 1 true)"
+        svc default pod-remote "$(cluster_ip 11)" 80 8080 "$(ep "$(addr pod:2:1)" 2)"
+        svc default pod-local "$(cluster_ip 12)" 80 8080 "$(ep "$(addr pod:1:2)" 1)"
+        svc default hairpin "$(cluster_ip 13)" 80 8080 "$(ep "$(addr pod:1:1)" 1)"
+        svc default spread "$(cluster_ip 14)" 80 8080 "$(ep "$(addr pod:1:2)" 1)" "$(ep "$(addr pod:2:1)" 2)" "$(ep "$(addr pod:3:1)" 3)"
+        nodeport np-cluster "$(cluster_ip 15)" 30080 Cluster "$(ep "$(addr pod:2:1)" 2)"
+        nodeport np-local "$(cluster_ip 16)" 30081 Local "$(ep "$(addr pod:2:1)" 2)"
+        jq -cn --arg cip "$(cluster_ip 10)" --arg ip "$(addr pod:2:2)" '{namespace: "kube-system", name: "kube-dns", clusterIP: $cip,
             ports: [{name: "dns", protocol: "UDP", port: 53}, {name: "dns-tcp", protocol: "TCP", port: 53}],
             endpoints: [{ip: $ip, node: "node2"}]}'
-        jq -cn --arg cip "$(cluster_ip 20)" --arg ip "$(ip_of_pod 2 1)" '{namespace: "default", name: "iperf", clusterIP: $cip,
+        jq -cn --arg cip "$(cluster_ip 20)" --arg ip "$(addr pod:2:1)" '{namespace: "default", name: "iperf", clusterIP: $cip,
             ports: [{protocol: "TCP", port: 5201}], endpoints: [{ip: $ip, node: "node2"}]}'
     } | jq -s --arg cidr "$cidr" '{clusterCIDR: $cidr, services: .}'
 }
 rm -f "$KOVS_SERVICES" "$KOVS_SERVICES6"
 for fam in $families; do
-    services_of_family > "$([ "$fam" = ipv6 ] && echo "$KOVS_SERVICES6" || echo "$KOVS_SERVICES")"
+    services_of_family > "$([ "$fam" = 6 ] && echo "$KOVS_SERVICES6" || echo "$KOVS_SERVICES")"
 done
 for n in 1 2 3; do kube_proxy_sync "$n" "$MODE" || fail "kube-proxy $MODE sync on node $n"; done
-pass "3 nodes, 5 pods (n2/p1 with hostPort 8081 through portmap), kube-proxy $MODE rules on every node ($families)"
+pass "3 nodes, 5 pods (n2/p1 with hostPort 8081 through portmap), kube-proxy $MODE rules on every node (IPv${families// /, IPv})"
 
 for n in 1 2 3; do for p in 1 2; do
     [ "$n$p" = 32 ] && continue
@@ -150,7 +144,7 @@ whoami_serve node:1 node1 6443
 whoami_serve node:2 node2 6443
 whoami_serve host dockerhost 9000
 fam=${families%% *}   # the chaos below runs in the first family
-in_pod 2 1 iperf3 -s -B "$(ip_of_pod 2 1)" -D --logfile "$(node_dir 2)/log/iperf3-server.log"
+in_pod 2 1 iperf3 -s -B "$(addr pod:2:1)" -D --logfile "$(node_dir 2)/log/iperf3-server.log"
 wait_for "iperf3 server in n2/p1" 10 port_listening 5201 in_pod 2 1
 pass "whoami servers in 5 places, dnsmasq in n2/p2, iperf3 in n2/p1"
 
@@ -167,7 +161,7 @@ row_fail() {
 expect_answer() {
     local desc=$1 place=$2 proto=$3 to=$4 want=$5; shift 5
     local line status name seen from s
-    [ "$fam" = ipv6 ] && desc="IPv6 $desc"
+    desc="$(fam_tag)$desc"
     line=$(whoami_probe "$place" "$proto" "$to" | tail -1)
     read -r status name seen from _ <<<"$line"
     if [ "$status" = ok ] && [ "$name" = "$want" ]; then
@@ -187,7 +181,7 @@ expect_answer() {
 # expect_silence DESC PLACE PROTO IP:PORT: nobody answers (Local policy, no local endpoint).
 expect_silence() {
     local desc=$1 place=$2 proto=$3 to=$4 line
-    [ "$fam" = ipv6 ] && desc="IPv6 $desc"
+    desc="$(fam_tag)$desc"
     line=$(whoami_probe "$place" "$proto" "$to" 1 1 1 | tail -1)
     case $line in
         timeout*|error*) row_ok "$desc ($proto: no answer, as expected)" ;;
@@ -199,7 +193,7 @@ expect_silence() {
 # addresses of the family: the one on the interface the packet leaves by (gw0
 # with kovs, vxlan0 or cni0 on the reference).
 node_addresses() {
-    if [ "$fam" = ipv6 ]; then
+    if [ "$fam" = 6 ]; then
         in_node "$1" ip -6 -o addr show scope global
     else
         in_node "$1" ip -4 -o addr show
@@ -209,30 +203,30 @@ node_addresses() {
 # Every row of "what must work" in family $fam.
 family_rows() {
     local cip node1_addrs proto out counts bad_seen failed got want_type record
-    cip=$(ip_of_pod 1 1) node1_addrs=$(node_addresses 1)
-    echo "Rows in $fam (client n1/p1 = $cip unless said; the server names what it saw; node 1's addresses: ${node1_addrs% }):"
+    cip=$(addr pod:1:1) node1_addrs=$(node_addresses 1)
+    echo "Rows over IPv$fam (client n1/p1 = $cip unless said; the server names what it saw; node 1's addresses: ${node1_addrs% }):"
     for proto in tcp udp; do
-        expect_answer "ClusterIP -> pod on another node" "$client" "$proto" "$(at "$(cluster_ip 11)" 80)" n2/p1 "$cip"
-        expect_answer "ClusterIP -> pod on the same node" "$client" "$proto" "$(at "$(cluster_ip 12)" 80)" n1/p2 "$cip"
+        expect_answer "ClusterIP -> pod on another node" "$client" "$proto" "$(ip_port "$(cluster_ip 11)" 80)" n2/p1 "$cip"
+        expect_answer "ClusterIP -> pod on the same node" "$client" "$proto" "$(ip_port "$(cluster_ip 12)" 80)" n1/p2 "$cip"
         # shellcheck disable=SC2086 # one address per word
-        expect_answer "ClusterIP -> the client itself (hairpin, masqueraded)" "$client" "$proto" "$(at "$(cluster_ip 13)" 80)" n1/p1 \
+        expect_answer "ClusterIP -> the client itself (hairpin, masqueraded)" "$client" "$proto" "$(ip_port "$(cluster_ip 13)" 80)" n1/p1 \
             $node1_addrs
-        expect_answer "ClusterIP $(at "$(cluster_ip 1)" 443) -> hostNetwork on another node (API server)" "$client" "$proto" \
-            "$(at "$(cluster_ip 1)" 443)" node2 "$cip"
-        expect_answer "ClusterIP -> hostNetwork on the client's node" "$client" "$proto" "$(at "$(cluster_ip 2)" 80)" node1 "$cip"
+        expect_answer "ClusterIP $(ip_port "$(cluster_ip 1)" 443) -> hostNetwork on another node (API server)" "$client" "$proto" \
+            "$(ip_port "$(cluster_ip 1)" 443)" node2 "$cip"
+        expect_answer "ClusterIP -> hostNetwork on the client's node" "$client" "$proto" "$(ip_port "$(cluster_ip 2)" 80)" node1 "$cip"
     done
 
     # The random split: each of the 3 endpoints answers over 30 requests (each
     # misses all 30 with probability (2/3)^30 = 5e-6).
     for proto in tcp udp; do
-        out=$(whoami_probe "$client" "$proto" "$(at "$(cluster_ip 14)" 80)" 30 3)
+        out=$(whoami_probe "$client" "$proto" "$(ip_port "$(cluster_ip 14)" 80)" 30 3)
         counts=$(awk '$1 == "ok" {print $2}' <<<"$out" | sort | uniq -c | awk '{printf "%s %s, ", $2, $1}')
         bad_seen=$(awk -v c="$cip" '$1 == "ok" && $3 != c {print $2 " saw " $3}' <<<"$out" | sort -u)
         failed=$(grep -cv '^ok ' <<<"$out" || true)
         if [ "$failed" -eq 0 ] && [ -z "$bad_seen" ] && [ "$(awk '$1 == "ok" {print $2}' <<<"$out" | sort -u | wc -l)" -eq 3 ]; then
-            row_ok "$([ "$fam" = ipv6 ] && echo "IPv6 ")ClusterIP with 3 endpoints on 3 nodes ($proto: 30 requests: ${counts%, })"
+            row_ok "$(fam_tag)ClusterIP with 3 endpoints on 3 nodes ($proto: 30 requests: ${counts%, })"
         else
-            row_fail "$([ "$fam" = ipv6 ] && echo "IPv6 ")ClusterIP with 3 endpoints on 3 nodes ($proto)" \
+            row_fail "$(fam_tag)ClusterIP with 3 endpoints on 3 nodes ($proto)" \
                 "answers: ${counts:-none}; failures: $failed (last: $(grep -v '^ok ' <<<"$out" | tail -1))" \
                 ${bad_seen:+"source not kept: $bad_seen"}
         fi
@@ -241,44 +235,44 @@ family_rows() {
     for proto in tcp udp; do
         # shellcheck disable=SC2086 # one address per word
         expect_answer "NodePort Cluster: Docker host -> node1:30080 -> pod on node 2 (masqueraded)" host "$proto" \
-            "$(at "$(ip_of_node 1)" 30080)" n2/p1 $node1_addrs
+            "$(ip_port "$(addr node:1)" 30080)" n2/p1 $node1_addrs
         # shellcheck disable=SC2086
         expect_answer "NodePort Cluster: node 3 -> node1:30080 -> pod on node 2 (masqueraded)" node:3 "$proto" \
-            "$(at "$(ip_of_node 1)" 30080)" n2/p1 $node1_addrs
+            "$(ip_port "$(addr node:1)" 30080)" n2/p1 $node1_addrs
         expect_answer "NodePort Local: Docker host -> node2:30081 (source kept)" host "$proto" \
-            "$(at "$(ip_of_node 2)" 30081)" n2/p1 "$(ip_of_host)"
+            "$(ip_port "$(addr node:2)" 30081)" n2/p1 "$(addr host)"
         expect_answer "NodePort Local: node 3 -> node2:30081 (source kept)" node:3 "$proto" \
-            "$(at "$(ip_of_node 2)" 30081)" n2/p1 "$(ip_of_node 3)"
-        expect_silence "NodePort Local: Docker host -> node1:30081 (no local endpoint)" host "$proto" "$(at "$(ip_of_node 1)" 30081)"
-        expect_silence "NodePort Local: node 3 -> node1:30081 (no local endpoint)" node:3 "$proto" "$(at "$(ip_of_node 1)" 30081)"
+            "$(ip_port "$(addr node:2)" 30081)" n2/p1 "$(addr node:3)"
+        expect_silence "NodePort Local: Docker host -> node1:30081 (no local endpoint)" host "$proto" "$(ip_port "$(addr node:1)" 30081)"
+        expect_silence "NodePort Local: node 3 -> node1:30081 (no local endpoint)" node:3 "$proto" "$(ip_port "$(addr node:1)" 30081)"
         expect_answer "hostPort 8081 through portmap: Docker host -> node2 -> n2/p1" host "$proto" \
-            "$(at "$(ip_of_node 2)" 8081)" n2/p1 "$(ip_of_host)"
+            "$(ip_port "$(addr node:2)" 8081)" n2/p1 "$(addr host)"
         expect_answer "egress: pod -> Docker host (masqueraded to the node IP)" "$client" "$proto" \
-            "$(at "$(ip_of_host)" 9000)" dockerhost "$(ip_of_node 1)"
-        expect_answer "pod -> pod on another node (pod IP kept)" "$client" "$proto" "$(at "$(ip_of_pod 2 1)" 8080)" n2/p1 "$cip"
+            "$(ip_port "$(addr host)" 9000)" dockerhost "$(addr node:1)"
+        expect_answer "pod -> pod on another node (pod IP kept)" "$client" "$proto" "$(ip_port "$(addr pod:2:1)" 8080)" n2/p1 "$cip"
         expect_answer "pod -> hostNetwork server on another node (pod IP kept)" "$client" "$proto" \
-            "$(at "$(ip_of_node 2)" 6443)" node2 "$cip"
+            "$(ip_port "$(addr node:2)" 6443)" node2 "$cip"
     done
 
     # CoreDNS's Service on another node, asked as a pod asks it (a real
     # resolver, dig): A over IPv4, AAAA over IPv6.
-    want_type=$([ "$fam" = ipv6 ] && echo AAAA || echo A)
+    want_type=$([ "$fam" = 6 ] && echo AAAA || echo A)
     for proto in udp tcp; do
         out=$(dns_query "$client" "$(cluster_ip 10)" kubernetes.default.svc.cluster.local "$proto" "$want_type")
         got=$(awk -v t="$want_type" '$1 == "kubernetes.default.svc.cluster.local." && $4 == t {print $5}' <<<"$out")
         record="kubernetes.default.svc.cluster.local $want_type $got"
         if [ "$got" = "$(cluster_ip 1)" ] && grep -q "SERVER: $(cluster_ip 10)#53" <<<"$out"; then
-            row_ok "$([ "$fam" = ipv6 ] && echo "IPv6 ")DNS $(at "$(cluster_ip 10)" 53) -> dnsmasq in n2/p2 ($proto: $record)"
+            row_ok "$(fam_tag)DNS $(ip_port "$(cluster_ip 10)" 53) -> dnsmasq in n2/p2 ($proto: $record)"
         else
-            row_fail "$([ "$fam" = ipv6 ] && echo "IPv6 ")DNS $(at "$(cluster_ip 10)" 53) -> dnsmasq in n2/p2 ($proto)" \
+            row_fail "$(fam_tag)DNS $(ip_port "$(cluster_ip 10)" 53) -> dnsmasq in n2/p2 ($proto)" \
                 "dig said: $(grep -iE '^;; (reply|connection|communications|no servers|SERVER|->>HEADER)' <<<"$out" | head -3)" \
-                "$(flow_conntrack "$client" "$proto" "$(at "$(cluster_ip 10)" 53)")"
+                "$(flow_conntrack "$client" "$proto" "$(ip_port "$(cluster_ip 10)" 53)")"
         fi
     done
 }
 for fam in $families; do family_rows; done
 fam=${families%% *}
-cip=$(ip_of_pod 1 1)
+cip=$(addr pod:1:1)
 
 # --- chaos 1: kube-proxy restarts (its cleanup, then a full sync) on every node
 # while a transfer runs through a ClusterIP. Established flows keep their
@@ -291,7 +285,7 @@ t0=$(ms_now)
 while (( $(ms_now) < t0 + 2000 )) && kill -0 "$iperf_pid" 2>/dev/null; do sleep 0.1; done   # 2 s into the transfer
 for n in 1 2 3; do kube_proxy_flush "$n" "$MODE"; done
 flushed=$(ms_now)
-during=$(whoami_probe "$client" tcp "$(at "$(cluster_ip 11)" 80)" 1 1 1 | tail -1)
+during=$(whoami_probe "$client" tcp "$(ip_port "$(cluster_ip 11)" 80)" 1 1 1 | tail -1)
 for n in 1 2 3; do kube_proxy_sync "$n" "$MODE"; done
 synced=$(ms_now)
 iperf_rc=0; wait "$iperf_pid" || iperf_rc=$?
@@ -310,14 +304,14 @@ if [ "$iperf_rc" -eq 0 ] && [ "${bytes%.*}" -gt 0 ] && ! [[ $during == ok* ]] &&
 else
     why=()
     if [ "$iperf_rc" -ne 0 ] || [ "${bytes%.*}" -eq 0 ]; then
-        why+=("iperf3 through $(at "$(cluster_ip 20)" 5201) (exit $iperf_rc, $bytes bytes): $(jq -r '.error // empty' "$CLUSTER_DIR/iperf3-flush.json" 2>/dev/null ||
+        why+=("iperf3 through $(ip_port "$(cluster_ip 20)" 5201) (exit $iperf_rc, $bytes bytes): $(jq -r '.error // empty' "$CLUSTER_DIR/iperf3-flush.json" 2>/dev/null ||
             tail -2 "$CLUSTER_DIR/iperf3-flush.json")")
     fi
     [[ $during == ok* ]] && why+=("a new connection to $(cluster_ip 11) was answered while kube-proxy's rules were flushed: the flush did not take")
     [ "$foreign_before" = "$foreign_after" ] || why+=("rules that are not kube-proxy's changed: $(diff <(echo "$foreign_before") <(echo "$foreign_after") | head -5 | tr '\n' ' ')")
     row_fail "kube-proxy flush + re-sync mid-transfer" "${why[@]}"
 fi
-expect_answer "ClusterIP -> pod on another node after the re-sync" "$client" tcp "$(at "$(cluster_ip 11)" 80)" n2/p1 "$cip"
+expect_answer "ClusterIP -> pod on another node after the re-sync" "$client" tcp "$(ip_port "$(cluster_ip 11)" 80)" n2/p1 "$cip"
 
 # --- chaos 2: ovs-vswitchd kill -9 on the backend's node.
 if [ "$POD_NETWORK" = reference ]; then
@@ -327,14 +321,14 @@ fi
 old_pid=$(node_status 2 | jq '.vswitchd.pid')
 in_node 2 kill -9 "$old_pid"
 killed=$(ms_now)
-back() { whoami_probe "$client" tcp "$(at "$(cluster_ip 11)" 80)" 1 1 1 | grep -q '^ok n2/p1 '; }
+back() { whoami_probe "$client" tcp "$(ip_port "$(cluster_ip 11)" 80)" 1 1 1 | grep -q '^ok n2/p1 '; }
 if wait_for "ClusterIP $(cluster_ip 11) -> n2/p1 after vswitchd kill -9 on node 2" 60 back; then
     recovered=$(ms_now)
     row_ok "ovs-vswitchd kill -9 on the backend's node: Service traffic back after $(( recovered - killed )) ms"
-    expect_answer "ClusterIP -> pod on another node after the vswitchd restart" "$client" udp "$(at "$(cluster_ip 11)" 80)" n2/p1 "$cip"
+    expect_answer "ClusterIP -> pod on another node after the vswitchd restart" "$client" udp "$(ip_port "$(cluster_ip 11)" 80)" n2/p1 "$cip"
 else
     row_fail "ovs-vswitchd kill -9 on the backend's node" "ClusterIP $(cluster_ip 11) -> n2/p1 not answered within 60 s" \
-        "$(whoami_probe "$client" tcp "$(at "$(cluster_ip 11)" 80)" 1 1 1)"
+        "$(whoami_probe "$client" tcp "$(ip_port "$(cluster_ip 11)" 80)" 1 1 1)"
 fi
 
 echo "$checks passed, $rows_failed failed"
