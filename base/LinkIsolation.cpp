@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <fstream>
+#include <vector>
 
 #include "base/Error.hpp"
 #include "base/RtnetlinkClient.hpp"
@@ -22,10 +23,11 @@ bool ipv6Disabled(const std::string& sysctl) {
     return !(in >> value) || value == "1";
 }
 
-bool hasIpv6Address(RtnetlinkClient& nl, const std::string& name) {
+std::vector<AddressInfo> ipv6Addresses(RtnetlinkClient& nl, const std::string& name) {
+    std::vector<AddressInfo> out;
     for (const auto& a : nl.addresses(name))
-        if (a.local.family == AF_INET6) return true;
-    return false;
+        if (a.local.family == AF_INET6) out.push_back(a);
+    return out;
 }
 
 // Where /proc/sys cannot be written (kovs's agent pod is not privileged, and
@@ -39,8 +41,7 @@ bool noIpv6Addresses(RtnetlinkClient& nl, const std::string& name, const std::st
     bool removed = false;
     try {
         nl.setIpv6AddrGenMode(name, IN6_ADDR_GEN_MODE_NONE);
-        for (const auto& a : nl.addresses(name)) {
-            if (a.local.family != AF_INET6) continue;
+        for (const auto& a : ipv6Addresses(nl, name)) {
             nl.deleteAddress(name, a);
             removed = true;
         }
@@ -56,7 +57,7 @@ bool noIpv6Addresses(RtnetlinkClient& nl, const std::string& name, const std::st
 // IPv6 address counts as isolated: see noIpv6Addresses.
 bool linkIsolated(const std::string& name) {
     RtnetlinkClient nl;
-    return nl.requireLink(name).noArp() && (ipv6Disabled(disableIpv6Sysctl(name)) || !hasIpv6Address(nl, name));
+    return nl.requireLink(name).noArp() && (ipv6Disabled(disableIpv6Sysctl(name)) || ipv6Addresses(nl, name).empty());
 }
 
 bool isolateLink(const std::string& name) {

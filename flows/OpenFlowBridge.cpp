@@ -88,8 +88,10 @@ void OpenFlowBridge::replaceFlows(const std::string& flows, Done done) {
         });
 }
 
+std::vector<std::string> OpenFlowBridge::bundleArgv() const { return {"ovs-ofctl", "bundle", target_, "-"}; }
+
 void OpenFlowBridge::modifyFlows(const std::string& mods, Done done) {
-    std::vector<std::string> argv{"ovs-ofctl", "bundle", target_, "-"};
+    auto argv = bundleArgv();
     Finished finished = [this, done = std::move(done)](const ProcessResult&, const std::string& error) {
         warmUp();
         done(error.empty() ? "" : "bundle on " + bridge_ + ": " + error);
@@ -107,7 +109,7 @@ void OpenFlowBridge::warmUp() {
     o.inputLater = true;
     o.timeout = timeout_;
     try {
-        warm_ = ChildProcess(loop_, {"ovs-ofctl", "bundle", target_, "-"}, o, [](ProcessResult) {});
+        warm_ = ChildProcess(loop_, bundleArgv(), o, [](ProcessResult) {});
     } catch (const std::exception&) {
         warm_ = ChildProcess();
     }

@@ -66,6 +66,7 @@ public:
 private:
     using Finished = std::function<void(const ProcessResult&, const std::string& error)>;
     void run(std::vector<std::string> argv, std::optional<std::string> stdinData, Finished done);
+    std::vector<std::string> bundleArgv() const;  // `ovs-ofctl bundle TARGET -`: mods on stdin
     // Starts the waiting `ovs-ofctl bundle` when none waits; one that cannot
     // start is no error here (modifyFlows then starts its own).
     void warmUp();
