@@ -125,20 +125,30 @@ change() {
     done
 }
 
-probe() {   # probe N P DST PROTO PORT -> allow|deny
-    local out dst=$3
+# probe N P DST PROTO PORT [SPORT] -> allow|deny. A UDP probe's source port is
+# SPORT (and SPORT+1 for its retry) where given: OVS's conntrack keeps a UDP
+# flow that had an answer for 30 s, and a new probe that happened to reuse its
+# source port would be judged as that open flow (allowed by design), not as a
+# new one. The matrix gives each round ports of its own.
+probe() {
+    local out dst=$3 try
     [[ $dst != *:* ]] || dst="[$dst]"
     if [ "$4" = TCP ]; then
         out=$(in_pod "$1" "$2" timeout 3 socat -T2 - "TCP:$dst:$5,connect-timeout=1" </dev/null 2>/dev/null || true)
     else
         # UDP has no retransmission of its own: a second datagram where the first got no answer.
-        for _ in 1 2; do
-            out=$(echo x | in_pod "$1" "$2" timeout 3 socat -T1 - "UDP:$dst:$5" 2>/dev/null || true)
+        for try in 0 1; do
+            out=$(echo x | in_pod "$1" "$2" timeout 3 socat -T1 - "UDP:$dst:$5${6:+,sourceport=$(( $6 + try ))}" 2>/dev/null || true)
             [ "$out" = ok ] && break
         done
     fi
     [ "$out" = ok ] && echo allow || echo deny
 }
+# Each matrix a round: 16 rounds of UDP source ports (20000-26399, below the
+# ephemeral range), a destination 2 of them, before a port comes back (minutes
+# later, long after conntrack forgot it).
+round=0
+udp_port() { echo $(( 20000 + round % 16 * 400 + $1 * 2 )); }
 # The matrix of real connections over FAMILY (4 or 6), one line per probe as policy_truth prints them.
 matrix() {
     local fam=$1 out=$CLUSTER_DIR/matrix.d src
@@ -146,11 +156,13 @@ matrix() {
     for src in "${keys[@]}"; do
         (
             read -r n p <<<"${at[$src]}"
+            d=0
             for dst in "${keys[@]}"; do
+                d=$((d + 1))
                 [ "$src" = "$dst" ] && continue
                 for pp in "TCP 80" "TCP 81" "UDP 80"; do
                     set -- $pp
-                    echo "$src $dst $1 $2 $(probe "$n" "$p" "$(ip_of "$dst" "$fam")" "$1" "$2")"
+                    echo "$src $dst $1 $2 $(probe "$n" "$p" "$(ip_of "$dst" "$fam")" "$1" "$2" "$(udp_port "$d")")"
                 done
             done > "$out/${src/\//-}"
         ) &
@@ -177,6 +189,7 @@ check() {
     local got want diffs allowed fam over
     for fam in $families; do
         over=""; [ "$families" = 4 ] || over=" over IPv$fam"
+        round=$((round + 1))   # here: matrix runs in a subshell
         got=$(matrix "$fam"); want=$(truth "$fam")
         allowed=$(grep -c ' allow$' <<<"$got" || true)
         diffs=$(diff <(echo "$want") <(echo "$got") | grep '^[<>]' || true)
@@ -191,14 +204,15 @@ np_delete_all() {
     kube_api GET /apis/networking.k8s.io/v1/networkpolicies | jq -r '.items[].metadata | "\(.namespace) \(.name)"' |
         while read -r ns name; do kube_api DELETE "/apis/networking.k8s.io/v1/namespaces/$ns/networkpolicies/$name" >/dev/null; done
 }
-# case_policies NAME JSON...: the case's policies replace the last case's.
-case_policies() {
+# policies_replace NAME JSON...: the case's policies replace the last case's, on every node.
+policies_replace() {
     local name=$1; shift
     local p
     apply() { np_delete_all; for p in "$@"; do np_create "$(jq -r .metadata.namespace <<<"$p")" "$p"; done; }
     change "$name" "$#" apply "$@"
-    check "$name"
 }
+# case_policies NAME JSON...: replaced, then the matrix checked.
+case_policies() { policies_replace "$@"; check "$1"; }
 
 check "no policy"
 
@@ -326,8 +340,11 @@ relabel() { kube_api PATCH /api/v1/namespaces/x/pods/b '{"metadata":{"labels":{"
 change "x/b relabelled pod=c" 1 relabel
 check "after x/b's label change"
 
-# Open connections: y/a holds a TCP connection to x/a; a deny-all for x comes in.
+# Open connections: y/a holds a TCP connection and a UDP flow (one source
+# port, answered) to x/a; a deny-all for x comes in.
 read -r yn yp <<<"${at[y/a]}"; read -r xn xp <<<"${at[x/a]}"
+held_udp=30000
+[ "$(probe "$yn" "$yp" "$(ip_of x/a)" UDP 80 "$held_udp")" = allow ] || fail "y/a -> x/a UDP 80 is denied before the deny-all"
 fifo=$CLUSTER_DIR/held.fifo; rm -f "$fifo"; mkfifo "$fifo"
 in_pod "$xn" "$xp" socat TCP-LISTEN:90,reuseaddr SYSTEM:'while read l; do echo "got $l"; done' >/dev/null 2>&1 &
 wait_for "x/a's port 90" 10 port_listening 90 in_pod "$xn" "$xp"
@@ -335,14 +352,18 @@ in_pod "$yn" "$yp" socat -T120 - "TCP:$(ip_of x/a):90" <"$fifo" >"$CLUSTER_DIR/h
 exec 7>"$fifo"
 echo one >&7
 wait_for "the held connection's first reply" 10 grep -q "got one" "$CLUSTER_DIR/held.out"
-case_policies "deny all ingress in x, with a connection open" \
+policies_replace "deny all ingress in x, with a connection open" \
     '{"metadata":{"name":"deny","namespace":"x"},"spec":{"podSelector":{},"policyTypes":["Ingress"]}}'
 echo two >&7
 wait_for "the held connection's reply after the deny" 10 grep -q "got two" "$CLUSTER_DIR/held.out" ||
     fail "the connection opened before the deny-all policy was cut: $(cat "$CLUSTER_DIR/held.out")"
 exec 7>&-
+[ "$(probe "$yn" "$yp" "$(ip_of x/a)" UDP 80 "$held_udp")" = allow ] ||
+    fail "the UDP flow y/a:$held_udp -> x/a:80, answered before the deny-all, was cut within conntrack's 30 s"
 [ "$(probe "$yn" "$yp" "$(ip_of x/a)" TCP 80)" = deny ] || fail "a new connection y/a -> x/a passed the deny-all"
-pass "a connection open before the deny-all policy keeps going; a new one is refused"
+[ "$(probe "$yn" "$yp" "$(ip_of x/a)" UDP 80 "$((held_udp + 10))")" = deny ] || fail "a new UDP flow y/a -> x/a (another source port) passed the deny-all"
+pass "a TCP connection and a UDP flow open before the deny-all policy keep going; new ones (TCP, UDP from another port) are refused"
+check "deny all ingress in x, with a connection open"
 
 node_status 1 | jq -e '.networkPolicy.rules >= 0 and .flows.policyStage and .networkPolicy.warnings == {}' >/dev/null ||
     { node_status 1 | jq .networkPolicy; fail "node 1's status does not show the policy stage"; }
