@@ -164,7 +164,8 @@ void Agent::startPeers() {
 void Agent::startServers() {
     jobs_.push_back(&cni_);
     statusServer_ = std::make_unique<StatusServer>(loop_, config_.statusSocket,
-                                                   controlCommands({[this] { return status(); }, cni_, flows_.get(), policy_.get(), flows_ ? unixctl_.get() : nullptr}));
+                                                   controlCommands({[this] { return status(); }, cni_, flows_.get(), policy_.get(), flows_ ? unixctl_.get() : nullptr,
+                                                                    config_.node.name}));
     healthServer_ = std::make_unique<HealthServer>(loop_, config_.metricsAddress,
                                                    HealthHandlers{[this] { return readiness(); }, [this] { return metrics(); }});
 }

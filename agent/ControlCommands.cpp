@@ -56,7 +56,7 @@ StatusServer::Handler controlCommands(ControlTargets t) {
             if (pod.find('/') == std::string::npos) throw Error("policy: 'pod' must be namespace/name, got '" + pod + "'");
             return reply(withCounts(t.policy->explain(pod), t.flows));
         }
-        if (cmd == "trace") return traceCommand({t.flows, t.policy, t.vswitchd}, req, reply);
+        if (cmd == "trace") return traceCommand({t.flows, t.policy, t.vswitchd, t.node}, req, reply);
         throw Error("unknown command '" + cmd + "' (known: status, cni-report, port-ready, policy, trace)");
     };
 }

@@ -27,6 +27,7 @@ struct ControlTargets {
     flows::FlowReconciler* flows = nullptr;  // null in companion mode: no flow table to wait for
     const policy::PolicySource* policy = nullptr;  // null where NetworkPolicy is not enforced
     ovs::UnixctlClient* vswitchd = nullptr;        // null without a flow table
+    std::string node;                              // this node's name
 };
 
 StatusServer::Handler controlCommands(ControlTargets targets);

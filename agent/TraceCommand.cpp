@@ -13,6 +13,7 @@ namespace {
 struct End {
     std::string given;
     std::string pod;                 // "namespace/name" when a pod
+    std::string node;                // the pod's node, where the API tells it
     std::vector<IpPrefix> addresses; // host addresses, its families
 };
 
@@ -33,6 +34,7 @@ End resolve(const TraceTargets& t, const flows::FlowInputs& in, const std::strin
         if (const auto* pod = t.policy->pod(given)) {
             if (pod->hostNetwork) throw Error("trace: " + given + " is a hostNetwork pod: trace its node's address instead");
             e.addresses = pod->ips;
+            e.node = pod->nodeName;
         } else {
             throw Error("trace: no pod " + given + " in the Kubernetes API");
         }
@@ -79,6 +81,7 @@ int familyOf(const End& from, const End& to, int asked) {
 nlohmann::json endJson(const End& e, const IpPrefix& address) {
     nlohmann::json j{{"given", e.given}, {"address", address.addressString()}};
     if (!e.pod.empty()) j["pod"] = e.pod;
+    if (!e.node.empty()) j["node"] = e.node;
     return j;
 }
 
@@ -105,7 +108,8 @@ void traceCommand(const TraceTargets& t, const nlohmann::json& req, const Status
     packet.from = *ofFamily(src, family);
     packet.to = *ofFamily(dst, family);
     auto flow = flows::traceFlow(in, packet);
-    nlohmann::json head{{"from", endJson(src, packet.from)},
+    nlohmann::json head{{"node", t.node},
+                        {"from", endJson(src, packet.from)},
                         {"to", endJson(dst, packet.to)},
                         {"protocol", protocolText},
                         {"port", packet.port},

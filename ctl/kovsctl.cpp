@@ -183,14 +183,22 @@ bool printTrace(const nlohmann::json& t, const nlohmann::json& peers, bool ofpro
     if (ofproto) std::cout << "\nofproto/trace said:\n" << t.value("ofproto", "") << "\n\n";
     if (t.contains("error")) std::cout << "could not read the trace: " << t["error"].get<std::string>() << "\n";
     std::cout << "verdict: " << t.value("verdict", "?") << "\n";
+    // The same trace on another node: of the same family (IPv4 is the
+    // default where both ends have both).
+    const auto again = fmt::format("kovsctl trace {} {} {}/{}{}", t["from"].value("given", "?"), t["to"].value("given", "?"),
+                                   t.value("port", 0), t.value("protocol", "?"),
+                                   t["from"].value("address", "").find(':') != std::string::npos ? " -6" : "");
+    const auto here = t.value("node", ""), source = t["from"].value("node", "");
+    if (!source.empty() && !here.empty() && source != here)
+        std::cout << fmt::format("starts on {}: {} ({} runs there; this is its packet as it arrives on {})\n", source, again,
+                                 t["from"].value("given", "?"), here);
     if (t.contains("tunnelPeer")) {
         const auto peer = t["tunnelPeer"].get<std::string>();
         std::string node = "the node at " + peer;
         for (const auto& p : peers) {
             if (p.value("nodeIP", "") == peer) node = p.value("name", node) + " (" + peer + ")";
         }
-        std::cout << fmt::format("continue on {}: kovsctl trace {} {} {}/{}\n", node, t["from"].value("given", "?"),
-                                 t["to"].value("given", "?"), t.value("port", 0), t.value("protocol", "?"));
+        std::cout << fmt::format("continue on {}: {}\n", node, again);
     }
     return t.value("dropped", false);
 }

@@ -196,6 +196,11 @@ TEST_F(KovsKindDryRun, BadArgumentsAreRejectedWithUsageErrors) {
         {{"up", "--mtu", "09000"}, "--mtu: expected"},
         {{"up", "--mtu"}, "--mtu needs a value"},
         {{"up", "--ip-family", "inet6"}, "--ip-family: expected ipv4, dual or ipv6, got 'inet6'"},
+        {{"trace", "x/a"}, "trace: expected FROM TO [PORT/PROTO], got 1 arguments"},
+        {{"trace", "x/a", "y/b", "80/TCP", "81/TCP"}, "trace: expected FROM TO [PORT/PROTO], got 4 arguments"},
+        {{"trace", "x/a", "y/b;reboot"}, "trace: 'y/b;reboot' is not NAMESPACE/POD"},
+        {{"up", "-6"}, "-6: only trace takes it"},
+        {{"up", "x/a"}, "unknown argument 'x/a'"},
     };
     for (const auto& c : cases) {
         auto r = run(c.args);
@@ -419,6 +424,62 @@ TEST_F(KovsKindWithFakeTools, DoctorRunsOnEveryNodeIntoOneTable) {
     auto ok = run({"doctor", "--name", "ci"});
     EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
     EXPECT_NE(ok.out.find("every check passed on every node"), std::string::npos) << ok.out;
+}
+
+// trace follows the packet: it starts where FROM runs (the first node's
+// kovsctl says "starts on"), and goes on wherever a node's kovsctl says
+// "continue on NODE", a node found by its container's hostname; the exit
+// status is the last node's. A loop, and a node outside the cluster, stop it.
+TEST_F(KovsKindWithFakeTools, TraceFollowsThePacketFromNodeToNode) {
+    writeFile(bin_ / "kind", "#!/bin/sh\n[ \"$1 $2 $3 $4\" = 'get nodes --name ci' ] && printf 'ci-worker\\nci-control-plane\\nci-worker2\\n'\n");
+    // Each node's kovsctl trace prints FAKE_TRACE_DIR/<node> and exits with <node>.rc.
+    writeFile(bin_ / "docker",
+              "#!/bin/bash\necho \"docker $*\" >> " + log_.string() + "\n"
+              "case $1 in\n"
+              "  inspect) for c in \"${@:4}\"; do echo \"/$c ${c/ci-/node-}\"; done ;;\n"
+              "  exec) [ \"$3 $4\" = '/opt/kovs/bin/kovsctl trace' ] || exit 99\n"
+              "     cat \"$FAKE_TRACE_DIR/$2\"; exit $(cat \"$FAKE_TRACE_DIR/$2.rc\" 2>/dev/null || echo 0) ;;\n"
+              "esac\n");
+    auto dir = bin_ / "traces";
+    fs::create_directories(dir);
+    auto node = [&](const std::string& name, const std::string& out, int rc = 0) {
+        writeFile(dir / name, out);
+        writeFile(dir / (name + ".rc"), std::to_string(rc) + "\n");
+    };
+    node("ci-control-plane", "verdict: delivered\nstarts on node-worker2: kovsctl trace y/c x/a 81/TCP (y/c runs there)\n");
+    node("ci-worker2", "verdict: sent through the tunnel\ncontinue on node-worker (172.18.0.3): kovsctl trace y/c x/a 81/TCP\n");
+    node("ci-worker", "verdict: dropped: no rule allows this\n", 1);
+    auto r = run({"trace", "y/c", "x/a", "81/TCP", "--name", "ci"}, {{"FAKE_TRACE_DIR", dir.string()}});
+    EXPECT_EQ(r.exitCode, 1) << "the last node dropped it: " << r.out << r.err;
+    auto worker2 = r.out.find("  == ci-worker2\n    verdict: sent through the tunnel\n");
+    auto worker = r.out.find("  == ci-worker\n    verdict: dropped: no rule allows this\n");
+    EXPECT_NE(worker2, std::string::npos) << r.out;
+    EXPECT_NE(worker, std::string::npos) << r.out;
+    EXPECT_LT(worker2, worker) << "in the packet's order: " << r.out;
+    EXPECT_EQ(r.out.find("== ci-control-plane"), std::string::npos) << "printed the first node's view, not the source's: " << r.out;
+    std::vector<std::string> execs;
+    for (const auto& c : calls()) {
+        if (c.rfind("docker exec ", 0) == 0) execs.push_back(c);
+    }
+    EXPECT_EQ(execs, (std::vector<std::string>{"docker exec ci-control-plane /opt/kovs/bin/kovsctl trace y/c x/a 81/TCP",
+                                               "docker exec ci-worker2 /opt/kovs/bin/kovsctl trace y/c x/a 81/TCP",
+                                               "docker exec ci-worker /opt/kovs/bin/kovsctl trace y/c x/a 81/TCP"}));
+
+    // Back to a node it was on: a loop, named.
+    node("ci-worker", "verdict: sent through the tunnel\ncontinue on node-worker2 (172.18.0.4): kovsctl trace y/c x/a 81/TCP\n");
+    auto loop = run({"trace", "y/c", "x/a", "81/TCP", "--name", "ci"}, {{"FAKE_TRACE_DIR", dir.string()}});
+    EXPECT_EQ(loop.exitCode, 1);
+    EXPECT_NE(loop.err.find("the packet comes back to node-worker2 (172.18.0.4): the nodes send it in a loop"), std::string::npos) << loop.err;
+    // To a node that is not the cluster's.
+    node("ci-worker", "verdict: sent through the tunnel\ncontinue on the node at 172.18.0.9: kovsctl trace y/c x/a 81/TCP\n");
+    auto away = run({"trace", "y/c", "x/a", "81/TCP", "--name", "ci"}, {{"FAKE_TRACE_DIR", dir.string()}});
+    EXPECT_EQ(away.exitCode, 1);
+    EXPECT_NE(away.err.find("leaves through the tunnel for the node at 172.18.0.9, which is no node of cluster ci"), std::string::npos) << away.err;
+    // kovsctl could not trace (exit 2): its reason, and that exit status.
+    node("ci-control-plane", "kovsctl: trace: no pod y/c in the Kubernetes API\n", 2);
+    auto bad = run({"trace", "y/c", "x/a", "--name", "ci"}, {{"FAKE_TRACE_DIR", dir.string()}});
+    EXPECT_EQ(bad.exitCode, 2);
+    EXPECT_NE(bad.out.find("  == ci-control-plane\n    kovsctl: trace: no pod y/c in the Kubernetes API\n"), std::string::npos) << bad.out;
 }
 
 // The preflight, a finding a line with its fix: a missing kind fails it and
