@@ -4,19 +4,34 @@
 //    "probes": [{"from": "x/a", "to": "y/b", "protocol": "TCP", "port": 80[, "family": 6]}, ...]}
 // (the objects as the API server returns them) and prints one line per
 // probe: "x/a y/b TCP 80 allow" or "... deny". Exit 2 on bad input.
+//   policy_truth cases SEED COUNT      COUNT generated cases
+//   policy_truth cases upstream        the cases after the upstream suite
+// print tests/support/PolicyCluster's cases, as the integration test runs
+// them, one a line: {"name": "...", "policies": [NetworkPolicy...]}.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <string>
 #include <iostream>
 
 #include "base/Error.hpp"
 #include "policy/PolicyEvaluator.hpp"
+#include "tests/support/PolicyCluster.hpp"
 
 using namespace kovs::policy;
 using nlohmann::json;
 
-int main() {
+int main(int argc, char** argv) {
     try {
+        if (argc > 1) {
+            const bool upstream = argc == 3 && std::string(argv[2]) == "upstream";
+            if (std::string(argv[1]) != "cases" || (argc != 4 && !upstream))
+                throw kovs::Error("usage: policy_truth [cases SEED COUNT | cases upstream] (without: probes on stdin)");
+            auto cases = upstream ? kovs::test::netpolCases()
+                                  : kovs::test::randomPolicyCases(static_cast<unsigned>(std::stoul(argv[2])), std::stoi(argv[3]));
+            for (const auto& c : cases) std::printf("%s\n", json{{"name", c.name}, {"policies", c.policies}}.dump().c_str());
+            return 0;
+        }
         json in = json::parse(std::cin);
         PolicyCluster c;
         for (const auto& o : in.at("namespaces")) {
