@@ -120,13 +120,8 @@ pass "connectivity matrix over 6 pods created by containerd (ctr run --cni -> li
 
 # kovs-kind doctor as a user runs it: docker exec into every node container
 # (kind's `get nodes` stands in: these nodes are not kind's), one table.
-mkdir -p "$CLUSTER_DIR/kind-stub"
-cat > "$CLUSTER_DIR/kind-stub/kind" <<STUB
-#!/bin/sh
-[ "\$1 \$2" = "get nodes" ] && printf '%s\\n' $(for n in 1 2 3; do printf '%s ' "$(node_container "$n")"; done)
-STUB
-chmod +x "$CLUSTER_DIR/kind-stub/kind"
-doctor_table=$(PATH="$CLUSTER_DIR/kind-stub:$PATH" DOCKER_HOST="unix://$KOVS_DOCKER_SOCK" "$root/kind/kovs-kind" doctor 2>&1) ||
+kind_stub=$(kind_stub_dir)
+doctor_table=$(PATH="$kind_stub:$PATH" DOCKER_HOST="unix://$KOVS_DOCKER_SOCK" "$root/kind/kovs-kind" doctor 2>&1) ||
     fail "kovs-kind doctor failed on the healthy cluster: $doctor_table"
 grep -qE "check +$(node_container 1) +$(node_container 2) +$(node_container 3)" <<<"$doctor_table" &&
     grep -q "every check passed on every node" <<<"$doctor_table" || fail "kovs-kind doctor: no table of the 3 nodes: $doctor_table"
@@ -161,7 +156,7 @@ for check in svc dns egress nodeport pod/node1 pod/node3; do
 done
 grep -q "^  node2:$" <<<"$smoke" && grep -qE "^    FAIL  egress +no echo reply from $DOCKER_HOST_IP" <<<"$smoke" ||
     fail "smoke test: node 2's failing lines are not named: $smoke"
-doctor_table=$(PATH="$CLUSTER_DIR/kind-stub:$PATH" DOCKER_HOST="unix://$KOVS_DOCKER_SOCK" "$root/kind/kovs-kind" doctor 2>&1) &&
+doctor_table=$(PATH="$kind_stub:$PATH" DOCKER_HOST="unix://$KOVS_DOCKER_SOCK" "$root/kind/kovs-kind" doctor 2>&1) &&
     fail "kovs-kind doctor passed with node 2 broken: $doctor_table"
 echo "$doctor_table" | sed -n '/check /,$p'
 c2=$(node_container 2)

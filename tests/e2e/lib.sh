@@ -30,7 +30,7 @@ checks=0
 fail() { echo "FAIL: $*"; exit 1; }
 pass() { checks=$((checks + 1)); echo "ok $checks - $*"; }
 ms_now() { echo $(( $(date +%s%N) / 1000000 )); }
-kovsctl() { local n=$1; shift; in_node "$n" "$KOVS_BIN/kovsctl" --config "$(node_dir "$n")/agent.yaml" "$@"; }
+kovsctl() { node_kovsctl "$@"; }
 node_status() { kovsctl "$1" status --json; }
 # SIGSTOP: a hung agent (its status socket does not answer); SIGCONT resumes it.
 agent_signal() { in_node "$1" kill "-$2" "$(cat "$(node_dir "$1")/agent.pid")"; }

@@ -19,7 +19,10 @@ kubelet). Like kubelet it:
     that rebooted has their records but not their tasks), as kubelet's
     garbage collection does, and runs the pods the API server still binds
     to it again, from their init containers on.
-The pods' fields were checked against what pod_worker.py implements when the
+Only pods a controller owns are run (the DaemonSets' stand-in makes them): a
+Pod object without one is the API's record of a pod a test runs itself through
+`ctr run --cni` (the NetworkPolicy e2e's x/y/z pods), which this runner leaves
+alone. The pods' fields were checked against what pod_worker.py implements when the
 manifests were rendered (manifests.py); the API server here is
 tests/cluster/kube_api_mock.py, fed by the stand-in for the DaemonSet
 controller (tests/cluster/lib/kind-node-lifecycle.sh).
@@ -52,6 +55,11 @@ from pod_worker import RUNNER_LABEL, PodWorker, ctr, now_iso, write_json
 # Polling stands in for kubelet's watch: short, so that what a pod
 # replacement costs is kovs's, not the poll's.
 LIST_INTERVAL = 0.2
+
+
+def controlled(pod):
+    """A pod a controller made (the DaemonSets' stand-in): the ones this runner runs."""
+    return any(o.get("controller") for o in pod["metadata"].get("ownerReferences", []))
 
 
 class Kubelet:
@@ -93,7 +101,7 @@ class Kubelet:
 
     def list_pods(self):
         q = urllib.parse.urlencode({"fieldSelector": f"spec.nodeName={self.node}"})
-        return self.get(f"/api/v1/pods?{q}")["items"]
+        return [p for p in self.get(f"/api/v1/pods?{q}")["items"] if controlled(p)]
 
     def config_maps(self, pod):
         out = {}

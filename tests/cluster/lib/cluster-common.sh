@@ -132,6 +132,9 @@ agent_metrics() {
         sed '1,/^\r$/d'
 }
 
+# node_kovsctl N ARGS...: kovsctl on node N with its agent's config.
+node_kovsctl() { local n=$1; shift; in_node "$n" "$KOVS_BIN/kovsctl" --config "$(node_dir "$n")/agent.yaml" "$@"; }
+
 # Ready when the agent says so (bridges converged, gw0 up, peers received,
 # flows installed) and every peer has its OVS route and tunnel neighbour.
 node_ready() {

@@ -249,6 +249,24 @@ node_ready() {
         { echo "$s" | jq -c '{ready, notReadyReason, peers: [.peers[] | {name, route}]}'; return 1; }
 }
 
+# kovsctl as the init container installed it on the node (kovs-kind's way in),
+# with the node's /etc/kovs/agent.yaml.
+node_kovsctl() { local n=$1; shift; in_node "$n" /opt/kovs/bin/kovsctl "$@"; }
+# A directory for PATH with a `kind` that answers `kind get nodes` with this
+# cluster's node containers (they are not kind's): kovs-kind's doctor, status
+# and trace then reach them through docker exec, as on a kind cluster.
+kind_stub_dir() {
+    local d=$CLUSTER_DIR/kind-stub n names=""
+    for n in $(seq 1 "$CLUSTER_NODES"); do names+=" $(node_container "$n")"; done
+    mkdir -p "$d"
+    cat > "$d/kind" <<STUB
+#!/bin/sh
+[ "\$1 \$2" = "get nodes" ] && printf '%s\\n'$names
+STUB
+    chmod +x "$d/kind"
+    echo "$d"
+}
+
 agent_start() { die "kind-node: the kubelet runner runs the agent (restartPolicy Always); kill its container instead"; }
 agent_stop() { agent_start; }
 

@@ -84,11 +84,13 @@ api_requests() { grep -cF " $(node_ip "$1") \"GET " "$(api_dir)/requests.log" ||
 api_listed() { grep -qF " $(node_ip "$1") \"GET /api/v1/nodes HTTP/1.1\" 200 " "$(api_dir)/requests.log"; }
 
 # kube_api METHOD PATH [JSON]: one request to the mock API server, as kubectl
-# would make it (the cluster's token and CA); prints the response body and
-# fails on an HTTP error.
+# would make it (the cluster's token and CA: the kind-node provider's API
+# server, which kube_api_up does not start, has a CA of its own); prints the
+# response body and fails on an HTTP error.
 kube_api() {
-    local d; d=$(api_dir)
-    in_underlay curl -sS --fail-with-body --max-time 10 --cacert "$d/apiserver.crt" \
+    local d ca; d=$(api_dir)
+    ca=$d/apiserver.crt; [ -s "$d/ca.crt" ] && ca=$d/ca.crt
+    in_underlay curl -sS --fail-with-body --max-time 10 --cacert "$ca" \
         -H "Authorization: Bearer $(cat "$d/token")" -H "Content-Type: application/json" \
         -X "$1" ${3:+--data-binary "$3"} "https://$api_addr:$api_port$2"
 }
