@@ -20,7 +20,8 @@
 #  - a connection open before a deny policy keeps going (only new connections
 #    are judged), and a new one is refused;
 #  - through a ClusterIP (kube-proxy's iptables rules on the client's node)
-#    egress is judged on the backend kube-proxy chose;
+#    egress is judged on the backend kube-proxy chose, TCP and UDP (DNS's
+#    shape); a NodePort with externalTrafficPolicy Local under ingress policy;
 #  - kovsctl policy explains which policy and rule apply to a pod; kovsctl
 #    trace follows an allowed and a denied packet through the tables and
 #    names the rule that decided; kovsctl status names the policies, rules
@@ -37,6 +38,8 @@ source "$(dirname "$0")/lib.sh"
 source "$root/tests/cluster/lib/kube-api.sh"
 # shellcheck source=../cluster/lib/kube-proxy.sh
 source "$root/tests/cluster/lib/kube-proxy.sh"
+# shellcheck source=../cluster/lib/services.sh
+source "$root/tests/cluster/lib/services.sh"   # DOCKER_HOST_IP
 [ -x "$KOVS_BUILD/tests/policy_truth" ] || fail "no $KOVS_BUILD/tests/policy_truth: build the tests first"
 
 nodes=2
@@ -346,22 +349,43 @@ case_policies "egress of z only to y on TCP 80-81 (endPort), union with ingress 
     '{"metadata":{"name":"from-z","namespace":"y"},"spec":{"podSelector":{"matchLabels":{"pod":"b"}},
       "ingress":[{"from":[{"namespaceSelector":{"matchLabels":{"ns":"z"}}}]}]}}'
 
-# Services: kube-proxy (iptables mode, node 1 where z/a runs) translates a
-# ClusterIP in the client node's kernel; the egress rule is judged on the
-# backend it chose. z may reach y on TCP 80: y/b through its ClusterIP too,
-# x/b through its ClusterIP not.
+# Services: kube-proxy (iptables mode, on node 1 where z/a, x/a and y/b run)
+# translates a ClusterIP in the client node's kernel; the egress rule is
+# judged on the backend it chose. z may reach y on TCP 80: y/b through its
+# ClusterIP too, x/b through its ClusterIP not. A UDP Service of DNS's shape
+# (53 -> 80) in front of y/b: z's egress allows TCP only, y/b's ingress
+# allows x on UDP. A NodePort (externalTrafficPolicy Local: the client's
+# address kept) in front of y/b, from the Docker host: y/b's ingress allows
+# namespaces z and x only, until a policy allows the host's address.
+read -r zn zp <<<"${at[z/a]}"; read -r xn xp <<<"${at[x/a]}"
+[ "${at[y/b]%% *}" = "$zn" ] && [ "$xn" = "$zn" ] || fail "the Services rows expect z/a, x/a and y/b on one node"
 printf '{"clusterCIDR": "10.244.0.0/16", "services": [
   {"namespace": "y", "name": "svc-y", "clusterIP": "10.96.0.20", "ports": [{"port": 80, "protocol": "TCP"}], "endpoints": [{"ip": "%s", "node": "node%s"}]},
-  {"namespace": "x", "name": "svc-x", "clusterIP": "10.96.0.21", "ports": [{"port": 80, "protocol": "TCP"}], "endpoints": [{"ip": "%s", "node": "node%s"}]}]}\n' \
-    "$(ip_of y/b)" "${at[y/b]%% *}" "$(ip_of x/b)" "${at[x/b]%% *}" > "$KOVS_SERVICES"
-read -r zn zp <<<"${at[z/a]}"
+  {"namespace": "x", "name": "svc-x", "clusterIP": "10.96.0.21", "ports": [{"port": 80, "protocol": "TCP"}], "endpoints": [{"ip": "%s", "node": "node%s"}]},
+  {"namespace": "y", "name": "dns-y", "clusterIP": "10.96.0.22", "ports": [{"port": 53, "protocol": "UDP", "targetPort": 80}], "endpoints": [{"ip": "%s", "node": "node%s"}]},
+  {"namespace": "y", "name": "np-y", "clusterIP": "10.96.0.23", "type": "NodePort", "externalTrafficPolicy": "Local",
+   "ports": [{"port": 80, "protocol": "TCP", "nodePort": 30080}], "endpoints": [{"ip": "%s", "node": "node%s"}]}]}\n' \
+    "$(ip_of y/b)" "$zn" "$(ip_of x/b)" "${at[x/b]%% *}" "$(ip_of y/b)" "$zn" "$(ip_of y/b)" "$zn" > "$KOVS_SERVICES"
 kube_proxy_sync "$zn" iptables
+t=$(truth)
+for row in "z/a y/b TCP 80 allow" "z/a x/b TCP 80 deny" "x/a y/b UDP 80 allow" "z/a y/b UDP 80 deny"; do
+    grep -qx "$row" <<<"$t" || fail "the truth table disagrees with the Services rows' expectation: $row"
+done
 [ "$(probe "$zn" "$zp" "$(ip_of y/b)" TCP 80)" = allow ] || fail "z/a -> y/b:80 directly is denied, the policy allows it"
 [ "$(probe "$zn" "$zp" 10.96.0.20 TCP 80)" = allow ] || fail "z/a -> svc-y (10.96.0.20:80 -> y/b:80) is denied: egress was not judged on the translated packet"
 [ "$(probe "$zn" "$zp" 10.96.0.21 TCP 80)" = deny ] || fail "z/a -> svc-x (10.96.0.21:80 -> x/b:80) passed: the ClusterIP bypassed z's egress policy"
-grep -q "z/a x/b TCP 80 deny" <<<"$(truth)" && grep -q "z/a y/b TCP 80 allow" <<<"$(truth)" || fail "the truth table disagrees with the Services rows' expectations"
+[ "$(probe "$xn" "$xp" 10.96.0.22 UDP 53 28000)" = allow ] || fail "x/a -> dns-y (10.96.0.22:53/UDP -> y/b:80) is denied: y/b's ingress allows x on UDP 80"
+[ "$(probe "$zn" "$zp" 10.96.0.22 UDP 53 28010)" = deny ] || fail "z/a -> dns-y (10.96.0.22:53/UDP -> y/b:80) passed: z's egress allows TCP only"
+nodeport() { in_underlay timeout 3 socat -T2 - "TCP:$(node_ip "$zn"):30080,connect-timeout=1" </dev/null 2>/dev/null | grep -qx ok; }
+! nodeport || fail "NodePort $(node_ip "$zn"):30080 -> y/b from the Docker host passed: y/b's ingress allows namespaces z and x only"
+host_in() { np_create y '{"metadata":{"name":"from-host","namespace":"y"},"spec":{"podSelector":{"matchLabels":{"pod":"b"}},
+      "ingress":[{"from":[{"ipBlock":{"cidr":"'"$DOCKER_HOST_IP"'/32"}}],"ports":[{"protocol":"TCP","port":80}]}]}}'; }
+change "y/b open to the Docker host ($DOCKER_HOST_IP) on TCP 80" 4 host_in
+nodeport || fail "NodePort $(node_ip "$zn"):30080 -> y/b from the Docker host is denied with y/from-host allowing $DOCKER_HOST_IP"
+host_out() { kube_api DELETE /apis/networking.k8s.io/v1/namespaces/y/networkpolicies/from-host >/dev/null; }
+change "y/from-host deleted" 3 host_out
 kube_proxy_flush "$zn" iptables
-pass "through a ClusterIP (kube-proxy iptables rules): z/a reaches y/b, which its egress allows, and not x/b"
+pass "through kube-proxy's iptables rules: ClusterIP z/a -> y/b allowed by z's egress, -> x/b not; UDP 53 -> y/b:80 allowed from x/a, denied from z/a (egress TCP only); NodePort (Local) -> y/b from the Docker host dropped, passed once an ipBlock of its address allows it"
 
 blocks="{\"ipBlock\":{\"cidr\":\"10.244.0.0/16\",\"except\":[\"$(ip_of z/b)/32\"]}}"
 [ "$families" = 4 ] || blocks+=",{\"ipBlock\":{\"cidr\":\"fd00:10:244::/48\",\"except\":[\"$(ip_of z/b 6)/128\"]}}"
