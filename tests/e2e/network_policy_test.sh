@@ -14,9 +14,9 @@
 #    together with a named port, egress to one namespace on a port range,
 #    ipBlock with except, two policies as a union;
 #  - generated cases (random policies over the same labels, seeded), and
-#    with KOVS_POLICY_E2E_UPSTREAM=1 the integration test's 15 upstream-style
+#    with KOVS_POLICY_E2E_UPSTREAM=1 the integration test's 30 upstream-style
 #    cases too;
-#  - a pod's label change, and a policy deleted, take effect;
+#  - a pod's label change, a namespace's, and a policy deleted, take effect;
 #  - a connection open before a deny policy keeps going (only new connections
 #    are judged), and a new one is refused;
 #  - through a ClusterIP (kube-proxy's iptables rules on the client's node)
@@ -173,27 +173,29 @@ round=0
 udp_port() { echo $(( 20000 + round % 16 * 400 + $1 * 2 )); }
 # The matrix of real connections over FAMILY (4 or 6), one line per probe as policy_truth prints them.
 matrix() {
-    local fam=$1 out=$CLUSTER_DIR/matrix.d src
+    local fam=$1 out=$CLUSTER_DIR/matrix.d src pp
     rm -rf "$out"; mkdir -p "$out"
+    # One probe process per source and port, all at once: a dropped probe
+    # waits out its timeout (1 s, UDP 2 s), and 27 of them wait together.
     for src in "${keys[@]}"; do
-        (
-            read -r n p <<<"${at[$src]}"
-            f=$out/${src/\//-} d=0
-            for dst in "${keys[@]}"; do
-                d=$((d + 1))
-                [ "$src" = "$dst" ] && continue
-                for pp in "TCP 80" "TCP 81" "UDP 80"; do
-                    set -- $pp
+        for pp in "TCP 80" "TCP 81" "UDP 80"; do
+            (
+                read -r n p <<<"${at[$src]}"
+                set -- $pp
+                f=$out/${src/\//-}.$1$2 d=0
+                for dst in "${keys[@]}"; do
+                    d=$((d + 1))
+                    [ "$src" = "$dst" ] && continue
                     echo "$src $dst $1 $2" >> "$f.keys"
                     echo "$(ip_of "$dst" "$fam") $1 $2 $(udp_port "$d")" >> "$f.in"
                 done
-            done
-            in_pod "$n" "$p" bash "$CLUSTER_DIR/probes.sh" < "$f.in" > "$f.out"
-            paste -d' ' "$f.keys" "$f.out" > "$f"
-        ) &
+                in_pod "$n" "$p" bash "$CLUSTER_DIR/probes.sh" < "$f.in" > "$f.out"
+                paste -d' ' "$f.keys" "$f.out" > "$f.res"
+            ) &
+        done
     done
     wait
-    cat "$out"/*-? | sort
+    cat "$out"/*.res | sort
 }
 # The evaluator's answers for the same probes over FAMILY (default 4), over what the API holds.
 truth() {
@@ -217,8 +219,8 @@ check() {
         round=$((round + 1))   # here: matrix runs in a subshell
         got=$(matrix "$fam"); want=$(truth "$fam")
         # A probe the truth allows that got no answer is tried twice more, one
-        # at a time: 9 probes at once on 2 cores (each a docker exec on the
-        # kind-node provider) can make a connect miss its 1 s. A probe that
+        # at a time: 27 probes at once on 2 cores (on the kind-node provider
+        # through docker exec) can make a connect miss its 1 s. A probe that
         # passed where the truth denies is never tried again: that is a leak.
         missed=$(comm -13 <(echo "$got") <(echo "$want") | grep ' allow$' || true)
         again=0
@@ -395,7 +397,7 @@ case_policies "ipBlock of the pod network except z/b, into x" \
 # Cases of tests/support/PolicyCluster, as the integration test runs them
 # through OVS's classifier, here as real connections: generated ones (random
 # policies over the pods' labels and ports, seeded), and with
-# KOVS_POLICY_E2E_UPSTREAM=1 (network-policy-dual) the 15 after the upstream
+# KOVS_POLICY_E2E_UPSTREAM=1 (network-policy-dual) the 30 after the upstream
 # suite.  run_cases KIND ARGS...: each case of `policy_truth cases ARGS`.
 run_cases() {
     local kind=$1 c cases ps; shift
@@ -451,6 +453,15 @@ case_policies "x/c isolated, open to namespace y only" \
 relabel() { kube_api PATCH /api/v1/namespaces/x/pods/b '{"metadata":{"labels":{"pod":"c"}}}' >/dev/null; }
 change "x/b relabelled pod=c" 1 relabel
 check "after x/b's label change"
+
+# A namespace's label change (the upstream suite's "updated namespace"): x/a
+# open to namespaces labelled ns2=updated, none yet; then y gets the label.
+case_policies "x/a open to namespaces labelled ns2=updated (none yet)" \
+    '{"metadata":{"name":"from-updated","namespace":"x"},"spec":{"podSelector":{"matchLabels":{"pod":"a"}},
+      "ingress":[{"from":[{"namespaceSelector":{"matchLabels":{"ns2":"updated"}}}]}]}}'
+ns_label() { kube_api PATCH /api/v1/namespaces/y '{"metadata":{"labels":{"ns2":"updated"}}}' >/dev/null; }
+change "namespace y labelled ns2=updated" 1 ns_label
+check "after namespace y's label change"
 
 # Open connections: y/a holds a TCP connection and a UDP flow (one source
 # port, answered) to x/a; a deny-all for x comes in.
