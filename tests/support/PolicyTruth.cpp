@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <string>
 #include <iostream>
+#include <string>
 
 #include "base/Error.hpp"
 #include "policy/PolicyEvaluator.hpp"
