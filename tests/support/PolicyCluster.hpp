@@ -44,7 +44,10 @@ struct PolicyCase {
 };
 // Cases after the upstream suite's (deny all, namespace and pod selectors,
 // both together, ports, named ports, endPort, egress, ipBlock with except,
-// match expressions, a policy this version cannot express).
+// match expressions, a policy this version cannot express): each of its
+// cases that needs no feature kovs lacks and no change while it runs (the e2e
+// test runs those: label and policy updates). ipBlocks name the addresses
+// netpolPods(true) gives.
 std::vector<PolicyCase> netpolCases();
 // `count` cases of 1-3 random policies each (labels pod/ns, random peers,
 // ports and directions), reproducible from `seed`.

@@ -8,6 +8,8 @@
 //   policy_truth cases upstream        the cases after the upstream suite
 // print tests/support/PolicyCluster's cases, as the integration test runs
 // them, one a line: {"name": "...", "policies": [NetworkPolicy...]}.
+//   policy_truth addresses             "x/a 10.244.1.10 fd00:10:244:1::a", a line a pod:
+// the addresses those cases' ipBlocks name, for the e2e test to map to its pods' own.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -23,10 +25,15 @@ using nlohmann::json;
 
 int main(int argc, char** argv) {
     try {
+        if (argc == 2 && std::string(argv[1]) == "addresses") {
+            for (const auto& p : kovs::test::netpolPods(true))
+                std::printf("%s/%s %s %s\n", p.ns.c_str(), p.name.c_str(), p.ip.c_str(), p.ip6.c_str());
+            return 0;
+        }
         if (argc > 1) {
             const bool upstream = argc == 3 && std::string(argv[2]) == "upstream";
             if (std::string(argv[1]) != "cases" || (argc != 4 && !upstream))
-                throw kovs::Error("usage: policy_truth [cases SEED COUNT | cases upstream] (without: probes on stdin)");
+                throw kovs::Error("usage: policy_truth [cases SEED COUNT | cases upstream | addresses] (without: probes on stdin)");
             auto cases = upstream ? kovs::test::netpolCases()
                                   : kovs::test::randomPolicyCases(static_cast<unsigned>(std::stoul(argv[2])), std::stoi(argv[3]));
             for (const auto& c : cases) std::printf("%s\n", json{{"name", c.name}, {"policies", c.policies}}.dump().c_str());
