@@ -14,9 +14,11 @@
 #    together with a named port, egress to one namespace on a port range,
 #    ipBlock with except, two policies as a union;
 #  - generated cases (random policies over the same labels, seeded), and
-#    with KOVS_POLICY_E2E_UPSTREAM=1 the integration test's 30 upstream-style
-#    cases too;
-#  - a pod's label change, a namespace's, and a policy deleted, take effect;
+#    with KOVS_POLICY_E2E_UPSTREAM=1 the integration test's 49 upstream-style
+#    cases too (their ipBlocks mapped to the pods' real addresses);
+#  - a pod's label change (one that selects it into another policy, one that
+#    isolates it), a namespace's, a policy updated in place (PUT) and a
+#    policy deleted, take effect;
 #  - a connection open before a deny policy keeps going (only new connections
 #    are judged), and a new one is refused;
 #  - through a ClusterIP (kube-proxy's iptables rules on the client's node)
@@ -402,11 +404,19 @@ case_policies "ipBlock of the pod network except z/b, into x" \
 # policies over the pods' labels and ports, seeded), and with
 # KOVS_POLICY_E2E_UPSTREAM=1 (network-policy-dual) the 30 after the upstream
 # suite.  run_cases KIND ARGS...: each case of `policy_truth cases ARGS`.
+# A case's ipBlocks name pods by the addresses PolicyCluster gives them
+# (`policy_truth addresses`); each becomes that pod's address here.
 run_cases() {
-    local kind=$1 c cases ps; shift
+    local kind=$1 c cases ps key a4 a6 real; shift
     mapfile -t cases < <("$KOVS_BUILD/tests/policy_truth" cases "$@")
     [ "${#cases[@]}" -gt 0 ] && [ -n "${cases[0]}" ] || fail "policy_truth cases $* gave no case"
+    real=$("$KOVS_BUILD/tests/policy_truth" addresses | while read -r key a4 a6; do
+        jq -nc --arg a4 "$a4" --arg r4 "$(ip_of "$key" 4)" --arg a6 "$a6" \
+               --arg r6 "$(if [ "$families" = 4 ]; then echo "$a6"; else ip_of "$key" 6; fi)" '{($a4): $r4, ($a6): $r6}'
+    done | jq -sc add)
     for c in "${cases[@]}"; do
+        c=$(jq -c --argjson real "$real" 'walk(if type == "string" then (split("/") as $a |
+                if ($a | length) == 2 and $real[$a[0]] then "\($real[$a[0]])/\($a[1])" else . end) else . end)' <<<"$c")
         mapfile -t ps < <(jq -c '.policies[]' <<<"$c")
         case_policies "$kind case $(jq -r .name <<<"$c") ($(jq -r '[.policies[].metadata | "\(.namespace)/\(.name)"] | join(", ")' <<<"$c"))" "${ps[@]}"
     done
@@ -456,6 +466,27 @@ case_policies "x/c isolated, open to namespace y only" \
 relabel() { kube_api PATCH /api/v1/namespaces/x/pods/b '{"metadata":{"labels":{"pod":"c"}}}' >/dev/null; }
 change "x/b relabelled pod=c" 1 relabel
 check "after x/b's label change"
+
+# A pod isolated by its own label change (the upstream suite's "deny ingress
+# access to updated pod"): a deny-ingress for target=isolated, which no pod
+# has; then x/a gets the label.
+policies_replace "x/deny-isolated selects target=isolated (no pod yet)" \
+    '{"metadata":{"name":"deny-isolated","namespace":"x"},"spec":{"podSelector":{"matchLabels":{"target":"isolated"}},"policyTypes":["Ingress"]}}'
+isolate() { kube_api PATCH /api/v1/namespaces/x/pods/a '{"metadata":{"labels":{"target":"isolated"}}}' >/dev/null; }
+change "x/a labelled target=isolated" 1 isolate
+check "after x/a's label change made it isolated"
+kube_api PATCH /api/v1/namespaces/x/pods/a '{"metadata":{"labels":{"target":null}}}' >/dev/null
+
+# A policy replaced in place (PUT, the upstream suite's "updated policy"):
+# x/a open to every namespace on TCP 81, then the same policy on TCP 80.
+policy_on() {
+    echo '{"metadata":{"name":"all-ns-one-port","namespace":"x"},"spec":{"podSelector":{"matchLabels":{"pod":"a"}},
+      "ingress":[{"from":[{"namespaceSelector":{}}],"ports":[{"protocol":"TCP","port":'"$1"'}]}]}}'
+}
+policies_replace "x/a open to every namespace on TCP 81" "$(policy_on 81)"
+update() { kube_api PUT /apis/networking.k8s.io/v1/namespaces/x/networkpolicies/all-ns-one-port "$(policy_on 80)" >/dev/null; }
+change "x/all-ns-one-port updated from TCP 81 to TCP 80" 1 update
+check "after the policy's update to TCP 80"
 
 # A namespace's label change (the upstream suite's "updated namespace"): x/a
 # open to namespaces labelled ns2=updated, none yet; then y gets the label.
