@@ -71,13 +71,16 @@ while True:
     _, peer = s.recvfrom(64)
     s.sendto(b"ok\n", peer)
 PY
+# The TCP servers' backlog: a matrix's sources probe in step, and the eight
+# SYNs arriving at once at socat's default of 5 lose some, whose
+# retransmission comes after the probe's 1 s.
 listen=TCP-LISTEN
 [ "$families" = 4 ] || listen=TCP6-LISTEN
 for k in "${keys[@]}"; do
     read -r n p <<<"${at[$k]}"
     pod_add "$n" "$p"
     for port in 80 81; do
-        in_pod "$n" "$p" socat "$listen:$port,fork,reuseaddr$([ "$listen" = TCP-LISTEN ] || echo ,ipv6only=0)" SYSTEM:'echo ok' >/dev/null 2>&1 &
+        in_pod "$n" "$p" socat "$listen:$port,fork,reuseaddr,backlog=128$([ "$listen" = TCP-LISTEN ] || echo ,ipv6only=0)" SYSTEM:'echo ok' >/dev/null 2>&1 &
     done
     in_pod "$n" "$p" /usr/bin/python3 "$CLUSTER_DIR/udp_echo.py" "$families" >/dev/null 2>&1 &
 done
