@@ -416,8 +416,9 @@ case_policies "ipBlock of the pod network except z/b, into x" \
 # Cases of tests/support/PolicyCluster, as the integration test runs them
 # through OVS's classifier, here as real connections: generated ones (random
 # policies over the pods' labels and ports, seeded), and with
-# KOVS_POLICY_E2E_UPSTREAM=1 (network-policy-dual, network-policy-kind-node) the 49 after the upstream
-# suite.  run_cases KIND ARGS...: each case of `policy_truth cases ARGS`.
+# KOVS_POLICY_E2E_UPSTREAM=1 (network-policy-dual, network-policy-kind-node)
+# the 49 after the upstream suite.
+# run_cases KIND ARGS...: each case of `policy_truth cases ARGS`.
 # A case's ipBlocks name pods by the addresses PolicyCluster gives them
 # (`policy_truth addresses`); each becomes that pod's address here.
 run_cases() {
