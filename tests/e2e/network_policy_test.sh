@@ -193,9 +193,8 @@ matrix() {
     rm -rf "$out"; mkdir -p "$out"
     # One probes.sh a source, all at once, each probing a destination's three
     # ports at a time: a dropped probe waits out its timeout (TCP 1 s, UDP
-    # 2 s), and 27 of them wait together. Nine processes, not 27: on the
-    # kind-node provider each is a docker exec, and 27 of those at once
-    # took the CPU the probes' 1 s needed.
+    # 2 s), and 27 of them wait together. Nine processes, not one a port: on
+    # the kind-node provider each is a docker exec.
     for src in "${keys[@]}"; do
         (
             read -r n p <<<"${at[$src]}"
