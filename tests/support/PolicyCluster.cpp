@@ -96,6 +96,14 @@ json hostBlocks(const std::string& key, const char* cidr4 = nullptr, const char*
 
 std::vector<PolicyCase> netpolCases() {
     const json all = json::object();
+    // Policies two cases share.
+    const json cidrExceptXb = policyObject("x", "cidr-except-x-b", {{"podSelector", labels("pod", "a")}, {"policyTypes", {"Egress"}},
+                                                                    {"egress", {{{"to", hostBlocks("x/b", "0.0.0.0/4", "f000::/4")}}}}});
+    auto fromXaOnPod = [](const char* name) {
+        return policyObject("y", fmt::format("{}-from-x-a", name),
+                            {{"podSelector", labels("pod", name)},
+                             {"ingress", {{{"from", {{{"namespaceSelector", labels(kNameLabel, "x")}, {"podSelector", labels("pod", "a")}}}}}}}});
+    };
     return {
         {"deny-all-ingress", {policyObject("x", "deny-all", {{"podSelector", all}, {"policyTypes", {"Ingress"}}})}},
         {"allow-from-same-namespace-pod-b",
@@ -225,24 +233,16 @@ std::vector<PolicyCase> netpolCases() {
          {policyObject("x", "to-y-a", {{"podSelector", labels("pod", "a")}, {"policyTypes", {"Egress"}},
                                        {"egress", {{{"to", {{{"namespaceSelector", labels(kNameLabel, "y")},
                                                              {"podSelector", labels("pod", "a")}}}}}}}}),
-          policyObject("y", "a-from-x-a", {{"podSelector", labels("pod", "a")},
-                                           {"ingress", {{{"from", {{{"namespaceSelector", labels(kNameLabel, "x")},
-                                                                   {"podSelector", labels("pod", "a")}}}}}}}}),
-          policyObject("y", "b-from-x-a", {{"podSelector", labels("pod", "b")},
-                                           {"ingress", {{{"from", {{{"namespaceSelector", labels(kNameLabel, "x")},
-                                                                   {"podSelector", labels("pod", "a")}}}}}}}})}},
+          fromXaOnPod("a"), fromXaOnPod("b")}},
         {"ingress-any-port-of-tcp",
          {policyObject("x", "tcp-any-port", {{"podSelector", labels("pod", "a")},
                                              {"ingress", {{{"ports", {{{"protocol", "TCP"}}}}}}}})}},
         {"egress-to-a-server-address",
          {policyObject("x", "to-y-b-address", {{"podSelector", labels("pod", "a")}, {"policyTypes", {"Egress"}},
                                                {"egress", {{{"to", hostBlocks("y/b")}}}}})}},
-        {"egress-to-a-large-cidr-except-the-server",
-         {policyObject("x", "cidr-except-x-b", {{"podSelector", labels("pod", "a")}, {"policyTypes", {"Egress"}},
-                                                {"egress", {{{"to", hostBlocks("x/b", "0.0.0.0/4", "f000::/4")}}}}})}},
+        {"egress-to-a-large-cidr-except-the-server", {cidrExceptXb}},
         {"an-address-excepted-by-one-policy-allowed-by-another",
-         {policyObject("x", "cidr-except-x-b", {{"podSelector", labels("pod", "a")}, {"policyTypes", {"Egress"}},
-                                                {"egress", {{{"to", hostBlocks("x/b", "0.0.0.0/4", "f000::/4")}}}}}),
+         {cidrExceptXb,
           policyObject("x", "to-x-b-address", {{"podSelector", labels("pod", "a")}, {"policyTypes", {"Egress"}},
                                                {"egress", {{{"to", hostBlocks("x/b")}}}}})}},
         {"ingress-and-egress-policies-independent",
