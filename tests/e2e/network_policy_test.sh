@@ -486,10 +486,10 @@ check "after x/b's label change"
 # has; then x/a gets the label.
 policies_replace "x/deny-isolated selects target=isolated (no pod yet)" \
     '{"metadata":{"name":"deny-isolated","namespace":"x"},"spec":{"podSelector":{"matchLabels":{"target":"isolated"}},"policyTypes":["Ingress"]}}'
-isolate() { kube_api PATCH /api/v1/namespaces/x/pods/a '{"metadata":{"labels":{"target":"isolated"}}}' >/dev/null; }
-change "x/a labelled target=isolated" 1 isolate
+target_label() { kube_api PATCH /api/v1/namespaces/x/pods/a "{\"metadata\":{\"labels\":{\"target\":$1}}}" >/dev/null; }
+change "x/a labelled target=isolated" 1 target_label '"isolated"'
 check "after x/a's label change made it isolated"
-kube_api PATCH /api/v1/namespaces/x/pods/a '{"metadata":{"labels":{"target":null}}}' >/dev/null
+change "x/a's label target removed" 1 target_label null
 
 # A policy replaced in place (PUT, the upstream suite's "updated policy"):
 # x/a open to every namespace on TCP 81, then the same policy on TCP 80.
