@@ -82,6 +82,18 @@ struct RouteInfo {
     bool operator==(const RouteInfo&) const = default;
 };
 
+// How the kernel would send a packet to one address (RTM_GETROUTE): the
+// route its lookup picked, or the errno of its "no route".
+struct RouteLookup {
+    int error = 0;                     // ENETUNREACH, EHOSTUNREACH (unreachable), EACCES (prohibit), EINVAL (blackhole)
+    uint8_t type = RTN_UNICAST;        // RTN_LOCAL for an address of this host
+    int ifindex = 0;                   // the device it goes out of
+    std::optional<IpPrefix> gateway;   // the next hop's address; none: on-link
+    std::optional<IpPrefix> source;    // the source address the kernel would pick
+    unsigned mtu = 0;                  // the route's MTU metric; 0: the device's
+    bool found() const { return error == 0 && type == RTN_UNICAST && ifindex > 0; }
+};
+
 class RtnetlinkClient {
 public:
     // Connects a NETLINK_ROUTE socket in the calling thread's network namespace.
@@ -132,6 +144,10 @@ public:
     // (RTM_GETNSID), i.e. what IFLA_LINK_NETNSID of a veth leading there
     // reads; none when it has given it no id (no link of ours leads there).
     std::optional<int32_t> netnsId(int netnsFd);
+    // The route the kernel would take to `address` (a host address), with
+    // its next hop; a lookup the kernel answers with "no route" is a
+    // RouteLookup with `error` set, any other failure throws.
+    RouteLookup routeTo(const IpPrefix& address);
 
     nl_sock* socket() { return sock_.get(); }
     // The socket's netlink port: what a subscriber sees as the sender of the
