@@ -100,8 +100,8 @@ void Agent::startJobs() {
 
     if (tunnelJobWanted(config_)) {
         unixctl_ = std::make_unique<ovs::UnixctlClient>(loop_, config_.ovs.rundir);
-        neighbours_ = std::make_unique<tunnel::KernelNeighbourTable>();
-        tunnel_ = std::make_unique<tunnel::TunnelReconciler>(loop_, *unixctl_, *neighbours_, tunnelOptions(config_));
+        underlay_ = std::make_unique<tunnel::KernelUnderlay>();
+        tunnel_ = std::make_unique<tunnel::TunnelReconciler>(loop_, *unixctl_, *underlay_, tunnelOptions(config_));
         tunnel_->start();
         jobs_.push_back(tunnel_.get());
     }

@@ -34,7 +34,7 @@
 #include "ovs/UnixctlClient.hpp"
 #include "peers/PeerSource.hpp"
 #include "policy/PolicySource.hpp"
-#include "tunnel/NeighbourTable.hpp"
+#include "tunnel/Underlay.hpp"
 #include "tunnel/TunnelReconciler.hpp"
 #include "uplink/UplinkGuard.hpp"
 
@@ -81,7 +81,7 @@ private:
     std::unique_ptr<gateway::GatewayGuard> gateway_;
     std::unique_ptr<offload::OffloadGuard> offload_;
     std::unique_ptr<ovs::UnixctlClient> unixctl_;
-    std::unique_ptr<tunnel::KernelNeighbourTable> neighbours_;
+    std::unique_ptr<tunnel::KernelUnderlay> underlay_;
     std::unique_ptr<tunnel::TunnelReconciler> tunnel_;
     std::unique_ptr<policy::PolicySource> policy_;
     std::unique_ptr<flows::FlowReconciler> flows_;

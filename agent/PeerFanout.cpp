@@ -39,9 +39,19 @@ void PeerFanout::status(nlohmann::json& out) const {
         for (const auto& ip : p.nodeIPs) nodeIPs.push_back(ip.addressString());
         auto podCIDRs = nlohmann::json::array();
         for (const auto& c : p.podCIDRs) podCIDRs.push_back(c.str());
-        peers.push_back({{"name", name}, {"nodeIP", p.tunnelAddress()}, {"nodeIPs", nodeIPs}, {"podCIDRs", podCIDRs},
-                         {"route", tunnel_ && tunnel_->hasRoute(p.tunnelAddress())},
-                         {"neighbour", tunnel_ && tunnel_->hasNeighbour(p.tunnelAddress())}});
+        nlohmann::json peer{{"name", name}, {"nodeIP", p.tunnelAddress()}, {"nodeIPs", nodeIPs}, {"podCIDRs", podCIDRs},
+                            {"route", tunnel_ && tunnel_->hasRoute(p.tunnelAddress())},
+                            {"neighbour", tunnel_ && tunnel_->hasNeighbour(p.tunnelAddress())}};
+        if (tunnel_) {
+            // How the kernel reaches it: "via" the gateway (absent when on-link),
+            // the path's MTU, or why there is no path.
+            auto path = tunnel_->pathOf(p.tunnelAddress());
+            if (!path.gateway.empty()) peer["via"] = path.gateway;
+            if (!path.device.empty()) peer["device"] = path.device;
+            if (path.mtu) peer["pathMtu"] = path.mtu;
+            if (!path.problem.empty()) peer["problem"] = path.problem;
+        }
+        peers.push_back(std::move(peer));
     }
     out["peers"] = peers;
     auto rejected = nlohmann::json::array();

@@ -11,7 +11,7 @@
 
 #include "ovs/UnixctlClient.hpp"
 #include "peers/PeerFile.hpp"
-#include "tunnel/NeighbourTable.hpp"
+#include "tunnel/Underlay.hpp"
 #include "tunnel/OvsTunnelState.hpp"
 #include "tunnel/TunnelPlanner.hpp"
 
@@ -105,11 +105,8 @@ void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
         out.push_back(skipped("peers", std::string("ovs-vswitchd not reachable: ") + e.what()));
         return;
     }
-    try {
-        observed.kernelMacs = tunnel::KernelNeighbourTable().resolved(bridge);
-    } catch (const std::exception&) {
-        // No bridge, no MACs: every peer then shows up without a neighbour.
-    }
+    tunnel::KernelUnderlay underlay;
+    tunnel::observeKernel(underlay, bridge, desired.peerIPs, observed);
     auto gaps = tunnel::gapsOf(desired, tunnel::planTunnel(desired, observed, {}));
     const std::string byAgent = "kovs-agent's tunnel job repairs this on its next pass (is it running?); by hand: ";
     size_t failed = 0;
@@ -127,8 +124,8 @@ void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
         out.push_back(fail("peers", join(gap.why, ", "), byAgent + join(gap.fixes, "; ")));
     }
     if (failed == 0)
-        out.push_back(ok("peers", fmt::format("all {} peers (from {}) have an OVS route and a tunnel neighbour with "
-                                              "the kernel's MAC",
+        out.push_back(ok("peers", fmt::format("all {} peers (from {}) have the OVS route the kernel's route asks for and "
+                                              "a tunnel neighbour with the kernel's MAC for its next hop",
                                               peers->size(), origin)));
 }
 

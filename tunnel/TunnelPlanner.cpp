@@ -1,5 +1,6 @@
 #include "tunnel/TunnelPlanner.hpp"
 
+#include "base/Error.hpp"
 #include "base/Strings.hpp"
 
 #include <algorithm>
@@ -26,6 +27,21 @@ std::vector<ovs::UnixctlCommand> TunnelPlan::commands() const {
     return out;
 }
 
+bool TunnelPlan::hasNeighbour(const std::string& peer) const {
+    auto h = hops.find(peer);
+    return h != hops.end() && neighboured.count(h->second) > 0;
+}
+
+void observeKernel(Underlay& underlay, const std::string& bridge, const std::set<std::string>& peerIPs,
+                   TunnelObserved& observed) {
+    try {
+        observed.kernelMacs = underlay.resolved(bridge);
+    } catch (const Error&) {
+        // No bridge, no MACs: every next hop then shows up unresolved.
+    }
+    for (const auto& ip : peerIPs) observed.paths[ip] = underlay.pathTo(ip);
+}
+
 TunnelPlan planTunnel(const TunnelDesired& desired, const TunnelObserved& observed, const TunnelMemory& memory) {
     using Kind = TunnelStep::Kind;
     const auto& br = desired.bridge;
@@ -39,55 +55,76 @@ TunnelPlan planTunnel(const TunnelDesired& desired, const TunnelObserved& observ
         plan.memory.ownedNeighbours.clear();
     }
 
-    // Peer MACs: the kernel's, else the last one it had (an entry the kernel
-    // is re-resolving is briefly absent), else none yet.
-    plan.memory.macs.clear();
+    // Paths: the kernel's route to each peer, the next hop it goes through.
+    static const PeerPath onLink;
+    std::map<std::string, const PeerPath*> paths;
     for (const auto& ip : peers) {
-        if (auto k = observed.kernelMacs.find(ip); k != observed.kernelMacs.end()) {
-            plan.memory.macs[ip] = k->second;
+        auto p = observed.paths.find(ip);
+        const PeerPath& path = p == observed.paths.end() ? onLink : p->second;
+        if (!path.problem.empty()) {
+            plan.noPath[ip] = path.problem;
             continue;
         }
-        plan.resolve.insert(ip);
-        if (auto m = memory.macs.find(ip); m != memory.macs.end()) {
-            plan.memory.macs[ip] = m->second;
-        } else {
-            plan.unresolved.insert(ip);
+        paths[ip] = &path;
+        plan.hops[ip] = path.hop(ip);
+    }
+    std::set<std::string> hops;
+    for (const auto& [ip, hop] : plan.hops) hops.insert(hop);
+
+    // Next hop MACs: the kernel's, else the last one it had (an entry the
+    // kernel is re-resolving is briefly absent), else none yet.
+    plan.memory.macs.clear();
+    for (const auto& hop : hops) {
+        if (auto k = observed.kernelMacs.find(hop); k != observed.kernelMacs.end()) {
+            plan.memory.macs[hop] = k->second;
+        } else if (auto m = memory.macs.find(hop); m != memory.macs.end()) {
+            plan.memory.macs[hop] = m->second;
         }
+    }
+    for (const auto& [ip, hop] : plan.hops) {
+        if (observed.kernelMacs.count(hop)) continue;
+        plan.resolve.insert(ip);
+        if (!plan.memory.macs.count(hop)) plan.unresolved.insert(ip);
     }
 
     // Routes: ours are the unmarked host routes on the bridge.
     for (const auto& [prefix, route] : observed.ovs.userRoutes) {
         if (route.dev != br) continue;
         auto ip = ipOf(prefix);
-        if (route.gateway.empty()) plan.routed.insert(ip);
         if (isHostRoute(prefix) && !peers.count(ip)) {
             plan.steps.push_back({Kind::DeleteRoute, ip, "OVS route " + prefix + " leads to no peer", {"ovs/route/del", {prefix}}});
-            plan.routed.erase(ip);
         }
     }
-    for (const auto& ip : peers) {
+    for (const auto& [ip, path] : paths) {
+        const auto& gw = path->gateway;
         std::string why;
         auto r = observed.ovs.userRoutes.find(hostRoute(ip));
         if (r == observed.ovs.userRoutes.end()) {
             why = "no OVS route";
         } else if (r->second.dev != br) {
             why = "OVS route goes out " + r->second.dev + ", not " + br;
-        } else if (!r->second.gateway.empty()) {
-            why = "OVS route goes via " + r->second.gateway + ", but peers are on-link";
+        } else if (r->second.gateway != gw) {
+            why = r->second.gateway.empty() ? "OVS route is on-link, the kernel's goes via " + gw
+                  : gw.empty()              ? "OVS route goes via " + r->second.gateway + ", the kernel's is on-link"
+                                            : "OVS route goes via " + r->second.gateway + ", the kernel's via " + gw;
         } else {
+            plan.routed.insert(ip);
             continue;
         }
         // An unmarked ovs/route/add of the same prefix replaces a wrong route.
-        plan.steps.push_back({Kind::AddRoute, ip, why, {"ovs/route/add", {hostRoute(ip), br}}});
+        std::vector<std::string> args{hostRoute(ip), br};
+        if (!gw.empty()) args.push_back(gw);
+        plan.steps.push_back({Kind::AddRoute, ip, why, {"ovs/route/add", std::move(args)}});
         plan.routed.insert(ip);
     }
 
-    // Neighbours. One of a peer that left must go, whether kovs set it or
-    // OVS snooped it; only a flush removes it.
+    // Neighbours. One that is no next hop and no peer must go, whether kovs
+    // set it or OVS snooped it; only a flush removes it. (A peer without a
+    // path keeps its entry: the kernel may be between two routes.)
     std::set<std::string> stale;
     auto addStale = [&](const std::set<std::string>& ips) {
         for (const auto& ip : ips) {
-            if (!peers.count(ip) && observed.ovs.neighbours.count(ip)) stale.insert(ip);
+            if (!hops.count(ip) && !peers.count(ip) && observed.ovs.neighbours.count(ip)) stale.insert(ip);
         }
     };
     addStale(plan.memory.ownedNeighbours);
@@ -95,14 +132,14 @@ TunnelPlan planTunnel(const TunnelDesired& desired, const TunnelObserved& observ
     bool flush = !stale.empty();
     plan.refresh = flush || observed.refreshDue;
     if (flush) {
-        plan.steps.push_back({Kind::FlushNeighbours, "", "tunnel neighbour of a node that is no peer: " + join(stale),
+        plan.steps.push_back({Kind::FlushNeighbours, "", "tunnel neighbour that is no peer's next hop: " + join(stale),
                               {"tnl/neigh/flush", {}}});
     } else {
         for (const auto& [ip, mac] : observed.ovs.neighbours) plan.neighboured.insert(ip);
     }
-    for (const auto& [ip, mac] : plan.memory.macs) {
+    for (const auto& [hop, mac] : plan.memory.macs) {
         std::string why;
-        auto n = observed.ovs.neighbours.find(ip);
+        auto n = observed.ovs.neighbours.find(hop);
         if (n == observed.ovs.neighbours.end()) {
             why = "no tunnel neighbour";
         } else if (n->second != mac) {
@@ -114,13 +151,13 @@ TunnelPlan planTunnel(const TunnelDesired& desired, const TunnelObserved& observ
         } else {
             continue;
         }
-        plan.steps.push_back({Kind::SetNeighbour, ip, why, {"tnl/neigh/set", {br, ip, mac}}});
-        plan.neighboured.insert(ip);
+        plan.steps.push_back({Kind::SetNeighbour, hop, why, {"tnl/neigh/set", {br, hop, mac}}});
+        plan.neighboured.insert(hop);
     }
     return plan;
 }
 
-TunnelOutcome settleTunnel(const TunnelDesired& desired, const TunnelPlan& plan, const std::vector<ovs::UnixctlReply>& replies) {
+TunnelOutcome settleTunnel(const TunnelPlan& plan, const std::vector<ovs::UnixctlReply>& replies) {
     using Kind = TunnelStep::Kind;
     TunnelOutcome out;
     out.memory = plan.memory;
@@ -146,14 +183,15 @@ TunnelOutcome settleTunnel(const TunnelDesired& desired, const TunnelPlan& plan,
             first = step.command.describe() + ": " + (i < replies.size() ? replies[i].text : "no reply");
         }
         if (step.kind == Kind::AddRoute) out.routed.erase(step.ip);
-        if (step.kind == Kind::DeleteRoute) out.routed.insert(step.ip);
         if (step.kind == Kind::SetNeighbour) out.neighboured.erase(step.ip);
     }
     if (flushPlanned) {
         out.memory.ownedNeighbours = set;
     } else {
         out.memory.ownedNeighbours.insert(set.begin(), set.end());
-        std::erase_if(out.memory.ownedNeighbours, [&](const std::string& ip) { return !desired.peerIPs.count(ip); });
+        std::erase_if(out.memory.ownedNeighbours, [&](const std::string& ip) {
+            return std::none_of(plan.hops.begin(), plan.hops.end(), [&](const auto& h) { return h.second == ip; });
+        });
     }
     out.refreshed = plan.refresh && out.failures == 0;
     if (out.failures) {
@@ -170,9 +208,27 @@ std::map<std::string, TunnelGap> gapsOf(const TunnelDesired& desired, const Tunn
         gaps[step.ip].why.push_back(step.why);
         gaps[step.ip].fixes.push_back("ovs-appctl " + step.command.describe());
     }
+    // Neighbour steps are about next hops: each counts for the peers behind it.
+    for (const auto& [peer, hop] : plan.hops) {
+        if (hop == peer) continue;
+        if (auto g = gaps.find(hop); g != gaps.end()) {
+            for (auto& w : g->second.why) gaps[peer].why.push_back(w + " (gateway " + hop + ")");
+            for (auto& f : g->second.fixes) gaps[peer].fixes.push_back(f);
+        }
+    }
+    for (const auto& [peer, hop] : plan.hops) {
+        if (hop != peer && !desired.peerIPs.count(hop)) gaps.erase(hop);
+    }
     for (const auto& ip : plan.unresolved) {
-        gaps[ip].why.push_back("no tunnel neighbour (the kernel has no MAC for it on " + desired.bridge + ")");
-        gaps[ip].fixes.push_back("ping " + ip + " (is that node up?)");
+        const auto& hop = plan.hops.at(ip);
+        gaps[ip].why.push_back(hop == ip ? "no tunnel neighbour (the kernel has no MAC for it on " + desired.bridge + ")"
+                                         : "no tunnel neighbour (the kernel has no MAC for its gateway " + hop + " on " +
+                                               desired.bridge + ")");
+        gaps[ip].fixes.push_back("ping " + ip + (hop == ip ? " (is that node up?)" : " (is the gateway " + hop + " up?)"));
+    }
+    for (const auto& [ip, problem] : plan.noPath) {
+        gaps[ip].why.push_back(problem);
+        gaps[ip].fixes.push_back("give this node a route to " + ip + " (ip route get " + ip + " shows none)");
     }
     return gaps;
 }

@@ -5,12 +5,16 @@
 // holds once they succeeded. TunnelReconciler applies it; kovsctl doctor
 // runs it as a dry run (a non-empty plan is a failing check).
 //
-// For each peer: a host route `ovs/route/add <ip>/32 <bridge>` (on-link,
-// no gateway; /128 for IPv6) and a neighbour `tnl/neigh/set <bridge> <ip>
-// <mac>` with the MAC the kernel resolved, so the first packet to a new peer
-// is not lost to OVS's own ARP. Every unmarked user host route on the
-// bridge is treated as ours (the agent owns br-phy): those of IPs that are no
-// peer are deleted, also ones left from before an agent restart.
+// For each peer, following the node kernel's route to it: a host route
+// `ovs/route/add <ip>/32 <bridge> [<gateway>]` (/128 for IPv6; the gateway
+// when the kernel's route has one) and a neighbour `tnl/neigh/set <bridge>
+// <hop> <mac>` for its next hop (the peer when on-link, else the gateway,
+// one entry shared by every peer behind it) with the MAC the kernel
+// resolved, so the first packet to a new peer is not lost to OVS's own ARP.
+// A peer the kernel has no route to is reported and left as vswitchd has it;
+// the other peers go on. Every unmarked user host route on the bridge is
+// treated as ours (the agent owns br-phy): those of IPs that are no peer are
+// deleted, also ones left from before an agent restart.
 //
 // OVS 3.1 has no per-entry tnl/neigh delete (list-commands: aging, flush,
 // set, show): when a neighbour of a peer that left is still there, whether
@@ -27,6 +31,7 @@
 
 #include "ovs/UnixctlClient.hpp"
 #include "tunnel/OvsTunnelState.hpp"
+#include "tunnel/Underlay.hpp"
 
 namespace kovs::tunnel {
 
@@ -40,39 +45,48 @@ struct TunnelObserved {
     pid_t vswitchdPid = -1;                         // the daemon that answered the read-back
     OvsTunnelState ovs;                             // ovs/route/show + tnl/neigh/show
     std::map<std::string, std::string> kernelMacs;  // ip -> MAC, the kernel's neighbours on the bridge
+    // Peer ip -> how the kernel reaches it (observeKernel). A peer missing
+    // here is taken as on-link with no problem (unit tests of other cases).
+    std::map<std::string, PeerPath> paths;
     bool refreshDue = false;                        // neighRefresh elapsed since the last full refresh
 };
 
 // What the job remembers between passes (all empty on a dry run).
 struct TunnelMemory {
     pid_t vswitchdPid = -1;                   // the vswitchd the rest of this is about
-    std::map<std::string, std::string> macs;  // peer ip -> last MAC the kernel had for it
-    std::set<std::string> ownedNeighbours;    // ips kovs tnl/neigh/set in that vswitchd
+    std::map<std::string, std::string> macs;  // next hop ip -> last MAC the kernel had for it
+    std::set<std::string> ownedNeighbours;    // next hop ips kovs tnl/neigh/set in that vswitchd
     std::set<std::string> formerPeers;        // peers that left and whose neighbour may still be there
 };
 
 struct TunnelStep {
     enum class Kind { DeleteRoute, AddRoute, FlushNeighbours, SetNeighbour };
     Kind kind;
-    std::string ip;   // "" for a flush
+    std::string ip;   // the peer (a route), the next hop (a neighbour), "" for a flush
     std::string why;  // "no OVS route", "tunnel neighbour has MAC x, the kernel y", ...
     ovs::UnixctlCommand command;
 };
 
 struct TunnelPlan {
     std::vector<TunnelStep> steps;  // in the order they must run, as one pipeline
-    // What vswitchd holds once every step succeeded: ips with a user route
-    // (any, as read back) and ips with a tunnel neighbour on the bridge.
+    // What vswitchd holds once every step succeeded: peer ips with the user
+    // route the kernel's path asks for, and next hop ips with a tunnel
+    // neighbour on the bridge.
     std::set<std::string> routed;
     std::set<std::string> neighboured;
-    std::set<std::string> resolve;     // peers the kernel has no MAC for: make it resolve them
-    std::set<std::string> unresolved;  // of those, the ones with no MAC at all: no neighbour for them yet
+    std::map<std::string, std::string> hops;    // peer ip -> its next hop, for every peer with a path
+    std::set<std::string> resolve;              // peers whose next hop the kernel has no MAC for: make it resolve them
+    std::set<std::string> unresolved;           // of those, the ones with no MAC at all: no neighbour for them yet
+    std::map<std::string, std::string> noPath;  // peer ip -> why the kernel cannot reach it (PeerPath::problem)
     bool vswitchdRestarted = false;    // a different vswitchd than the memory's (not the first one seen)
     bool refresh = false;              // every known neighbour is set again
     TunnelMemory memory;               // to remember if nothing is sent (settleTunnel otherwise)
 
     std::vector<ovs::UnixctlCommand> commands() const;
-    bool empty() const { return steps.empty() && unresolved.empty(); }
+    bool empty() const { return steps.empty() && unresolved.empty() && noPath.empty(); }
+    // Whether vswitchd holds this peer's route / its next hop's neighbour.
+    bool hasRoute(const std::string& peer) const { return routed.count(peer) > 0; }
+    bool hasNeighbour(const std::string& peer) const;
 };
 
 TunnelPlan planTunnel(const TunnelDesired& desired, const TunnelObserved& observed, const TunnelMemory& memory);
@@ -89,17 +103,22 @@ struct TunnelOutcome {
 };
 
 // `replies` are the pipeline's, one per plan step and in order.
-TunnelOutcome settleTunnel(const TunnelDesired& desired, const TunnelPlan& plan,
-                           const std::vector<ovs::UnixctlReply>& replies);
+TunnelOutcome settleTunnel(const TunnelPlan& plan, const std::vector<ovs::UnixctlReply>& replies);
 
 // A dry run's findings (kovsctl doctor), by IP: why vswitchd is not as
 // desired and what fixes it ("ovs-appctl tnl/neigh/set br-phy ..."). Peers
-// the kernel has no MAC for are reported too, though no step is planned.
+// the kernel has no MAC for or no route to are reported too, though no step
+// is planned for them.
 struct TunnelGap {
     std::vector<std::string> why;
     std::vector<std::string> fixes;
 };
 std::map<std::string, TunnelGap> gapsOf(const TunnelDesired& desired, const TunnelPlan& plan);
+
+// The kernel's half of TunnelObserved: each peer's path and the MACs of the
+// next hops on `bridge` (none while the bridge is missing: vswitchd restarts).
+void observeKernel(Underlay& underlay, const std::string& bridge, const std::set<std::string>& peerIPs,
+                   TunnelObserved& observed);
 
 // ip/32, or ip/128 for IPv6.
 std::string hostRoute(const std::string& ip);

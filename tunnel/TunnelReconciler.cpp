@@ -1,16 +1,19 @@
 #include "tunnel/TunnelReconciler.hpp"
 
+#include <linux/neighbour.h>
+#include <linux/rtnetlink.h>
+
 #include "base/Error.hpp"
+#include "base/RtnetlinkClient.hpp"
 #include "base/Log.hpp"
 #include "tunnel/OvsTunnelState.hpp"
 
 namespace kovs::tunnel {
 
-TunnelReconciler::TunnelReconciler(EventLoop& loop, ovs::UnixctlClient& ovs, NeighbourTable& neighbours,
-                                   TunnelReconcilerOptions opts)
+TunnelReconciler::TunnelReconciler(EventLoop& loop, ovs::UnixctlClient& ovs, Underlay& underlay, TunnelReconcilerOptions opts)
     : loop_(loop),
       ovs_(ovs),
-      neighbours_(neighbours),
+      underlay_(underlay),
       opts_(std::move(opts)),
       engine_(loop_,
               {.job = "tunnel", .resync = opts_.resync, .retryMin = opts_.retryInitial, .retryMax = opts_.resync},
@@ -35,10 +38,51 @@ void TunnelReconciler::start() {
     } catch (const Error& e) {
         spdlog::warn("tunnel: {}; relying on the periodic resync to see vswitchd restarts", e.what());
     }
+    // A new route (a gateway appeared, a peer's route was deleted) or a
+    // neighbour's new MAC (a gateway replaced, announced by gratuitous ARP
+    // or unsolicited NA): one pass, at once.
+    try {
+        kernelWatch_ = std::make_unique<RtnetlinkSubscription>(
+            loop_, "tunnel: route and neighbour notifications",
+            std::vector<int>{RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE, RTNLGRP_NEIGH},
+            [this](const nlmsghdr* h) { onKernelMessage(h); },
+            [this](bool overflowed) {
+                if (!kernelHit_ && !overflowed) return;
+                kernelHit_ = false;
+                ++stats_.kernelEvents;
+                engine_.trigger();
+            });
+    } catch (const Error& e) {
+        spdlog::warn("tunnel: {}; relying on the periodic resync to see route and neighbour changes", e.what());
+    }
     engine_.start();
 }
 
+void TunnelReconciler::onKernelMessage(const nlmsghdr* h) {
+    switch (h->nlmsg_type) {
+    case RTM_NEWROUTE:
+    case RTM_DELROUTE:
+        if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(rtmsg))) {
+            const auto* rtm = static_cast<const rtmsg*>(NLMSG_DATA(h));
+            // The main table only: the local table changes with every address.
+            kernelHit_ |= rtm->rtm_table == RT_TABLE_MAIN;
+        }
+        break;
+    case RTM_NEWNEIGH:
+    case RTM_DELNEIGH:
+        if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(ndmsg))) {
+            const auto* ndm = static_cast<const ndmsg*>(NLMSG_DATA(h));
+            // Pods' and gw0's neighbours are no next hop of the tunnel.
+            kernelHit_ |= bridgeIndex_ == 0 || ndm->ndm_ifindex == bridgeIndex_;
+        }
+        break;
+    default:
+        break;
+    }
+}
+
 void TunnelReconciler::stop() {
+    kernelWatch_.reset();
     pidfileWatch_.reset();
     engine_.stop();
 }
@@ -77,17 +121,19 @@ bool TunnelReconciler::reconcileOnce(std::chrono::milliseconds timeout) {
 void TunnelReconciler::pass(Done done) {
     // Observed, the kernel's half. br-phy is a vswitchd tap: it is gone
     // while vswitchd restarts, which just means no MACs this pass.
-    std::map<std::string, std::string> macs;
+    TunnelObserved kernel;
+    observeKernel(underlay_, opts_.bridge, desired_.peerIPs, kernel);
     try {
-        macs = neighbours_.resolved(opts_.bridge);
+        auto br = RtnetlinkClient().link(opts_.bridge);
+        bridgeIndex_ = br ? br->index : 0;
     } catch (const Error& e) {
         spdlog::debug("tunnel: {}", e.what());
     }
     // Observed, vswitchd's half.
     auto token = alive_;
-    ovs_.pipeline(ovsTunnelReadBack(), [this, token, macs = std::move(macs), done = std::move(done)](ovs::UnixctlReplies shown) mutable {
+    ovs_.pipeline(ovsTunnelReadBack(), [this, token, kernel = std::move(kernel), done = std::move(done)](ovs::UnixctlReplies shown) mutable {
         if (!*token) return;
-        TunnelObserved observed;
+        TunnelObserved observed = std::move(kernel);
         observed.vswitchdPid = shown.pid;
         try {
             observed.ovs = parseOvsTunnelReadBack(shown, opts_.bridge);
@@ -95,7 +141,6 @@ void TunnelReconciler::pass(Done done) {
             finishPass(TunnelPlan{}, e.what(), done);
             return;
         }
-        observed.kernelMacs = std::move(macs);
         observed.refreshDue = EventLoop::Clock::now() - lastRefresh_ >= opts_.neighRefresh;
         applyPlan(observed, std::move(done));
     });
@@ -103,24 +148,27 @@ void TunnelReconciler::pass(Done done) {
 
 void TunnelReconciler::applyPlan(const TunnelObserved& observed, Done done) {
     auto plan = planTunnel(desired_, observed, memory_);
+    for (const auto& [ip, problem] : plan.noPath) {
+        if (!paths_.count(ip) || paths_[ip].problem != problem) spdlog::warn("tunnel: peer {}: {}", ip, problem);
+    }
+    paths_ = observed.paths;
     if (plan.vswitchdRestarted) {
         ++stats_.vswitchdRestarts;
         spdlog::info("tunnel: ovs-vswitchd restarted (pid {} -> {}); re-programming {} peers", memory_.vswitchdPid,
                      observed.vswitchdPid, desired_.peerIPs.size());
     }
-    // The kernel only resolves for traffic: nudge it for peers it lacks.
+    // The kernel only resolves for traffic: nudge it for next hops it lacks.
     // A peer IP it cannot even send to is that peer's problem, not the pass's.
     for (const auto& ip : plan.resolve) {
         try {
-            neighbours_.trigger(ip);
+            underlay_.trigger(ip);
         } catch (const Error& e) {
             spdlog::debug("tunnel: {}", e.what());
         }
     }
     if (plan.steps.empty()) {
         memory_ = plan.memory;
-        routed_ = plan.routed;
-        neighboured_ = plan.neighboured;
+        last_ = plan;
         finishPass(plan, "", done);
         return;
     }
@@ -129,10 +177,11 @@ void TunnelReconciler::applyPlan(const TunnelObserved& observed, Done done) {
     pid_t asked = observed.vswitchdPid;
     ovs_.pipeline(plan.commands(), [this, token, plan, asked, done = std::move(done)](ovs::UnixctlReplies applied) {
         if (!*token) return;
-        auto out = settleTunnel(desired_, plan, applied.replies);
+        auto out = settleTunnel(plan, applied.replies);
         memory_ = out.memory;
-        routed_ = out.routed;
-        neighboured_ = out.neighboured;
+        last_ = plan;
+        last_.routed = out.routed;
+        last_.neighboured = out.neighboured;
         if (out.refreshed) lastRefresh_ = EventLoop::Clock::now();
         spdlog::debug("tunnel: sent {} commands for {} peers, {} failed", plan.steps.size(), desired_.peerIPs.size(),
                       out.failures);
@@ -149,8 +198,10 @@ void TunnelReconciler::applyPlan(const TunnelObserved& observed, Done done) {
 
 void TunnelReconciler::finishPass(const TunnelPlan& plan, const std::string& error, const Done& done) {
     stats_.unresolved = plan.unresolved.size();
+    stats_.noPath = plan.noPath.size();
     if (!error.empty()) return done(ReconcileEngine::Result::failed(error));
-    done(plan.unresolved.empty() ? ReconcileEngine::Result::ok() : ReconcileEngine::Result::notYet());
+    // A peer with no MAC or no route yet: retried with backoff, not a failure.
+    done(plan.unresolved.empty() && plan.noPath.empty() ? ReconcileEngine::Result::ok() : ReconcileEngine::Result::notYet());
 }
 
 }  // namespace kovs::tunnel

@@ -14,9 +14,10 @@
 // Both entries live only in vswitchd's memory, so every pass reads them
 // back and repairs the difference; a new vswitchd (its pidfile is watched)
 // means an empty read-back and a full re-program at once. Neighbours are
-// re-set every `neighRefresh`. Peers are assumed on-link with the bridge's
-// subnet (kind's Docker network); routed underlays would need `gw` and the
-// gateway's MAC.
+// re-set every `neighRefresh`. The kernel's routes and neighbours decide each
+// peer's next hop and its MAC: a route or neighbour notification (main
+// table; neighbours on the bridge) runs a pass, so a new gateway or a
+// gateway's new MAC reaches vswitchd within one pass of the kernel learning it.
 #include <chrono>
 #include <memory>
 #include <set>
@@ -24,11 +25,12 @@
 
 #include "base/DirectoryWatch.hpp"
 #include "base/EventLoop.hpp"
+#include "base/NetlinkWatcher.hpp"
 #include "base/Job.hpp"
 #include "base/ReconcileEngine.hpp"
 #include "ovs/UnixctlClient.hpp"
 #include "peers/Peer.hpp"
-#include "tunnel/NeighbourTable.hpp"
+#include "tunnel/Underlay.hpp"
 #include "tunnel/TunnelPlanner.hpp"
 
 namespace kovs::tunnel {
@@ -45,19 +47,21 @@ class TunnelReconciler : public Job {
 public:
     struct Stats {
         size_t peers = 0;
-        size_t unresolved = 0;        // peers whose MAC is not known yet
+        size_t unresolved = 0;        // peers whose next hop's MAC is not known yet
+        size_t noPath = 0;            // peers the kernel has no route to
+        uint64_t kernelEvents = 0;    // route and neighbour notifications that ran a pass
         size_t vswitchdRestarts = 0;  // restarts seen (each one re-programs everything)
         uint64_t passes = 0;          // passes completed
         uint64_t commandsSent = 0;
         std::string lastError;        // empty after a clean pass
     };
 
-    TunnelReconciler(EventLoop& loop, ovs::UnixctlClient& ovs, NeighbourTable& neighbours, TunnelReconcilerOptions opts);
+    TunnelReconciler(EventLoop& loop, ovs::UnixctlClient& ovs, Underlay& underlay, TunnelReconcilerOptions opts);
     ~TunnelReconciler() override;
     TunnelReconciler(const TunnelReconciler&) = delete;
     TunnelReconciler& operator=(const TunnelReconciler&) = delete;
 
-    // Starts the periodic resync and the pidfile watch, and runs a first pass.
+    // Starts the periodic resync, the pidfile and kernel watches, and runs a first pass.
     void start();
     void stop();
 
@@ -75,13 +79,19 @@ public:
     Stats stats() const;
     // Whether vswitchd holds the route / a neighbour entry for this peer IP,
     // as of the last pass (read back, plus that pass's commands that succeeded).
-    bool hasRoute(const std::string& ip) const { return routed_.count(ip) > 0; }
-    bool hasNeighbour(const std::string& ip) const { return neighboured_.count(ip) > 0; }
+    bool hasRoute(const std::string& ip) const { return last_.hasRoute(ip); }
+    bool hasNeighbour(const std::string& ip) const { return last_.hasNeighbour(ip); }
+    // How the kernel reached the peer at the last pass ({} before the first).
+    PeerPath pathOf(const std::string& ip) const {
+        auto p = paths_.find(ip);
+        return p == paths_.end() ? PeerPath{} : p->second;
+    }
 
     // Section "tunnel"; the per-peer state is in PeerFanout's "peers".
     std::string name() const override { return "tunnel"; }
     void status(nlohmann::json& out) const override {
-        out["tunnel"] = {{"bridge", opts_.bridge}, {"unresolved", stats_.unresolved}, {"commandsSent", stats_.commandsSent},
+        out["tunnel"] = {{"bridge", opts_.bridge}, {"unresolved", stats_.unresolved}, {"noPath", stats_.noPath},
+                         {"kernelEvents", stats_.kernelEvents}, {"commandsSent", stats_.commandsSent},
                          {"vswitchdRestarts", stats_.vswitchdRestarts}, {"lastError", engine_.lastError()}};
         engine_.status(out["tunnel"]);
     }
@@ -89,6 +99,10 @@ public:
         m.counter("kovs_tunnel_commands_total", "unixctl commands sent to program peers.", static_cast<double>(stats_.commandsSent));
         m.counter("kovs_vswitchd_restarts_seen_total", "ovs-vswitchd restarts seen by the tunnel job.",
                   static_cast<double>(stats_.vswitchdRestarts));
+        m.gauge("kovs_tunnel_peers_unprogrammed", "Peers the tunnel job cannot program yet, by reason.",
+                static_cast<double>(stats_.noPath), {{"reason", "no_route"}});
+        m.gauge("kovs_tunnel_peers_unprogrammed", "Peers the tunnel job cannot program yet, by reason.",
+                static_cast<double>(stats_.unresolved), {{"reason", "unresolved"}});
         engine_.metrics(m);
     }
 
@@ -97,20 +111,24 @@ private:
     void pass(Done done);
     void applyPlan(const TunnelObserved& observed, Done done);
     void finishPass(const TunnelPlan& plan, const std::string& error, const Done& done);
+    void onKernelMessage(const struct nlmsghdr* h);
 
     EventLoop& loop_;
     ovs::UnixctlClient& ovs_;
-    NeighbourTable& neighbours_;
+    Underlay& underlay_;
     TunnelReconcilerOptions opts_;
 
     TunnelDesired desired_;
     TunnelMemory memory_;
-    std::set<std::string> routed_;
-    std::set<std::string> neighboured_;
+    TunnelPlan last_;  // routed, neighboured and hops as of the last pass (settled)
+    std::map<std::string, PeerPath> paths_;
+    int bridgeIndex_ = 0;     // br-phy's ifindex at the last pass; 0 unknown
+    bool kernelHit_ = false;  // this wake-up saw a route or neighbour message that matters
     EventLoop::Clock::time_point lastRefresh_{};
 
     ReconcileEngine engine_;
     std::unique_ptr<DirectoryWatch> pidfileWatch_;
+    std::unique_ptr<RtnetlinkSubscription> kernelWatch_;
     Stats stats_;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -1,21 +1,47 @@
-#include "tunnel/NeighbourTable.hpp"
+#include "tunnel/Underlay.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <cstring>
+
 #include "base/Error.hpp"
+#include "base/IpPrefix.hpp"
 #include "base/RtnetlinkClient.hpp"
 #include "base/UniqueFd.hpp"
 #include "peers/Peer.hpp"
 
 namespace kovs::tunnel {
 
-std::map<std::string, std::string> KernelNeighbourTable::resolved(const std::string& ifname) {
+std::map<std::string, std::string> KernelUnderlay::resolved(const std::string& ifname) {
     return RtnetlinkClient().resolvedNeighbours(ifname);
 }
 
-void KernelNeighbourTable::trigger(const std::string& ip) {
+PeerPath KernelUnderlay::pathTo(const std::string& ip) {
+    PeerPath path;
+    try {
+        RtnetlinkClient rtnl;
+        auto route = rtnl.routeTo(IpPrefix::parse(ip));
+        if (route.error != 0) {
+            path.problem = std::string("the kernel has no route to it: ") + std::strerror(route.error);
+        } else if (route.type == RTN_LOCAL) {
+            path.problem = "it is an address of this node";
+        } else if (!route.found()) {
+            path.problem = "the kernel's route to it is not a unicast route (type " + std::to_string(route.type) + ")";
+        } else {
+            if (route.gateway) path.gateway = route.gateway->addressString();
+            auto dev = rtnl.link(route.ifindex);
+            path.device = dev ? dev->name : "ifindex " + std::to_string(route.ifindex);
+            path.mtu = route.mtu ? route.mtu : (dev ? dev->mtu : 0);
+        }
+    } catch (const std::exception& e) {
+        path.problem = e.what();
+    }
+    return path;
+}
+
+void KernelUnderlay::trigger(const std::string& ip) {
     sockaddr_storage ss{};
     socklen_t len;
     int family;

@@ -1,30 +1,52 @@
 #pragma once
-// The kernel's neighbour table (ARP/NDP) for one interface, over rtnetlink:
-// where a peer's underlay MAC comes from before it is handed to OVS.
+// The node kernel's view of the underlay, as the tunnel job needs it: how
+// each peer is reached (the route's next hop: the peer itself when it is
+// on-link, else a gateway), the MACs of those next hops on the bridge, and a
+// way to make the kernel resolve one. Underlay is the seam for tests and
+// benchmarks; KernelUnderlay asks the kernel over rtnetlink.
 #include <map>
+#include <set>
 #include <string>
 
 namespace kovs::tunnel {
 
-class NeighbourTable {
+// How the kernel reaches one peer.
+struct PeerPath {
+    std::string gateway;  // the route's next hop; "" when the peer is on-link
+    std::string device;   // the device the route leaves by
+    unsigned mtu = 0;     // the route's MTU metric, else the device's; 0 unknown
+    // Why there is no usable path ("no route to host: Network is unreachable");
+    // "" when there is one.
+    std::string problem;
+
+    // The address whose MAC the tunnel needs: the gateway, else the peer.
+    const std::string& hop(const std::string& peer) const { return gateway.empty() ? peer : gateway; }
+    bool operator==(const PeerPath&) const = default;
+};
+
+class Underlay {
 public:
-    virtual ~NeighbourTable() = default;
+    virtual ~Underlay() = default;
     // ip (canonical text) -> MAC ("aa:bb:cc:dd:ee:ff") for every entry of
     // `ifname` that has a usable link-layer address (not INCOMPLETE/FAILED).
     // Throws kovs::Error when the interface does not exist or the dump fails.
     virtual std::map<std::string, std::string> resolved(const std::string& ifname) = 0;
-    // Makes the kernel resolve `ip`. The kernel only starts ARP/NDP for
-    // traffic, and there is no netlink request for "resolve this" that works
-    // everywhere (NTF_USE needs an existing entry), so this sends one empty
-    // UDP datagram to the discard port: the route to the peer goes through
-    // the bridge, the datagram waits in the neighbour queue, and the reply
-    // fills the entry. The peer drops the datagram.
+    // The kernel's route to `ip` (RTM_GETROUTE). Never throws: a failed
+    // lookup is a path with a problem.
+    virtual PeerPath pathTo(const std::string& ip) = 0;
+    // Makes the kernel resolve the next hop towards `ip`. The kernel only
+    // starts ARP/NDP for traffic, and there is no netlink request for
+    // "resolve this" that works everywhere (NTF_USE needs an existing entry),
+    // so this sends one empty UDP datagram to the discard port: it waits in
+    // the next hop's neighbour queue, and the reply fills the entry. The peer
+    // drops the datagram.
     virtual void trigger(const std::string& ip) = 0;
 };
 
-class KernelNeighbourTable : public NeighbourTable {
+class KernelUnderlay : public Underlay {
 public:
     std::map<std::string, std::string> resolved(const std::string& ifname) override;
+    PeerPath pathTo(const std::string& ip) override;
     void trigger(const std::string& ip) override;
 };
 

@@ -48,10 +48,11 @@ std::vector<FakePeer> makePeers(int n) {
 }
 
 // Peer MACs without ARP: the benchmark measures programming OVS, not the underlay.
-class StaticNeighbours : public NeighbourTable {
+class StaticNeighbours : public Underlay {
 public:
     explicit StaticNeighbours(std::map<std::string, std::string> m) : m_(std::move(m)) {}
     std::map<std::string, std::string> resolved(const std::string&) override { return m_; }
+    PeerPath pathTo(const std::string&) override { return {}; }  // on-link
     void trigger(const std::string&) override {}
 
 private:

@@ -136,7 +136,7 @@ protected:
     OvsSandbox ovs;
     kovs::EventLoop loop;
     kovs::ovs::UnixctlClient unixctl{loop, ovs.dir()};
-    KernelNeighbourTable kernel;
+    KernelUnderlay kernel;
     TunnelReconcilerOptions opts{"br-phy", 1s, std::chrono::minutes(5), 20ms};
 };
 
@@ -308,4 +308,92 @@ TEST_F(TunnelReconcilerTest, AStoppedVswitchdDoesNotStallTheLoop) {
     // SIGCONT (the Stopped guard): the job converges.
     ASSERT_TRUE(waitFor([&] { return programmed(p1) && gone(p2) && r.stats().lastError.empty(); }, 30s))
         << routes() << neighs() << r.stats().lastError;
+}
+
+namespace {
+
+// A peer behind a router: the router's leg on the underlay (172.30.0.254, a
+// br-phy port, announcing a new MAC by gratuitous ARP) and a far subnet
+// 172.31.5.0/24 holding the peer at .10; the test netns routes that subnet
+// via the router.
+class RoutedPeer {
+public:
+    explicit RoutedPeer(OvsSandbox& ovs) {
+        runChecked({"ip", "netns", "add", router_});
+        runChecked({"ip", "netns", "add", far_});
+        runChecked({"ip", "link", "add", "tunRa", "type", "veth", "peer", "name", "tunRb", "netns", router_});
+        runChecked({"ip", "-n", router_, "link", "add", "tunRc", "type", "veth", "peer", "name", "tunFb", "netns", far_});
+        runChecked({"ip", "netns", "exec", router_, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv4.conf.all.arp_notify=1"});
+        runChecked({"ip", "-n", router_, "addr", "add", "172.30.0.254/24", "dev", "tunRb"});
+        runChecked({"ip", "-n", router_, "addr", "add", "172.31.5.1/24", "dev", "tunRc"});
+        runChecked({"ip", "-n", router_, "link", "set", "tunRb", "up"});
+        runChecked({"ip", "-n", router_, "link", "set", "tunRc", "up"});
+        runChecked({"ip", "-n", far_, "addr", "add", "172.31.5.10/24", "dev", "tunFb"});
+        runChecked({"ip", "-n", far_, "link", "set", "tunFb", "up"});
+        runChecked({"ip", "-n", far_, "route", "add", "default", "via", "172.31.5.1"});
+        runChecked({"ip", "link", "set", "tunRa", "up"});
+        ovs.vsctl({"add-port", "br-phy", "tunRa"});
+        routeVia();
+    }
+    ~RoutedPeer() {
+        runProcess({"ip", "route", "del", "172.31.5.0/24"});
+        runProcess({"ip", "netns", "del", far_});
+        runProcess({"ip", "netns", "del", router_});
+    }
+    void routeVia() const { runChecked({"ip", "route", "replace", "172.31.5.0/24", "via", "172.30.0.254"}); }
+    void unroute() const { runChecked({"ip", "route", "del", "172.31.5.0/24"}); }
+    std::string routerMac() const {
+        auto link = nlohmann::json::parse(runChecked({"ip", "-n", router_, "-j", "link", "show", "tunRb"}));
+        return link.at(0).at("address").get<std::string>();
+    }
+    void setRouterMac(const std::string& mac) const { runChecked({"ip", "-n", router_, "link", "set", "tunRb", "address", mac}); }
+    Peer peer() const { return Peer{far_, {kovs::IpPrefix::parse(ip())}, {}}; }
+    static std::string ip() { return "172.31.5.10"; }
+    static std::string gateway() { return "172.30.0.254"; }
+
+private:
+    std::string router_ = "tunrtr", far_ = "tunfar";
+};
+
+}  // namespace
+
+// The kernel's route decides the OVS route's gateway and the neighbour the
+// tunnel needs; with a 60 s resync only the kernel's notifications can make
+// the job follow a new router MAC or a route that goes and comes back.
+TEST_F(TunnelReconcilerTest, ARoutedPeerFollowsTheKernelsRouteAndItsGatewaysMac) {
+    PeerNetns near(ovs, 1);
+    RoutedPeer far(ovs);
+    auto o = opts;
+    o.resync = 60s;
+    TunnelReconciler r(loop, unixctl, kernel, o);
+    r.start();
+    r.setPeers({{"near", near.peer()}, {"far", far.peer()}});
+    auto viaRouter = "User: " + RoutedPeer::ip() + "/32 dev br-phy GW " + RoutedPeer::gateway();
+    ASSERT_TRUE(waitFor([&] {
+        return programmed(near) && contains(routes(), viaRouter) && neighOf(RoutedPeer::gateway()) == far.routerMac();
+    })) << routes() << neighs() << r.stats().lastError;
+    EXPECT_EQ(r.pathOf(RoutedPeer::ip()).gateway, RoutedPeer::gateway());
+    EXPECT_TRUE(r.hasRoute(RoutedPeer::ip()));
+    EXPECT_TRUE(r.hasNeighbour(RoutedPeer::ip()));
+    EXPECT_EQ(neighOf(RoutedPeer::ip()), "") << "a routed peer needs no neighbour of its own";
+
+    // The router is replaced: a new MAC, announced by gratuitous ARP.
+    const std::string newMac = "02:00:00:00:fe:01";
+    auto changed = std::chrono::steady_clock::now();
+    far.setRouterMac(newMac);
+    ASSERT_TRUE(waitFor([&] { return neighOf(RoutedPeer::gateway()) == newMac; }, 5s))
+        << "the gateway's new MAC was not followed: " << neighs();
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - changed);
+    std::printf("gateway MAC change followed in %lld ms (by netlink notification, resync 60 s)\n", static_cast<long long>(ms.count()));
+
+    // The node loses its route to the far subnet: reported, the near peer
+    // untouched, and programmed again when the route is back.
+    far.unroute();
+    ASSERT_TRUE(waitFor([&] { return r.stats().noPath == 1; }, 5s)) << r.stats().noPath;
+    EXPECT_NE(r.pathOf(RoutedPeer::ip()).problem.find("no route"), std::string::npos) << r.pathOf(RoutedPeer::ip()).problem;
+    EXPECT_TRUE(programmed(near)) << routes() << neighs();
+    EXPECT_EQ(r.stats().lastError, "") << "a peer without a route is not the pass's failure";
+    far.routeVia();
+    ASSERT_TRUE(waitFor([&] { return r.stats().noPath == 0 && r.hasRoute(RoutedPeer::ip()) && r.hasNeighbour(RoutedPeer::ip()); }, 5s));
+    EXPECT_TRUE(contains(routes(), viaRouter)) << routes();
 }

@@ -59,7 +59,7 @@ TEST(TunnelPlanner, ANewPeerGetsARouteAndItsKernelMac) {
     EXPECT_EQ(plan.neighboured, (std::set<std::string>{"172.30.0.11"}));
     EXPECT_FALSE(plan.vswitchdRestarted);  // the first vswitchd seen is no restart
 
-    auto out = settleTunnel(peers({"172.30.0.11"}), plan, allOk(plan));
+    auto out = settleTunnel(plan, allOk(plan));
     EXPECT_EQ(out.error, "");
     EXPECT_EQ(out.memory.vswitchdPid, 100);
     EXPECT_EQ(out.memory.ownedNeighbours, (std::set<std::string>{"172.30.0.11"}));
@@ -85,13 +85,13 @@ TEST(TunnelPlanner, APeerThatLeftWithALearnedNeighbourIsFlushedOnce) {
     EXPECT_EQ(commandsOf(plan), (std::vector<UnixctlCommand>{{"ovs/route/del", {"172.30.0.12/32"}},
                                                             {"tnl/neigh/flush", {}},
                                                             {"tnl/neigh/set", {"br-phy", "172.30.0.11", kMacA}}}));
-    EXPECT_EQ(plan.steps[1].why, "tunnel neighbour of a node that is no peer: 172.30.0.12");
+    EXPECT_EQ(plan.steps[1].why, "tunnel neighbour that is no peer's next hop: 172.30.0.12");
     EXPECT_EQ(plan.steps[2].why, "set again after the flush");
     EXPECT_TRUE(plan.refresh);
     EXPECT_EQ(plan.routed, (std::set<std::string>{"172.30.0.11"}));
     EXPECT_EQ(plan.neighboured, (std::set<std::string>{"172.30.0.11"}));
 
-    auto out = settleTunnel(stay, plan, allOk(plan));
+    auto out = settleTunnel(plan, allOk(plan));
     EXPECT_TRUE(out.memory.formerPeers.empty());
     EXPECT_EQ(out.memory.ownedNeighbours, (std::set<std::string>{"172.30.0.11"}));
     EXPECT_TRUE(out.refreshed);
@@ -112,7 +112,7 @@ TEST(TunnelPlanner, ANeighbourKovsSetForAPeerThatLeftIsFlushed) {
     o.ovs.userRoutes.erase("172.30.0.12/32");
     auto quiet = planTunnel(peers({"172.30.0.11"}), o, memoryOf(100, {"172.30.0.11", "172.30.0.12"}));
     EXPECT_TRUE(quiet.empty());
-    EXPECT_EQ(settleTunnel(peers({"172.30.0.11"}), quiet, {}).memory.ownedNeighbours, (std::set<std::string>{"172.30.0.11"}));
+    EXPECT_EQ(settleTunnel(quiet, {}).memory.ownedNeighbours, (std::set<std::string>{"172.30.0.11"}));
 }
 
 TEST(TunnelPlanner, AChangedMacIsSetAgain) {
@@ -164,7 +164,7 @@ TEST(TunnelPlanner, RoutesOfOthersStayAndWrongOnesAreReplaced) {
                                                             {"ovs/route/add", {"172.30.0.11/32", "br-phy"}},
                                                             {"ovs/route/add", {"172.30.0.12/32", "br-phy"}}}));
     EXPECT_EQ(plan.steps[0].why, "OVS route 172.30.0.40/32 leads to no peer");
-    EXPECT_EQ(plan.steps[1].why, "OVS route goes via 172.30.0.254, but peers are on-link");
+    EXPECT_EQ(plan.steps[1].why, "OVS route goes via 172.30.0.254, the kernel's is on-link");
     EXPECT_EQ(plan.steps[2].why, "OVS route goes out br-other, not br-phy");
 }
 
@@ -176,9 +176,9 @@ TEST(TunnelPlanner, ADueRefreshSetsEveryNeighbourAgain) {
     EXPECT_EQ(commandsOf(plan), (std::vector<UnixctlCommand>{{"tnl/neigh/set", {"br-phy", "172.30.0.11", kMacA}},
                                                             {"tnl/neigh/set", {"br-phy", "172.30.0.12", kMacB}}}));
     EXPECT_EQ(plan.steps[0].why, "refresh before OVS ages it out");
-    EXPECT_TRUE(settleTunnel(desired, plan, allOk(plan)).refreshed);
+    EXPECT_TRUE(settleTunnel(plan, allOk(plan)).refreshed);
     // One failure and the refresh is due again next pass.
-    EXPECT_FALSE(settleTunnel(desired, plan, {{true, ""}, {false, "timed out"}}).refreshed);
+    EXPECT_FALSE(settleTunnel(plan, {{true, ""}, {false, "timed out"}}).refreshed);
 }
 
 TEST(TunnelPlanner, AnUnresolvedPeerGetsItsRouteAndKeepsItsLastMac) {
@@ -207,7 +207,7 @@ TEST(TunnelPlanner, FailedCommandsAreNotCountedAsDone) {
     auto desired = peers({"172.30.0.11", "172.30.0.12"});
     auto plan = planTunnel(desired, o, {});
     ASSERT_EQ(plan.steps.size(), 4u);
-    auto out = settleTunnel(desired, plan,
+    auto out = settleTunnel(plan,
                             {{false, "Error while inserting route.\n"}, {true, "OK\n"}, {true, "OK\n"}, {false, "timed out"}});
     EXPECT_EQ(out.failures, 2u);
     EXPECT_EQ(out.error, "2 of 4 unixctl commands failed, first: ovs/route/add 172.30.0.11/32 br-phy: Error while inserting route.");
@@ -215,7 +215,7 @@ TEST(TunnelPlanner, FailedCommandsAreNotCountedAsDone) {
     EXPECT_EQ(out.neighboured, (std::set<std::string>{"172.30.0.11"}));
     EXPECT_EQ(out.memory.ownedNeighbours, (std::set<std::string>{"172.30.0.11"}));
     // Missing replies (the pipeline was cut short) count as failures too.
-    EXPECT_EQ(settleTunnel(desired, plan, {}).failures, 4u);
+    EXPECT_EQ(settleTunnel(plan, {}).failures, 4u);
 }
 
 // kovsctl doctor's view of a plan: per IP, why and the command that fixes it.
@@ -232,4 +232,94 @@ TEST(TunnelPlanner, GapsNameWhatIsMissingAndItsFix) {
     EXPECT_EQ(gaps["172.30.0.99"].why, (std::vector<std::string>{"no OVS route", "no tunnel neighbour (the kernel has no MAC for it on br-phy)"}));
     EXPECT_EQ(gaps["172.30.0.40"].fixes, (std::vector<std::string>{"ovs-appctl ovs/route/del 172.30.0.40/32"}));
     EXPECT_TRUE(gapsOf(desired, TunnelPlan{}).empty());
+}
+
+// Routed underlays: the kernel's route to a peer decides the OVS route's
+// gateway and which address's MAC the tunnel needs.
+namespace {
+TunnelObserved routed(const std::map<std::string, std::string>& gatewayOf) {
+    TunnelObserved o;
+    o.vswitchdPid = 100;
+    for (const auto& [ip, gw] : gatewayOf) o.paths[ip] = PeerPath{gw, "br-phy", 1500, ""};
+    return o;
+}
+}  // namespace
+
+TEST(TunnelPlanner, PeersBehindARouterGoViaItsGatewayAndShareItsNeighbour) {
+    auto o = routed({{"172.31.2.3", "172.31.1.1"}, {"172.31.3.4", "172.31.1.1"}, {"172.31.1.5", ""}});
+    o.kernelMacs = {{"172.31.1.1", kMacA}, {"172.31.1.5", kMacB}, {"172.31.2.3", kMacC}};  // .2.3: no hop, not used
+    auto desired = peers({"172.31.2.3", "172.31.3.4", "172.31.1.5"});
+    auto plan = planTunnel(desired, o, {});
+    EXPECT_EQ(commandsOf(plan), (std::vector<UnixctlCommand>{{"ovs/route/add", {"172.31.1.5/32", "br-phy"}},
+                                                            {"ovs/route/add", {"172.31.2.3/32", "br-phy", "172.31.1.1"}},
+                                                            {"ovs/route/add", {"172.31.3.4/32", "br-phy", "172.31.1.1"}},
+                                                            {"tnl/neigh/set", {"br-phy", "172.31.1.1", kMacA}},
+                                                            {"tnl/neigh/set", {"br-phy", "172.31.1.5", kMacB}}}));
+    EXPECT_TRUE(plan.hasNeighbour("172.31.2.3"));
+    EXPECT_TRUE(plan.hasNeighbour("172.31.3.4"));
+    EXPECT_TRUE(plan.hasRoute("172.31.3.4"));
+
+    // Applied: the next pass has nothing to do.
+    auto out = settleTunnel(plan, allOk(plan));
+    EXPECT_EQ(out.memory.ownedNeighbours, (std::set<std::string>{"172.31.1.1", "172.31.1.5"}));
+    o.ovs.userRoutes = {{"172.31.1.5/32", onBridge()}, {"172.31.2.3/32", {"br-phy", "172.31.1.1"}},
+                        {"172.31.3.4/32", {"br-phy", "172.31.1.1"}}};
+    o.ovs.neighbours = {{"172.31.1.1", kMacA}, {"172.31.1.5", kMacB}};
+    EXPECT_TRUE(planTunnel(desired, o, out.memory).empty());
+
+    // The router is replaced (a new MAC, announced): one neighbour, every peer behind it.
+    o.kernelMacs["172.31.1.1"] = kMacC;
+    auto moved = planTunnel(desired, o, out.memory);
+    EXPECT_EQ(commandsOf(moved), (std::vector<UnixctlCommand>{{"tnl/neigh/set", {"br-phy", "172.31.1.1", kMacC}}}));
+    EXPECT_EQ(moved.steps[0].why, "tunnel neighbour has MAC " + kMacA + ", the kernel " + kMacC);
+}
+
+TEST(TunnelPlanner, AChangedRouteIsFollowedAndTheOldGatewaysNeighbourGoes) {
+    auto o = routed({{"172.31.2.3", "172.31.1.254"}});
+    o.ovs.userRoutes = {{"172.31.2.3/32", {"br-phy", "172.31.1.1"}}};
+    o.ovs.neighbours = {{"172.31.1.1", kMacA}};
+    o.kernelMacs = {{"172.31.1.254", kMacB}};
+    auto plan = planTunnel(peers({"172.31.2.3"}), o, memoryOf(100, {"172.31.1.1"}));
+    EXPECT_EQ(commandsOf(plan), (std::vector<UnixctlCommand>{{"ovs/route/add", {"172.31.2.3/32", "br-phy", "172.31.1.254"}},
+                                                            {"tnl/neigh/flush", {}},
+                                                            {"tnl/neigh/set", {"br-phy", "172.31.1.254", kMacB}}}));
+    EXPECT_EQ(plan.steps[0].why, "OVS route goes via 172.31.1.1, the kernel's via 172.31.1.254");
+}
+
+TEST(TunnelPlanner, APeerWithNoRouteIsReportedAndTheOthersGoOn) {
+    auto o = routed({{"172.31.1.5", ""}});
+    o.paths["172.31.9.9"].problem = "the kernel has no route to it: Network is unreachable";
+    o.ovs.userRoutes = {{"172.31.9.9/32", {"br-phy", "172.31.1.1"}}};  // from before the route went
+    o.ovs.neighbours = {{"172.31.1.1", kMacA}};
+    o.kernelMacs = {{"172.31.1.5", kMacB}};
+    auto desired = peers({"172.31.1.5", "172.31.9.9"});
+    auto plan = planTunnel(desired, o, memoryOf(100, {"172.31.1.1"}));
+    // .9.9's route stays as vswitchd has it (the kernel may be between two
+    // routes); its old gateway, now no peer's next hop, is flushed; the
+    // reachable peer is programmed.
+    EXPECT_EQ(commandsOf(plan), (std::vector<UnixctlCommand>{{"ovs/route/add", {"172.31.1.5/32", "br-phy"}},
+                                                            {"tnl/neigh/flush", {}},
+                                                            {"tnl/neigh/set", {"br-phy", "172.31.1.5", kMacB}}}));
+    EXPECT_EQ(plan.noPath, (std::map<std::string, std::string>{{"172.31.9.9", "the kernel has no route to it: Network is unreachable"}}));
+    EXPECT_FALSE(plan.empty());  // retried until the route is back
+    EXPECT_FALSE(plan.hasRoute("172.31.9.9"));
+    auto gaps = gapsOf(desired, plan);
+    EXPECT_EQ(gaps["172.31.9.9"].why, (std::vector<std::string>{"the kernel has no route to it: Network is unreachable"}));
+}
+
+TEST(TunnelPlanner, GapsOfARoutedPeerNameItsGateway) {
+    auto o = routed({{"172.31.2.3", "172.31.1.1"}});
+    o.ovs.userRoutes = {{"172.31.2.3/32", {"br-phy", "172.31.1.1"}}};
+    auto desired = peers({"172.31.2.3"});
+    auto gaps = gapsOf(desired, planTunnel(desired, o, {}));
+    ASSERT_EQ(gaps.size(), 1u);
+    EXPECT_EQ(gaps["172.31.2.3"].why,
+              (std::vector<std::string>{"no tunnel neighbour (the kernel has no MAC for its gateway 172.31.1.1 on br-phy)"}));
+    EXPECT_EQ(gaps["172.31.2.3"].fixes, (std::vector<std::string>{"ping 172.31.2.3 (is the gateway 172.31.1.1 up?)"}));
+
+    o.kernelMacs = {{"172.31.1.1", kMacA}};
+    gaps = gapsOf(desired, planTunnel(desired, o, {}));
+    ASSERT_EQ(gaps.size(), 1u);
+    EXPECT_EQ(gaps["172.31.2.3"].why, (std::vector<std::string>{"no tunnel neighbour (gateway 172.31.1.1)"}));
+    EXPECT_EQ(gaps["172.31.2.3"].fixes, (std::vector<std::string>{"ovs-appctl tnl/neigh/set br-phy 172.31.1.1 " + kMacA}));
 }
