@@ -4,10 +4,11 @@
 # OVS and kovs-agent), attaches 2 pods per node through kovs-cni, prints the
 # connectivity matrix and a throughput figure, and tears everything down.
 #
-#   scripts/demo.sh [--provider netns|docker|kind-node] [--nodes N] [--pods-per-node M] [--keep]
+#   scripts/demo.sh [--provider netns|docker|kind-node] [--nodes N] [--pods-per-node M] [--topology flat|routed] [--keep]
 # (--provider docker: nodes are Docker containers, as kind makes them; --provider
 # kind-node: those nodes run containerd and kovs as a kind user gets it, image,
-# manifests and all; see docs/kind.md)
+# manifests and all; see docs/kind.md; --topology routed: the nodes in two
+# subnets behind a router, see docs/multi-host.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -43,16 +43,35 @@ case $IP_FAMILY in
     ipv4|ipv6|dual) ;;
     *) printf 'KOVS_IP_FAMILY: expected ipv4, ipv6 or dual, got %s\n' "$IP_FAMILY" >&2; exit 2 ;;
 esac
+# The underlay's shape: "flat" (kind's one Docker network: every node on
+# 172.18.0.0/16) or "routed" (netns provider only): the nodes in two subnets,
+# 172.18.1.0/24 and 172.18.2.0/24 (fc00:f853:ccd:e791::/64, e792::/64),
+# joined by a router namespace, the Docker host behind the router on
+# 172.18.0.0/24 (e793::/64); nodes 1 and 3 share a subnet, node 2 is routed
+# from both.
+TOPOLOGY=${KOVS_TOPOLOGY:-flat}
+case $TOPOLOGY in
+    flat|routed) ;;
+    *) printf 'KOVS_TOPOLOGY: expected flat or routed, got %s\n' "$TOPOLOGY" >&2; exit 2 ;;
+esac
 CLUSTER_NODES=0
 
 _log() { printf '%s\n' "$*" >&2; }
 die() { _log "error: $*"; exit 1; }
 
 pod_ns() { echo "$CLUSTER_PREFIX-n$1-p$2"; }
-node_ip() { echo "172.18.0.$(( $1 + 1 ))"; }
+# A node's underlay subnet: 0 on a flat underlay, 1 or 2 when routed.
+node_subnet() { if [ "$TOPOLOGY" = routed ]; then echo $(( ($1 - 1) % 2 + 1 )); else echo 0; fi; }
+node_ip() { echo "172.18.$(node_subnet "$1").$(( $1 + 1 ))"; }
+node_ip_plen() { if [ "$TOPOLOGY" = routed ]; then echo 24; else echo 16; fi; }
+# Its default gateway: the Docker host on kind's network, else the router's leg in its subnet.
+node_gateway() { if [ "$TOPOLOGY" = routed ]; then echo "172.18.$(node_subnet "$1").1"; else echo 172.18.0.1; fi; }
+node_gateway6() { if [ "$TOPOLOGY" = routed ]; then echo "fc00:f853:ccd:e79$(node_subnet "$1")::1"; else echo fc00:f853:ccd:e793::1; fi; }
 node_pod_cidr() { echo "10.244.$1.0/24"; }
 node_gw_ip() { echo "10.244.$1.1"; }
-node_ip6() { echo "fc00:f853:ccd:e793::$(( $1 + 1 ))"; }
+node_ip6() {
+    if [ "$TOPOLOGY" = routed ]; then echo "fc00:f853:ccd:e79$(node_subnet "$1")::$(( $1 + 1 ))"; else echo "fc00:f853:ccd:e793::$(( $1 + 1 ))"; fi
+}
 node_pod_cidr6() { echo "fd00:10:244:$1::/64"; }
 node_gw_ip6() { echo "fd00:10:244:$1::1"; }
 # The Node's spec.podCIDRs, in kind's order, as a YAML flow list's items.

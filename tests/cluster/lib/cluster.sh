@@ -16,3 +16,7 @@ case ${KOVS_PROVIDER:=netns} in
         exit 2 ;;
 esac
 export KOVS_PROVIDER
+if [ "$TOPOLOGY" = routed ] && [ "$KOVS_PROVIDER" != netns ]; then
+    printf 'KOVS_TOPOLOGY=routed: only the netns provider builds a routed underlay (got provider %s)\n' "$KOVS_PROVIDER" >&2
+    exit 2
+fi

@@ -7,8 +7,10 @@
 #                      ovs-vswitchd (userspace) and kovs-agent; pod CIDR 10.244.N.0/24
 #   <prefix>-nN-pM     pod M of node N, attached through the real CNI protocol
 #                      (kovs-cni main mode + host-local IPAM)
+#   <prefix>-rtr       KOVS_TOPOLOGY=routed only: the router between the node
+#                      subnets (bridges net1, net2) and the Docker host's (rtr0)
 # Nothing is created in the machine's own network namespace: veths are made
-# inside the underlay namespace and moved into the node namespaces.
+# inside the underlay (or router) namespace and moved into the node namespaces.
 #
 # Source this file, set KOVS_BUILD (a meson build directory of this repo),
 # then: cluster_up N; pod_add N M; ...; cluster_down.
@@ -21,6 +23,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/cluster-common.sh"
 KOVS_BIN=$CLUSTER_DIR/bin
 
 uly() { echo "$CLUSTER_PREFIX-uly"; }
+rtr() { echo "$CLUSTER_PREFIX-rtr"; }
+in_router() { ip netns exec "$(rtr)" "$@"; }
+# Where a node's eth0 is plugged in: kind's bridge, or the router's bridge of its subnet.
+attach_ns() { if [ "$TOPOLOGY" = routed ]; then rtr; else uly; fi; }
+attach_bridge() { if [ "$TOPOLOGY" = routed ]; then echo "net$(node_subnet "$1")"; else echo kind; fi; }
 node_ns() { echo "$CLUSTER_PREFIX-n$1"; }
 # shellcheck disable=SC2046 # node_env's words are meant to split
 in_node() { local n=$1; shift; ip netns exec "$(node_ns "$n")" env $(node_env "$n") "$@"; }
@@ -40,9 +47,37 @@ underlay_up() {
     ip netns add "$(uly)"
     in_underlay ip link set lo up
     in_underlay ip link add kind mtu "$UNDERLAY_MTU" type bridge
-    in_underlay ip addr add 172.18.0.1/16 dev kind
+    in_underlay ip addr add "172.18.0.1/$(node_ip_plen)" dev kind
     [ "$IP_FAMILY" = ipv4 ] || in_underlay ip addr add fc00:f853:ccd:e793::1/64 dev kind nodad
     in_underlay ip link set kind up
+    [ "$TOPOLOGY" = routed ] && router_up
+    return 0
+}
+
+# The routed underlay's router: one leg on the Docker host's network, a
+# bridge per node subnet; it forwards both families and announces a new MAC
+# (gratuitous ARP, unsolicited NA) as a real router (VRRP, a replaced box) does.
+router_up() {
+    local s
+    ip netns add "$(rtr)"
+    in_router ip link set lo up
+    in_router sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 net.ipv4.conf.all.arp_notify=1 \
+        net.ipv6.conf.all.ndisc_notify=1
+    in_underlay ip link add rtr0 mtu "$UNDERLAY_MTU" type veth peer name up0 mtu "$UNDERLAY_MTU" netns "$(rtr)"
+    in_underlay ip link set rtr0 master kind up
+    in_router ip addr add 172.18.0.254/24 dev up0
+    in_router ip link set up0 up
+    in_underlay ip route add 172.18.0.0/16 via 172.18.0.254
+    if [ "$IP_FAMILY" != ipv4 ]; then
+        in_router ip addr add fc00:f853:ccd:e793::fe/64 dev up0 nodad
+        in_underlay ip -6 route add fc00:f853:ccd:e790::/60 via fc00:f853:ccd:e793::fe
+    fi
+    for s in 1 2; do
+        in_router ip link add "net$s" mtu "$UNDERLAY_MTU" type bridge
+        in_router ip addr add "172.18.$s.1/24" dev "net$s"
+        [ "$IP_FAMILY" = ipv4 ] || in_router ip addr add "fc00:f853:ccd:e79$s::1/64" dev "net$s" nodad
+        in_router ip link set "net$s" up
+    done
 }
 
 agent_start() {
@@ -72,16 +107,19 @@ node_up() {
     in_node "$n" ip link set lo up
     # As on every kubeadm node (its preflight requires it).
     in_node "$n" sysctl -qw net.ipv4.ip_forward=1
-    in_underlay ip link add "veth-n$n" mtu "$UNDERLAY_MTU" type veth peer name eth0 mtu "$UNDERLAY_MTU" netns "$(node_ns "$n")"
-    in_underlay ip link set "veth-n$n" master kind up
-    in_node "$n" ip addr add "$(node_ip "$n")/16" dev eth0
+    ip netns exec "$(attach_ns)" ip link add "veth-n$n" mtu "$UNDERLAY_MTU" type veth peer name eth0 mtu "$UNDERLAY_MTU" netns "$(node_ns "$n")"
+    ip netns exec "$(attach_ns)" ip link set "veth-n$n" master "$(attach_bridge "$n")" up
+    in_node "$n" ip addr add "$(node_ip "$n")/$(node_ip_plen)" dev eth0
     in_node "$n" ip link set eth0 up
-    in_node "$n" ip route add default via 172.18.0.1
+    in_node "$n" ip route add default via "$(node_gateway "$n")"
+    # Routed nodes have a more specific route too (the underlay's supernet):
+    # the uplink moves every route of eth0, not just the default.
+    [ "$TOPOLOGY" = flat ] || in_node "$n" ip route add 172.18.0.0/16 via "$(node_gateway "$n")" metric 10
     if [ "$IP_FAMILY" != ipv4 ]; then
         # kind's network has IPv6 in ipv6 and dual clusters; its nodes forward it.
         in_node "$n" sysctl -qw net.ipv6.conf.all.forwarding=1
         in_node "$n" ip addr add "$(node_ip6 "$n")/64" dev eth0 nodad
-        in_node "$n" ip -6 route add default via fc00:f853:ccd:e793::1
+        in_node "$n" ip -6 route add default via "$(node_gateway6 "$n")"
     fi
     agent_start "$n"
 }

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# A routed underlay (KOVS_TOPOLOGY=routed, netns provider; KOVS_IP_FAMILY,
+# default dual): nodes 1 and 3 on 172.18.1.0/24, node 2 on 172.18.2.0/24,
+# the Docker host on 172.18.0.0/24, all joined by a router namespace; each
+# node has a default route and a more specific one (172.18.0.0/16) via its
+# subnet's router leg. 3 nodes, 2 pods each:
+#  - every agent programs the peer behind the router via the router
+#    (`ovs/route/add <peer>/32 br-phy <gateway>`, the gateway's MAC as the
+#    tunnel neighbour) and the on-link peer directly; status says so
+#    (`via`), doctor passes; both of eth0's routes were moved to br-phy;
+#  - the demo's whole matrix across the router in each family: every pod
+#    pair, pod <-> node, the Docker host -> node, Services (ClusterIP,
+#    NodePort, the API server), egress;
+#  - the router's leg on 172.18.1.0/24 gets a new MAC (announced, as a
+#    replaced router or VRRP does): nodes 1 and 3 follow it, and the time
+#    from the change to node 1's tunnel neighbour and to traffic is printed;
+#  - node 1 loses its route to 172.18.2.0/24: node 2 is reported (status
+#    problem, doctor, kovs_tunnel_peers_unprogrammed{reason="no_route"}), node 3 is
+#    unaffected; the routes back, node 2 is programmed and reached again;
+#  - kovs-agent --cleanup on node 1 puts both routes back on eth0.
+export KOVS_TOPOLOGY=routed KOVS_IP_FAMILY=${KOVS_IP_FAMILY:-dual}
+source "$(dirname "$0")/lib.sh"
+[ "$KOVS_PROVIDER" = netns ] || { echo "the routed test bed is on the netns provider; skipped"; exit 77; }
+
+appctl() { local n=$1; shift; in_node "$n" ovs-appctl -t "$(node_dir "$n")/run/ovs-vswitchd.$(cat "$(node_dir "$n")/run/ovs-vswitchd.pid").ctl" "$@"; }
+tunnel_neighbour() { appctl "$1" tnl/neigh/show | awk -v ip="$2" '$1 == ip {print $2}'; }
+
+cluster_up 3
+no_routes_on_eth0() { [ -z "$(in_node "$1" ip -4 route show dev eth0)" ]; }
+wait_for "node 1's routes to be on br-phy" 10 no_routes_on_eth0 1 || fail "node 1 still has routes on eth0: $(in_node 1 ip route)"
+routes=$(in_node 1 ip -4 route show dev br-phy)
+grep -q "^default via 172.18.1.1" <<<"$routes" && grep -q "^172.18.0.0/16 via 172.18.1.1 .*metric 10" <<<"$routes" ||
+    fail "node 1: the default and the /16 route should be on br-phy: $routes"
+s=$(node_status 1)
+jq -e '.peers[] | select(.name == "node2") | .via == "172.18.1.1" and .route and .neighbour' <<<"$s" >/dev/null ||
+    fail "node 1: node 2 should be programmed via 172.18.1.1: $(jq -c '.peers' <<<"$s")"
+jq -e '.peers[] | select(.name == "node3") | (has("via") | not) and .route and .neighbour' <<<"$s" >/dev/null ||
+    fail "node 1: node 3 should be on-link: $(jq -c '.peers' <<<"$s")"
+appctl 1 ovs/route/show | grep -q "^User: $(node_ip 2)/32 dev br-phy GW 172.18.1.1" ||
+    fail "node 1: no OVS route to node 2 via the router: $(appctl 1 ovs/route/show)"
+router_mac=$(in_router ip -j link show net1 | jq -r '.[0].address')
+[ "$(tunnel_neighbour 1 172.18.1.1)" = "$router_mac" ] || fail "node 1: the router's tunnel neighbour: $(appctl 1 tnl/neigh/show)"
+for n in 1 2 3; do
+    out=$(kovsctl "$n" doctor) || fail "doctor on node $n failed on a healthy routed cluster:
+$out"
+done
+pass "3 nodes on 2 subnets: node 1 tunnels to node 2 via the router ($router_mac), to node 3 on-link; both routes moved to br-phy; doctor passes"
+
+for n in 1 2 3; do for p in 1 2; do pod_add "$n" "$p"; done; done
+start_servers 3 2
+connectivity_matrix 3 2
+[ "$matrix_failed" -eq 0 ] || fail "connectivity matrix across the router has failures"
+demo_services_up 3 || fail "Services setup"
+services_matrix 3 2
+[ "$matrix_failed" -eq 0 ] || fail "Services or egress across the router have failures"
+pass "the demo's matrix across the router ($(cluster_families | sed 's/ / and IPv/;s/^/IPv/')): pods, nodes, Docker host, Services, egress"
+
+# The router's leg towards nodes 1 and 3 is replaced: a new MAC, announced by
+# gratuitous ARP (arp_notify). Traffic n1/p1 -> n2/p1 is probed every 10 ms.
+new_mac=02:00:00:00:fe:01
+in_pod 1 1 ping -i 0.01 -W 1 -c 600 "$(pod_ip 2 1)" > "$CLUSTER_DIR/ping.log" 2>&1 &
+pinger=$!
+sleep 1   # the probe runs before the change (a pause, not a wait for state)
+t0=$(ms_now)
+in_router ip link set net1 address "$new_mac"
+deadline=$(( $(ms_now) + 10000 ))
+while [ "$(tunnel_neighbour 1 172.18.1.1)" != "$new_mac" ]; do
+    (( $(ms_now) < deadline )) || fail "node 1 did not follow the router's new MAC within 10 s: $(appctl 1 tnl/neigh/show)"
+    sleep 0.01
+done
+followed=$(( $(ms_now) - t0 ))
+wait "$pinger" || true
+lost=$(grep -oE '[0-9]+ received' "$CLUSTER_DIR/ping.log" | cut -d' ' -f1)
+gap=$(( (600 - ${lost:-0}) * 10 ))
+tcp_ok "$(pod_ip 2 1)" in_pod 1 1 || fail "n1/p1 -> n2/p1 TCP after the router's MAC change"
+[ "$(tunnel_neighbour 3 172.18.1.1)" = "$new_mac" ] || fail "node 3 did not follow the router's new MAC: $(appctl 3 tnl/neigh/show)"
+echo "router MAC change: node 1's tunnel neighbour followed in ${followed} ms; pod traffic lost ${gap} ms of 6 s (10 ms probes)"
+pass "the router's new MAC followed on nodes 1 and 3 (${followed} ms), traffic across it back"
+
+# Node 1 loses its route to node 2's subnet: an unreachable route for it,
+# more specific than the uplink's (deleting the uplink's own routes is
+# repaired at once by the uplink guard: they are the node's identity).
+in_node 1 ip route add unreachable 172.18.2.0/24
+no_route_reported() { node_status "$1" | jq -e --arg p "$2" '.peers[] | select(.name == $p) | .problem | test("no route")' >/dev/null; }
+wait_for "node 1 to report node 2 without a route" 10 no_route_reported 1 node2 ||
+    fail "node 1 does not report node 2's missing route: $(node_status 1 | jq -c .peers)"
+metrics_has 1 'kovs_tunnel_peers_unprogrammed{reason="no_route"} 1' || fail "no metric for the peer without a route"
+out=$(kovsctl 1 doctor) && fail "doctor passed with node 2 unroutable: $out"
+grep -q "peer node2 ($(node_ip 2)): the kernel has no route to it" <<<"$out" || fail "doctor does not name node 2's missing route: $out"
+tcp_ok "$(pod_ip 3 1)" in_pod 1 1 || fail "n1/p1 -> n3/p1 (on-link) broke while node 2 had no route"
+pass "node 2 without a route from node 1: reported (status, doctor, metric), node 3 unaffected"
+in_node 1 ip route del unreachable 172.18.2.0/24
+wait_for "node 1 to program node 2 again" 10 node_ready 1 || fail "node 2 not programmed again: $(node_status 1 | jq -c .peers)"
+tcp_ok "$(pod_ip 2 1)" in_pod 1 1 || fail "n1/p1 -> n2/p1 after the route came back"
+pass "the routes back: node 2 programmed via the router and reached again"
+
+agent_stop 1
+in_node 1 "$KOVS_BIN/kovs-agent" --config "$(node_dir 1)/agent.yaml" --cleanup >/dev/null 2>&1 || fail "kovs-agent --cleanup on node 1"
+routes=$(in_node 1 ip -4 route show dev eth0)
+grep -q "^default via 172.18.1.1" <<<"$routes" && grep -q "^172.18.0.0/16 via 172.18.1.1 .*metric 10" <<<"$routes" ||
+    fail "node 1 after --cleanup: both routes should be back on eth0: $(in_node 1 ip route)"
+ping_ok "$(node_ip 1)" in_underlay || fail "node 1 not reachable from the Docker host after --cleanup"
+pass "kovs-agent --cleanup: node 1's default and /16 routes back on eth0, reachable across the router"
+echo "$checks passed, 0 failed"
