@@ -9,6 +9,7 @@
 #include "agent/JobOptions.hpp"
 #include "agent/PeerFanout.hpp"
 #include "base/Error.hpp"
+#include "base/EventLoop.hpp"
 #include "base/Netns.hpp"
 #include "base/Process.hpp"
 #include "base/RtnetlinkClient.hpp"
@@ -22,10 +23,34 @@
 #include "offload/PodInterfaces.hpp"
 #include "ovs/OvsdbClient.hpp"
 #include "ovs/UnixctlClient.hpp"
+#include "policy/PolicySource.hpp"
 #include "uplink/Uplink.hpp"
 
 namespace kovs::ctl {
 namespace {
+
+constexpr std::chrono::milliseconds kPolicyListTimeout{10'000};
+
+// The NetworkPolicy the flow job renders from, as the agent's own policy
+// source (its credentials, this node's name) gets it from the API; none,
+// with `why`, when the API does not deliver it.
+std::optional<policy::CompiledPolicy> listPolicy(const agent::Config& config, std::string& why) {
+    try {
+        EventLoop loop;
+        policy::PolicySource source(loop, agent::kubeCredentials(config), config.node.name);
+        std::optional<policy::CompiledPolicy> listed;
+        source.start([&](const policy::CompiledPolicy& p) { listed = p; });
+        loop.runUntil([&] { return listed.has_value(); }, kPolicyListTimeout);
+        source.stop();
+        if (!listed)
+            why = fmt::format("the Kubernetes API listed no NetworkPolicies, Pods and Namespaces within {} s",
+                              kPolicyListTimeout.count() / 1000);
+        return listed;
+    } catch (const std::exception& e) {
+        why = std::string("the NetworkPolicies cannot be listed: ") + e.what();
+        return std::nullopt;
+    }
+}
 
 int mtuOf(const std::string& ifname) {
     std::ifstream f("/sys/class/net/" + ifname + "/mtu");
@@ -234,10 +259,22 @@ void Doctor::checkFlows(const ovs::OvsdbReplica& replica, std::vector<DoctorChec
                            "is ovs-vswitchd running? (see the vswitchd check)"));
         return;
     }
+    // With NetworkPolicy enforced the table has a policy stage: rendered
+    // without it, every node with a policy selecting a local pod would fail.
+    std::optional<policy::CompiledPolicy> policy;
+    if (config_.enforcesPolicy()) {
+        std::string why;
+        policy = listPolicy(config_, why);
+        if (!policy) {
+            out.push_back(skipped("flows", why + ": the table is unknown"));
+            return;
+        }
+        origin += " and the API's NetworkPolicies";
+    }
     auto held = flows::parseFlowDump(shown.out);
     flows::FlowTable::Rendered want;
     try {
-        auto in = flows::flowInputs(opts, replica, agent::flowPeers(*peers));
+        auto in = flows::flowInputs(opts, replica, agent::flowPeers(*peers), policy ? &*policy : nullptr);
         // Of two rows claiming one address, the pod the installed table serves keeps it, as in the agent.
         in.holders = flows::FlowTable::holdersIn(held, in.pods);
         want = flows::FlowTable::render(in);

@@ -25,8 +25,10 @@ std::optional<int> ofportOf(const nlohmann::json& row) {
 
 }  // namespace
 
-FlowInputs flowInputs(const FlowReconcilerOptions& opts, const ovs::OvsdbReplica& replica, std::vector<FlowPeer> peers) {
+FlowInputs flowInputs(const FlowReconcilerOptions& opts, const ovs::OvsdbReplica& replica, std::vector<FlowPeer> peers,
+                      const policy::CompiledPolicy* policy) {
     FlowInputs in;
+    if (policy) in.policy = *policy;
     in.gatewayAddresses = opts.gatewayAddresses;
     in.peers = std::move(peers);
     in.serviceReplyPath = opts.serviceReplyPath;
@@ -85,9 +87,7 @@ void FlowReconciler::start() {
 }
 
 FlowInputs FlowReconciler::currentInputs() const {
-    auto in = flowInputs(opts_, replica_, peers_);
-    if (policy_) in.policy = *policy_;
-    return in;
+    return flowInputs(opts_, replica_, peers_, policy_ ? &*policy_ : nullptr);
 }
 
 void FlowReconciler::inputChanged() {

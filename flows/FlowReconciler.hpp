@@ -49,9 +49,11 @@ struct FlowReconcilerOptions {
 };
 
 // What FlowTable::render takes, from the replica (the ports, their ofports
-// and addresses) and the peers: the agent's flow job and `kovsctl doctor`'s
-// dry run of it read the same inputs the same way.
-FlowInputs flowInputs(const FlowReconcilerOptions& opts, const ovs::OvsdbReplica& replica, std::vector<FlowPeer> peers);
+// and addresses), the peers and NetworkPolicy (none: no policy stage): the
+// agent's flow job and `kovsctl doctor`'s dry run of it read the same inputs
+// the same way.
+FlowInputs flowInputs(const FlowReconcilerOptions& opts, const ovs::OvsdbReplica& replica, std::vector<FlowPeer> peers,
+                      const policy::CompiledPolicy* policy = nullptr);
 
 class FlowReconciler : public Job {
 public:

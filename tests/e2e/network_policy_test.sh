@@ -286,6 +286,15 @@ ingress_drops() { node_status 1 | jq -e '.flows.dropped.policyIngress > 0' >/dev
 wait_for "node 1 to count the packets its ingress policy dropped" 40 ingress_drops ||
     { node_status 1 | jq .flows; fail "node 1 counted no ingress policy drops after the deny-all matrix"; }
 pass "node 1 counted $(node_status 1 | jq '.flows.dropped.policyIngress') packets dropped by ingress policy"
+# doctor's flow check is the flow job's dry run, policy stage included: with
+# a policy selecting node 1's pods its table must match what the agent holds
+# (rendered without NetworkPolicy, it counted fewer flows and failed).
+doctor_flows_ok() { grep -q "ok    flows .*br-int holds the [1-9][0-9]* flows .*NetworkPolicies" <<<"$(kovsctl "$1" doctor 2>&1)"; }
+for n in $(seq 1 "$nodes"); do
+    wait_for "doctor's flow check on node $n" 20 doctor_flows_ok "$n" || fail "doctor's flow check on node $n under deny-all in x:
+$(kovsctl "$n" doctor 2>&1 | grep flows)"
+done
+pass "kovsctl doctor's flow check passes on every node with a policy selecting their pods (its table has the policy stage)"
 # The same drops per policy (/metrics) and per pod (kovsctl policy), from the
 # same read-back: each drop flow is one pod address's.
 policy_drops() { metrics_has 1 'kovs_policy_dropped_packets{direction="ingress",policy="x/deny"} [1-9]'; }
