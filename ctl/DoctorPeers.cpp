@@ -6,6 +6,7 @@
 #include "agent/PeerFanout.hpp"
 #include "base/Error.hpp"
 #include "base/EventLoop.hpp"
+#include "base/RtnetlinkClient.hpp"
 #include "base/Strings.hpp"
 #include "peers/PeerFilter.hpp"
 
@@ -122,6 +123,32 @@ void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
     for (const auto& [ip, gap] : gaps) {  // routes to IPs that are no peer
         ++failed;
         out.push_back(fail("peers", join(gap.why, ", "), byAgent + join(gap.fixes, "; ")));
+    }
+    // A path narrower than the uplink (a route's mtu, or one the kernel
+    // learnt from an ICMP "fragmentation needed"): the userspace datapath
+    // sends tunnel packets with DF set and does not shrink them, so the
+    // pods' large packets to that peer are lost on the way.
+    int uplinkMtu = config_.uplink.mtu;  // 0: eth0's, which br-phy wears
+    if (uplinkMtu == 0) {
+        try {
+            if (auto l = RtnetlinkClient().link(bridge)) uplinkMtu = static_cast<int>(l->mtu);
+        } catch (const std::exception&) {
+        }
+    }
+    for (const auto& [name, p] : *peers) {
+        auto path = observed.paths.find(p.tunnelAddress());
+        if (path == observed.paths.end() || path->second.mtu == 0 || uplinkMtu == 0 ||
+            static_cast<int>(path->second.mtu) >= uplinkMtu)
+            continue;
+        ++failed;
+        const int mtu = static_cast<int>(path->second.mtu);
+        out.push_back(fail("peers",
+                           fmt::format("peer {} ({}): the path's MTU is {}, {} bytes below the uplink's {}: pod packets "
+                                       "over {} bytes to it are lost",
+                                       name, p.tunnelAddress(), mtu, uplinkMtu - mtu, uplinkMtu, mtu - config_.tunnelOverhead()),
+                           fmt::format("set uplink.mtu: {} on every node (gw0 and new pods follow it; docs/multi-host.md), "
+                                       "or raise the MTU of the link on the way (ip route get {} shows it)",
+                                       mtu, p.tunnelAddress())));
     }
     if (failed == 0)
         out.push_back(ok("peers", fmt::format("all {} peers (from {}) have the OVS route the kernel's route asks for and "

@@ -17,9 +17,15 @@
 #  - node 1 loses its route to 172.18.2.0/24: node 2 is reported (status
 #    problem, doctor, kovs_tunnel_peers_unprogrammed{reason="no_route"}), node 3 is
 #    unaffected; the routes back, node 2 is programmed and reached again;
+#  - a route with mtu 1400 to node 2's subnet: status and doctor name the
+#    narrower path (the pods' MTU stays the uplink's: see docs/multi-host.md);
 #  - kovs-agent --cleanup on node 1 puts both routes back on eth0.
 export KOVS_TOPOLOGY=routed KOVS_IP_FAMILY=${KOVS_IP_FAMILY:-dual}
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=../cluster/lib/kube-proxy.sh
+source "$root/tests/cluster/lib/kube-proxy.sh"
+# shellcheck source=../cluster/lib/services.sh
+source "$root/tests/cluster/lib/services.sh"
 [ "$KOVS_PROVIDER" = netns ] || { echo "the routed test bed is on the netns provider; skipped"; exit 77; }
 
 appctl() { local n=$1; shift; in_node "$n" ovs-appctl -t "$(node_dir "$n")/run/ovs-vswitchd.$(cat "$(node_dir "$n")/run/ovs-vswitchd.pid").ctl" "$@"; }
@@ -93,6 +99,17 @@ in_node 1 ip route del unreachable 172.18.2.0/24
 wait_for "node 1 to program node 2 again" 10 node_ready 1 || fail "node 2 not programmed again: $(node_status 1 | jq -c .peers)"
 tcp_ok "$(pod_ip 2 1)" in_pod 1 1 || fail "n1/p1 -> n2/p1 after the route came back"
 pass "the routes back: node 2 programmed via the router and reached again"
+
+# A narrower path: the route to node 2's subnet says mtu 1400 (a VPN or
+# overlay hop on the way). doctor names the peer and by how much.
+in_node 1 ip route add 172.18.2.0/24 via 172.18.1.1 dev br-phy mtu 1400
+path_mtu() { [ "$(node_status 1 | jq '.peers[] | select(.name == "node2") | .pathMtu')" = 1400 ]; }
+wait_for "node 1's status to show node 2's path MTU 1400" 10 path_mtu || fail "no path MTU in status: $(node_status 1 | jq -c .peers)"
+out=$(kovsctl 1 doctor) && fail "doctor passed with a 1400-byte path to node 2: $out"
+grep -q "peer node2 ($(node_ip 2)): the path's MTU is 1400, 100 bytes below the uplink's 1500" <<<"$out" ||
+    fail "doctor does not name node 2's narrow path: $out"
+in_node 1 ip route del 172.18.2.0/24 via 172.18.1.1 dev br-phy
+pass "a 1400-byte route to node 2's subnet: status shows pathMtu 1400, doctor names node 2 and the 100 bytes"
 
 agent_stop 1
 in_node 1 "$KOVS_BIN/kovs-agent" --config "$(node_dir 1)/agent.yaml" --cleanup >/dev/null 2>&1 || fail "kovs-agent --cleanup on node 1"
