@@ -325,6 +325,7 @@ public:
         runChecked({"ip", "-n", router_, "link", "add", "tunRc", "type", "veth", "peer", "name", "tunFb", "netns", far_});
         runChecked({"ip", "netns", "exec", router_, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv4.conf.all.arp_notify=1"});
         runChecked({"ip", "-n", router_, "addr", "add", "172.30.0.254/24", "dev", "tunRb"});
+        runChecked({"ip", "-n", router_, "addr", "add", "172.30.0.253/24", "dev", "tunRb"});  // a second gateway
         runChecked({"ip", "-n", router_, "addr", "add", "172.31.5.1/24", "dev", "tunRc"});
         runChecked({"ip", "-n", router_, "link", "set", "tunRb", "up"});
         runChecked({"ip", "-n", router_, "link", "set", "tunRc", "up"});
@@ -340,7 +341,7 @@ public:
         runProcess({"ip", "netns", "del", far_});
         runProcess({"ip", "netns", "del", router_});
     }
-    void routeVia() const { runChecked({"ip", "route", "replace", "172.31.5.0/24", "via", "172.30.0.254"}); }
+    void routeVia(const std::string& gw = gateway()) const { runChecked({"ip", "route", "replace", "172.31.5.0/24", "via", gw}); }
     void unroute() const { runChecked({"ip", "route", "del", "172.31.5.0/24"}); }
     std::string routerMac() const {
         auto link = nlohmann::json::parse(runChecked({"ip", "-n", router_, "-j", "link", "show", "tunRb"}));
@@ -359,7 +360,8 @@ private:
 
 // The kernel's route decides the OVS route's gateway and the neighbour the
 // tunnel needs; with a 60 s resync only the kernel's notifications can make
-// the job follow a new router MAC or a route that goes and comes back.
+// the job follow a route that moves to another gateway, goes and comes back.
+// (A new MAC announced by gratuitous ARP OVS also snoops by itself.)
 TEST_F(TunnelReconcilerTest, ARoutedPeerFollowsTheKernelsRouteAndItsGatewaysMac) {
     PeerNetns near(ovs, 1);
     RoutedPeer far(ovs);
@@ -384,7 +386,18 @@ TEST_F(TunnelReconcilerTest, ARoutedPeerFollowsTheKernelsRouteAndItsGatewaysMac)
     ASSERT_TRUE(waitFor([&] { return neighOf(RoutedPeer::gateway()) == newMac; }, 5s))
         << "the gateway's new MAC was not followed: " << neighs();
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - changed);
-    std::printf("gateway MAC change followed in %lld ms (by netlink notification, resync 60 s)\n", static_cast<long long>(ms.count()));
+    std::printf("gateway MAC change (gratuitous ARP) in vswitchd after %lld ms (resync 60 s)\n", static_cast<long long>(ms.count()));
+
+    // The kernel's route moves to the second gateway: the OVS route follows
+    // (OVS keeps a user route as it was given; only kovs can move it).
+    auto events = r.stats().kernelEvents;
+    far.routeVia("172.30.0.253");
+    auto viaSecond = "User: " + RoutedPeer::ip() + "/32 dev br-phy GW 172.30.0.253";
+    ASSERT_TRUE(waitFor([&] { return contains(routes(), viaSecond) && neighOf("172.30.0.253") == newMac; }, 5s))
+        << "the kernel's new gateway was not followed: " << routes() << neighs();
+    EXPECT_EQ(r.pathOf(RoutedPeer::ip()).gateway, "172.30.0.253");
+    EXPECT_GT(r.stats().kernelEvents, events) << "followed, but not because the kernel said so";
+    far.routeVia();
 
     // The node loses its route to the far subnet: reported, the near peer
     // untouched, and programmed again when the route is back.
