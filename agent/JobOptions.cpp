@@ -99,6 +99,7 @@ tunnel::TunnelReconcilerOptions tunnelOptions(const Config& c) {
     tunnel::TunnelReconcilerOptions o;
     o.bridge = c.bridge.physical;
     o.resync = c.resync;
+    o.waitForPeers = c.peers.source != Config::PeerSourceKind::None;
     return o;
 }
 
@@ -112,6 +113,7 @@ flows::FlowReconcilerOptions flowOptions(const Config& c) {
     o.serviceReplyPath = c.flows.conntrack;
     o.serviceCIDRs = c.cluster.serviceCIDRs;
     o.waitForPolicy = c.enforcesPolicy();
+    o.waitForPeers = c.peers.source != Config::PeerSourceKind::None;
     o.ofctlTimeout = c.flows.ofctlTimeout;
     o.readBack = c.resync;
     return o;

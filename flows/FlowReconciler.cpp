@@ -97,6 +97,7 @@ void FlowReconciler::inputChanged() {
 
 void FlowReconciler::setPeers(std::vector<FlowPeer> peers) {
     peers_ = std::move(peers);
+    peersKnown_ = true;
     inputChanged();
 }
 
@@ -112,7 +113,7 @@ void FlowReconciler::verifySoon() { engine_.requestFull(kVerifyDelay); }
 // Whatever throws here (a render refusing its inputs, ovs-ofctl that cannot
 // be started) is a failed pass to the engine: retried with backoff.
 void FlowReconciler::pass(bool full, Done done) {
-    if (opts_.waitForPolicy && !policy_) return done(ReconcileEngine::Result::ok());  // notReady() says so
+    if (!waitingFor().empty()) return done(ReconcileEngine::Result::ok());  // notReady() says so
     renderedInputs_ = inputChanges_;
     auto in = currentInputs();
     in.holders = holders_;
@@ -272,8 +273,14 @@ FlowReconciler::PolicyCounts FlowReconciler::policyCounts(const std::vector<IpPr
     return out;
 }
 
+std::string FlowReconciler::waitingFor() const {
+    if (opts_.waitForPeers && !peersKnown_) return "the peer list";
+    if (opts_.waitForPolicy && !policy_) return "NetworkPolicy";
+    return "";
+}
+
 std::string FlowReconciler::notReady() const {
-    if (opts_.waitForPolicy && !policy_) return "flows: waiting for NetworkPolicy (the table waits for the first list)";
+    if (auto w = waitingFor(); !w.empty()) return "flows: waiting for " + w + " (the table waits for the first list)";
     auto error = engine_.lastError();
     return error.empty() ? "" : "flows: " + error;
 }

@@ -43,6 +43,11 @@ struct FlowReconcilerOptions {
     // NetworkPolicy comes from setPolicy: no table is installed before the
     // first one (the bridge keeps the table it has).
     bool waitForPolicy = false;
+    // The peers come from a source (a file, the API): no table is installed
+    // before its first list. Installed without them, an agent restart would
+    // drop every packet to another node's pods until the list came (the
+    // bridge keeps the table it has meanwhile).
+    bool waitForPeers = false;
     std::chrono::milliseconds readBack{std::chrono::seconds(30)};
     // Each ovs-ofctl call: a vswitchd that does not answer by then is given up on (and retried).
     std::chrono::milliseconds ofctlTimeout{std::chrono::seconds(10)};
@@ -111,6 +116,8 @@ private:
     void inputChanged();
     void countDrops(const FlowDump& dump);
     void notifyWaiters();
+    // What the table waits for before its first install ("" for nothing).
+    std::string waitingFor() const;
 
     EventLoop& loop_;
     const ovs::OvsdbReplica& replica_;
@@ -118,6 +125,7 @@ private:
     FlowReconcilerOptions opts_;
     OpenFlowBridge bridge_;
     std::vector<FlowPeer> peers_;
+    bool peersKnown_ = false;
     std::optional<policy::CompiledPolicy> policy_;
     std::map<std::string, std::string> holders_;  // the last render's, for the next (FlowInputs::holders)
     bool starting_ = false;

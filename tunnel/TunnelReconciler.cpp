@@ -103,6 +103,7 @@ void TunnelReconciler::setPeers(const peers::PeerSet& peers) {
     }
     for (const auto& ip : ips) memory_.formerPeers.erase(ip);
     desired_.peerIPs = std::move(ips);
+    peersKnown_ = true;
     stats_.peers = desired_.peerIPs.size();
     engine_.resetBackoff();
     reconcile();
@@ -119,6 +120,7 @@ bool TunnelReconciler::reconcileOnce(std::chrono::milliseconds timeout) {
 }
 
 void TunnelReconciler::pass(Done done) {
+    if (opts_.waitForPeers && !peersKnown_) return done(ReconcileEngine::Result::ok());
     // Observed, the kernel's half. br-phy is a vswitchd tap: it is gone
     // while vswitchd restarts, which just means no MACs this pass.
     TunnelObserved kernel;

@@ -41,6 +41,10 @@ struct TunnelReconcilerOptions {
     std::chrono::milliseconds neighRefresh{std::chrono::minutes(5)};
     // First retry after a failed pass or an unresolved MAC; doubles up to `resync`.
     std::chrono::milliseconds retryInitial{50};
+    // The peers come from a source: vswitchd is left as it is until its
+    // first list (with none yet, every peer's route would look stale and be
+    // deleted, cutting the node off for as long as the list takes).
+    bool waitForPeers = false;
 };
 
 class TunnelReconciler : public Job {
@@ -119,6 +123,7 @@ private:
     TunnelReconcilerOptions opts_;
 
     TunnelDesired desired_;
+    bool peersKnown_ = false;
     TunnelMemory memory_;
     TunnelPlan last_;  // routed, neighboured and hops as of the last pass (settled)
     std::map<std::string, PeerPath> paths_;
