@@ -14,15 +14,19 @@
 
 namespace kovs::tunnel {
 
+RtnetlinkClient& KernelUnderlay::rtnl() {
+    if (!rtnl_) rtnl_.emplace();
+    return *rtnl_;
+}
+
 std::map<std::string, std::string> KernelUnderlay::resolved(const std::string& ifname) {
-    return RtnetlinkClient().resolvedNeighbours(ifname);
+    return rtnl().resolvedNeighbours(ifname);
 }
 
 PeerPath KernelUnderlay::pathTo(const std::string& ip) {
     PeerPath path;
     try {
-        RtnetlinkClient rtnl;
-        auto route = rtnl.routeTo(IpPrefix::parse(ip));
+        auto route = rtnl().routeTo(IpPrefix::parse(ip));
         if (route.error != 0) {
             path.problem = std::string("the kernel has no route to it: ") + std::strerror(route.error);
         } else if (route.type == RTN_LOCAL) {
@@ -31,12 +35,13 @@ PeerPath KernelUnderlay::pathTo(const std::string& ip) {
             path.problem = "the kernel's route to it is not a unicast route (type " + std::to_string(route.type) + ")";
         } else {
             if (route.gateway) path.gateway = route.gateway->addressString();
-            auto dev = rtnl.link(route.ifindex);
+            auto dev = rtnl().link(route.ifindex);
             path.device = dev ? dev->name : "ifindex " + std::to_string(route.ifindex);
             path.mtu = route.mtu ? route.mtu : (dev ? dev->mtu : 0);
         }
     } catch (const std::exception& e) {
         path.problem = e.what();
+        rtnl_.reset();  // a reply left half-read on the socket must not answer the next request
     }
     return path;
 }

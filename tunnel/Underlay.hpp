@@ -5,8 +5,11 @@
 // way to make the kernel resolve one. Underlay is the seam for tests and
 // benchmarks; KernelUnderlay asks the kernel over rtnetlink.
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+
+#include "base/RtnetlinkClient.hpp"
 
 namespace kovs::tunnel {
 
@@ -48,6 +51,11 @@ public:
     std::map<std::string, std::string> resolved(const std::string& ifname) override;
     PeerPath pathTo(const std::string& ip) override;
     void trigger(const std::string& ip) override;
+
+private:
+    // One socket for every lookup of a pass (a pass asks once per peer).
+    RtnetlinkClient& rtnl();
+    std::optional<RtnetlinkClient> rtnl_;
 };
 
 }  // namespace kovs::tunnel
