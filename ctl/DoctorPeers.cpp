@@ -124,10 +124,13 @@ void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
         ++failed;
         out.push_back(fail("peers", join(gap.why, ", "), byAgent + join(gap.fixes, "; ")));
     }
-    // A path narrower than the uplink (a route's mtu, or one the kernel
-    // learnt from an ICMP "fragmentation needed"): the userspace datapath
-    // sends tunnel packets with DF set and does not shrink them, so the
-    // pods' large packets to that peer are lost on the way.
+    // A path narrower than the uplink (a route with an mtu): the userspace
+    // datapath sends tunnel packets with DF set and does not shrink them, so
+    // the pods' large packets to that peer are lost on the way. (An ICMP
+    // "fragmentation needed" for a tunnel packet leaves no trace in the
+    // kernel's routes: no socket of the node sent it.) Against the uplink
+    // MTU kovs sizes the pods from: one set by hand below the device's is
+    // the fix, not a finding.
     int uplinkMtu = config_.uplink.mtu;  // 0: eth0's, which br-phy wears
     if (uplinkMtu == 0) {
         try {

@@ -27,6 +27,12 @@ std::vector<ovs::UnixctlCommand> TunnelPlan::commands() const {
     return out;
 }
 
+std::set<std::string> TunnelPlan::nextHops() const {
+    std::set<std::string> out;
+    for (const auto& [ip, hop] : hops) out.insert(hop);
+    return out;
+}
+
 bool TunnelPlan::hasNeighbour(const std::string& peer) const {
     auto h = hops.find(peer);
     return h != hops.end() && neighboured.count(h->second) > 0;
@@ -68,8 +74,7 @@ TunnelPlan planTunnel(const TunnelDesired& desired, const TunnelObserved& observ
         paths[ip] = &path;
         plan.hops[ip] = path.hop(ip);
     }
-    std::set<std::string> hops;
-    for (const auto& [ip, hop] : plan.hops) hops.insert(hop);
+    const auto hops = plan.nextHops();
 
     // Next hop MACs: the kernel's, else the last one it had (an entry the
     // kernel is re-resolving is briefly absent), else none yet.
@@ -189,9 +194,8 @@ TunnelOutcome settleTunnel(const TunnelPlan& plan, const std::vector<ovs::Unixct
         out.memory.ownedNeighbours = set;
     } else {
         out.memory.ownedNeighbours.insert(set.begin(), set.end());
-        std::erase_if(out.memory.ownedNeighbours, [&](const std::string& ip) {
-            return std::none_of(plan.hops.begin(), plan.hops.end(), [&](const auto& h) { return h.second == ip; });
-        });
+        const auto hops = plan.nextHops();
+        std::erase_if(out.memory.ownedNeighbours, [&](const std::string& ip) { return !hops.count(ip); });
     }
     out.refreshed = plan.refresh && out.failures == 0;
     if (out.failures) {

@@ -84,6 +84,8 @@ struct TunnelPlan {
 
     std::vector<ovs::UnixctlCommand> commands() const;
     bool empty() const { return steps.empty() && unresolved.empty() && noPath.empty(); }
+    // Every peer's next hop, once each.
+    std::set<std::string> nextHops() const;
     // Whether vswitchd holds this peer's route / its next hop's neighbour.
     bool hasRoute(const std::string& peer) const { return routed.count(peer) > 0; }
     bool hasNeighbour(const std::string& peer) const;
