@@ -80,6 +80,7 @@ TEST_F(KovsKindDryRun, UpPrintsEveryStepInOrder) {
     std::vector<std::string> expected = {
         "docker build --file " + s + "/kind/Dockerfile --tag kovs:dev " + s,
         "kind create cluster --name kovs --config " + s + "/kind/cluster.yaml --wait 0s",
+        "docker image inspect --format {{.Architecture}} kovs:dev   (must be what docker exec <node> uname -m says on every node)",
         "kind load docker-image kovs:dev --name kovs",
         "kubectl kustomize " + s + "/kind/manifests | sed 's|image: kovs:dev$|image: kovs:dev|' | kubectl --context kind-kovs apply -f -",
         "kubectl --context kind-kovs --namespace kovs-system rollout status daemonset/kovs-agent --timeout 300s",
@@ -172,9 +173,10 @@ TEST_F(KovsKindDryRun, DownAndLoad) {
     auto load = run({"load", "--dry-run"});
     ASSERT_EQ(load.exitCode, 0) << load.err;
     auto cmds = commands(load.out);
-    ASSERT_EQ(cmds.size(), 4u) << load.out;
-    EXPECT_EQ(cmds[1], "kind load docker-image kovs:dev --name kovs");
-    EXPECT_EQ(cmds[2], "kubectl --context kind-kovs --namespace kovs-system rollout restart daemonset/kovs-agent");
+    ASSERT_EQ(cmds.size(), 5u) << load.out;
+    EXPECT_EQ(cmds[1].rfind("docker image inspect --format {{.Architecture}} kovs:dev ", 0), 0u) << cmds[1];
+    EXPECT_EQ(cmds[2], "kind load docker-image kovs:dev --name kovs");
+    EXPECT_EQ(cmds[3], "kubectl --context kind-kovs --namespace kovs-system rollout restart daemonset/kovs-agent");
 }
 
 TEST_F(KovsKindDryRun, BadArgumentsAreRejectedWithUsageErrors) {
@@ -232,6 +234,7 @@ protected:
         KovsKindDryRun::SetUp();
         log_ = bin_ / "calls.log";
         auto fake = [&](const std::string& name, const std::string& body) {
+            fs::remove(bin_ / name);  // never write through a symlink to the machine's own tool
             writeFile(bin_ / name, "#!/bin/bash\nprintf '%s\\n' \"" + name + " $*\" >> " + log_.string() + "\n" + body);
             fs::permissions(bin_ / name, fs::perms::owner_all);
         };
@@ -244,19 +247,32 @@ protected:
         fs::permissions(bin_ / "fakeprobe", fs::perms::owner_all);
         // docker (or podman): a network exists when FAKE_NETWORK says
         // "mtu|ipv6", labelled FAKE_NETWORK_LABEL; the platform is FAKE_PLATFORM;
-        // every node is on a network whose gateway is 172.18.0.1.
+        // every node is on a network whose gateway is 172.18.0.1. Images are
+        // FAKE_IMAGE_ARCH (amd64), nodes x86_64 but those in FAKE_ARM_NODES;
+        // `info` answers FAKE_INFO, "OperatingSystem|KernelVersion|Name|Architecture".
         const std::string engine =
             "case \"$1\" in\n"
             "  --version) echo \"$(basename $0) version 27.1.1, build fake\" ;;\n"
             "  version) echo \"${FAKE_PLATFORM:-Docker Engine - Community}\" ;;\n"
+            "  info) echo \"${FAKE_INFO:-Debian GNU/Linux 12 (bookworm)|6.1.0-27-amd64|ci-runner|x86_64}\" ;;\n"
             "  network) [ \"$2\" = inspect ] || exit 0; [ -n \"${FAKE_NETWORK:-}\" ] || exit 1\n"
             "     case \"$*\" in *Labels*) echo \"${FAKE_NETWORK_LABEL:-}\" ;; *--format*) echo \"$FAKE_NETWORK\" ;; esac ;;\n"
             "  inspect) printf '172.18.0.1 fc00:f853:ccd:e793::1 ' ;;\n"
-            "  exec) [ \"$4 $5\" = 'probe check' ] && exec fakeprobe \"$2\" \"${@:6}\" ;;\n"
+            "  image) [ \"$2\" = inspect ] && echo \"${FAKE_IMAGE_ARCH:-amd64}\" ;;\n"
+            "  exec) [ \"$4 $5\" = 'probe check' ] && exec fakeprobe \"$2\" \"${@:6}\"\n"
+            "     if [ \"$3 $4\" = 'uname -m' ]; then [[ \" ${FAKE_ARM_NODES:-} \" == *\" $2 \"* ]] && echo aarch64 || echo x86_64; fi ;;\n"
             "esac\nexit 0\n";
         fake("docker", engine);
         fake("podman", engine);
+        // The client's OS (kovs-kind on a Mac says Darwin): FAKE_UNAME_S. bin_'s
+        // uname is a symlink to the machine's: replaced, never written through.
+        auto uname = fs::read_symlink(bin_ / "uname");
+        fs::remove(bin_ / "uname");
+        writeFile(bin_ / "uname", "#!/bin/bash\n[ \"$*\" = -s ] && [ -n \"${FAKE_UNAME_S:-}\" ] && { echo \"$FAKE_UNAME_S\"; exit 0; }\n"
+                                  "exec " + uname.string() + " \"$@\"\n");
+        fs::permissions(bin_ / "uname", fs::perms::owner_all);
         fake("kind", "[ \"$1 $2\" = 'get clusters' ] && printf '%s\\n' ${FAKE_CLUSTERS:-}\n"
+                     "[ \"$1 $2\" = 'get nodes' ] && printf '%s-control-plane\\n%s-worker\\n%s-worker2\\n' \"$4\" \"$4\" \"$4\"\n"
                      "[ \"$1\" = create ] && echo \"network=${KIND_EXPERIMENTAL_DOCKER_NETWORK:-}${KIND_EXPERIMENTAL_PODMAN_NETWORK:-}\" >> " +
                          log_.string() + "\nexit 0\n");
         // get nodes: FAKE_NOT_READY_POLLS polls with workers NotReady (none
@@ -331,7 +347,8 @@ TEST_F(KovsKindWithFakeTools, UpRunsWhatTheDryRunPrintsAndReportsProgress) {
         }
         start = next;
     }
-    EXPECT_NE(std::find(ran.begin(), ran.end(), "docker info"), ran.end()) << "the daemon is not checked";
+    EXPECT_TRUE(std::any_of(ran.begin(), ran.end(), [](const std::string& c) { return c.rfind("docker info ", 0) == 0; }))
+        << "the daemon is not checked";
 
     auto applied = readFile(bin_ / "applied.yaml");
     EXPECT_EQ(applied.find("image: kovs:dev"), std::string::npos) << "--image did not reach every container";
@@ -541,9 +558,6 @@ TEST_F(KovsKindWithFakeTools, PreflightSaysWhereTheHostHasTheOvsModule) {
         {"loaded", {"sys/module/openvswitch/initstate"}, "", "note  ovs-module  the Docker host has the openvswitch kernel module (loaded): "},
         {"built in", {"sys/module/openvswitch/parameters/x"}, "", "note  ovs-module  the Docker host has the openvswitch kernel module (built into the kernel): "},
         {"loadable", {"lib/modules/" + release + "/modules.dep"}, "", "note  ovs-module  the Docker host has the openvswitch kernel module (loadable: modprobe openvswitch): "},
-        {"Docker Desktop 4.30", {}, "Docker Desktop 4.30.0 (149282)",
-         "note  ovs-module  the Docker host has the openvswitch kernel module (built into Docker Desktop 4.30.0 (149282)'s kernel): "},
-        {"Docker Desktop 4.20", {}, "Docker Desktop 4.20.1 (110738)", "ok    ovs-module  Docker Desktop 4.20.1 (110738)'s kernel has no openvswitch module"},
         {"none", {}, "", "ok    ovs-module  no openvswitch kernel module on the Docker host"},
     };
     for (const auto& c : cases) {
@@ -567,6 +581,91 @@ TEST_F(KovsKindWithFakeTools, PreflightSaysWhereTheHostHasTheOvsModule) {
     }
 }
 
+// The engines kind runs on outside Linux, as they describe themselves: each
+// is told apart by what `docker info` and `docker version` print (the lines
+// quoted below, from users' reports), and gets its own word on the OVS module,
+// the nodes' architecture and whose limits apply. kovs-kind runs on the Mac
+// (or in WSL) and cannot look at the VM's /lib/modules itself.
+TEST_F(KovsKindWithFakeTools, PreflightKnowsEachDesktopEngineFromWhatItPrints) {
+    struct Case {
+        std::string name, source, uname, platform, info;  // info: OperatingSystem|KernelVersion|Name|Architecture
+        std::string ovs, arch, limits;
+    };
+    const std::vector<Case> cases = {
+        {"Docker Desktop, Apple silicon",
+         // "Server: Docker Desktop 4.33.0 (160616)", "OS/Arch: linux/arm64", a container's uname: 6.10.0-linuxkit
+         "https://github.com/docker/for-mac/issues/7402", "Darwin", "Docker Desktop 4.33.0 (160616)",
+         "Docker Desktop|6.10.0-linuxkit|docker-desktop|aarch64",
+         "note  ovs-module  Docker Desktop has the openvswitch kernel module (built into Docker Desktop 4.33.0 (160616)'s kernel)",
+         "ok    arch        nodes and image linux/arm64 (Docker Desktop)",
+         "ok    limits      inotify and file limits are those of Docker Desktop 4.33.0 (160616)'s VM"},
+        {"Docker Desktop, Intel Mac, before 4.27",
+         // "Server: Docker Desktop 4.10.1 (82475)", "Kernel Version: 5.10.104-linuxkit", "Operating System: Docker Desktop",
+         // "Architecture: x86_64", "Name: docker-desktop"
+         "https://github.com/cygnu7/belajar-docker/blob/main/docker-cheatsheet.sh", "Darwin", "Docker Desktop 4.10.1 (82475)",
+         "Docker Desktop|5.10.104-linuxkit|docker-desktop|x86_64",
+         "ok    ovs-module  Docker Desktop 4.10.1 (82475)'s kernel has no openvswitch module (4.27 and later build it in)",
+         "ok    arch        nodes and image linux/amd64 (Docker Desktop)",
+         "ok    limits      inotify and file limits are those of Docker Desktop 4.10.1 (82475)'s VM"},
+        {"Docker Desktop, WSL2 (kovs-kind in a WSL distro: uname says Linux)",
+         // "Kernel Version: 5.15.153.1-microsoft-standard-WSL2", "Operating System: Docker Desktop", "Name: docker-desktop"
+         "https://github.com/hamitmizrak/workshop-docker/blob/master/Docker_Tutorials.md", "Linux", "Docker Desktop 4.45.0 (203075)",
+         "Docker Desktop|5.15.153.1-microsoft-standard-WSL2|docker-desktop|x86_64",
+         "note  ovs-module  Docker Desktop on WSL2 runs the WSL kernel (5.15.153.1-microsoft-standard-WSL2): older ones have no "
+         "openvswitch module, newer ones can load it; check there: docker run --rm --privileged",
+         "ok    arch        nodes and image linux/amd64 (Docker Desktop)",
+         "ok    limits      inotify and file limits are those of Docker Desktop 4.45.0 (203075)'s VM"},
+        {"OrbStack",
+         // "Kernel Version: 6.1.23-orbstack-00113-g6614aaccb205-dirty", "Operating System: Alpine Linux edge (containerized)";
+         // no openvswitch: https://github.com/orbstack/orbstack/issues/1140
+         "https://github.com/orbstack/orbstack/issues/1", "Darwin", "Docker Engine - Community",
+         "Alpine Linux edge (containerized)|6.1.23-orbstack-00113-g6614aaccb205-dirty|orbstack|aarch64",
+         "ok    ovs-module  OrbStack's kernel (6.1.23-orbstack-00113-g6614aaccb205-dirty) has no openvswitch module and loads none",
+         "ok    arch        nodes and image linux/arm64 (OrbStack)",
+         "ok    limits      inotify and file limits are those of OrbStack's VM"},
+        {"Colima 0.6 and later (Ubuntu)",
+         // "Kernel Version: 6.8.0-31-generic", "Operating System: Ubuntu 24.04 LTS", "Architecture: aarch64", "Name: colima"
+         "https://github.com/freedomofpress/dangerzone/issues/865", "Darwin", "Docker Engine - Community",
+         "Ubuntu 24.04 LTS|6.8.0-31-generic|colima|aarch64",
+         "note  ovs-module  Colima has the openvswitch kernel module (Colima's Ubuntu kernel 6.8.0-31-generic builds it as a module)",
+         "ok    arch        nodes and image linux/arm64 (Colima)",
+         "ok    limits      inotify and file limits are those of Colima's VM"},
+        {"Colima before 0.6 (Alpine), a profile of its own",
+         // a bare "Server:" line (no platform name); Alpine before 0.6: https://github.com/docker/actions-toolkit/pull/201
+         "https://github.com/abiosoft/colima/issues/765", "Darwin", "",
+         "Alpine Linux v3.18|6.1.29-0-virt|colima-dev|x86_64",
+         "note  ovs-module  cannot tell from here whether Colima has the openvswitch module (kernel 6.1.29-0-virt); check there: ",
+         "ok    arch        nodes and image linux/amd64 (Colima)",
+         "ok    limits      inotify and file limits are those of Colima's VM"},
+        {"Rancher Desktop (Lima)",
+         // Name "lima-rancher-desktop", as ddev tells it apart
+         "https://github.com/ddev/ddev/blob/main/pkg/dockerutil/providers.go", "Darwin", "Docker Engine - Community",
+         "Alpine Linux v3.19|6.6.30-0-virt|lima-rancher-desktop|aarch64",
+         "note  ovs-module  cannot tell from here whether Rancher Desktop has the openvswitch module (kernel 6.6.30-0-virt)",
+         "ok    arch        nodes and image linux/arm64 (Rancher Desktop)",
+         "ok    limits      inotify and file limits are those of Rancher Desktop's VM"},
+    };
+    for (const auto& c : cases) {
+        auto r = run({"preflight"}, {{"FAKE_UNAME_S", c.uname}, {"FAKE_PLATFORM", c.platform}, {"FAKE_INFO", c.info}});
+        EXPECT_EQ(r.exitCode, 0) << c.name << " (" << c.source << "): " << r.out << r.err;
+        for (const auto& [what, want] : {std::pair{"ovs-module", c.ovs}, {"arch", c.arch}, {"limits", c.limits}}) {
+            auto f = findings(r.out, what);
+            ASSERT_EQ(f.size(), 1u) << c.name << ": " << r.out;
+            EXPECT_EQ(f[0].rfind(want, 0), 0u) << c.name << " (" << c.source << ")\n got: " << f[0] << "\nwant: " << want;
+        }
+    }
+    // Rosetta's habit: an amd64 platform asked for on an arm64 engine runs
+    // the nodes and the image emulated. A warning, and up goes on.
+    auto rosetta = run({"preflight"}, {{"FAKE_UNAME_S", "Darwin"}, {"FAKE_PLATFORM", "Docker Desktop 4.33.0 (160616)"},
+                                       {"FAKE_INFO", "Docker Desktop|6.10.0-linuxkit|docker-desktop|aarch64"},
+                                       {"DOCKER_DEFAULT_PLATFORM", "linux/amd64"}});
+    EXPECT_EQ(rosetta.exitCode, 0) << rosetta.err;
+    EXPECT_EQ(findings(rosetta.out, "arch"),
+              std::vector<std::string>{"warn  arch        DOCKER_DEFAULT_PLATFORM=linux/amd64 on a linux/arm64 engine: the nodes and "
+                                       "the image would run emulated (slow; OVS's datapath threads most of all): unset "
+                                       "DOCKER_DEFAULT_PLATFORM"});
+}
+
 // kind's "too many open files" with several nodes: a low inotify limit is a
 // warning with the sysctl that fixes it; up goes on.
 TEST_F(KovsKindWithFakeTools, PreflightWarnsOfALowInotifyLimitWithTheSysctl) {
@@ -579,7 +678,8 @@ TEST_F(KovsKindWithFakeTools, PreflightWarnsOfALowInotifyLimitWithTheSysctl) {
     EXPECT_EQ(f[0], "warn  limits      fs.inotify.max_user_instances is 128, kind with several nodes needs 512 (pods fail with "
                     "\"too many open files\"): sudo sysctl -w fs.inotify.max_user_instances=512");
     EXPECT_EQ(f[1], "ok    limits      fs.inotify.max_user_watches = 1048576");
-    auto docker = run({"preflight"}, {{"FAKE_PLATFORM", "Docker Desktop 4.30.0 (149282)"}});
+    auto docker = run({"preflight"}, {{"FAKE_PLATFORM", "Docker Desktop 4.30.0 (149282)"},
+                                      {"FAKE_INFO", "Docker Desktop|6.6.26-linuxkit|docker-desktop|aarch64"}});
     EXPECT_EQ(findings(docker.out, "limits"),
               std::vector<std::string>{"ok    limits      inotify and file limits are those of Docker Desktop 4.30.0 (149282)'s VM"});
 }
@@ -623,6 +723,33 @@ TEST_F(KovsKindWithFakeTools, PodmanThroughKindsProviderSwitch) {
     auto bad = run({"up"}, {{"KIND_EXPERIMENTAL_PROVIDER", "nerdctl"}});
     EXPECT_EQ(bad.exitCode, 2);
     EXPECT_NE(bad.err.find("kovs-kind runs with docker or podman"), std::string::npos) << bad.err;
+}
+
+// An image for another architecture than the nodes' (an amd64 build on
+// Apple silicon's arm64 nodes, say) is refused before kind loads it, with the
+// build command that makes the right one; one that matches is loaded.
+TEST_F(KovsKindWithFakeTools, LoadRefusesAnImageForAnotherArchitecture) {
+    auto arm = run({"load", "--name", "mac"}, {{"FAKE_ARM_NODES", "mac-control-plane mac-worker mac-worker2"}});
+    EXPECT_EQ(arm.exitCode, 1) << arm.out << arm.err;
+    EXPECT_NE(arm.err.find("image kovs:dev is built for linux/amd64, but node mac-control-plane is linux/arm64: it cannot run "
+                           "there. Build it for the nodes, then load it: docker build --platform linux/arm64 --file "
+                           "kind/Dockerfile --tag kovs:dev . && kind/kovs-kind load --name mac"),
+              std::string::npos)
+        << arm.err;
+    auto ran = calls();
+    for (const auto& c : ran) EXPECT_NE(c.rfind("kind load ", 0), 0u) << "loaded anyway: " << c;
+
+    // One node of another architecture is enough to refuse.
+    auto mixed = run({"load", "--name", "mac"}, {{"FAKE_ARM_NODES", "mac-worker2"}});
+    EXPECT_EQ(mixed.exitCode, 1);
+    EXPECT_NE(mixed.err.find("but node mac-worker2 is linux/arm64"), std::string::npos) << mixed.err;
+
+    auto ok = run({"load", "--name", "mac"}, {{"FAKE_ARM_NODES", "mac-control-plane mac-worker mac-worker2"},
+                                              {"FAKE_IMAGE_ARCH", "arm64"}});
+    EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+    EXPECT_NE(ok.out.find("image kovs:dev is linux/arm64, as every node (3)"), std::string::npos) << ok.out;
+    ran = calls();
+    EXPECT_NE(std::find(ran.begin(), ran.end(), "kind load docker-image kovs:dev --name mac"), ran.end());
 }
 
 // The smoke test at the end of up (and kovs-kind check): every pod probes
