@@ -221,7 +221,15 @@ bool RtnetlinkClient::addAddress(const std::string& linkName, const AddressInfo&
         nl::check(rtnl_addr_set_broadcast(req.get(), b.get()), what);
     }
     if (auto label = relabel(a.label, linkName); !label.empty()) rtnl_addr_set_label(req.get(), label.c_str());
-    int rc = rtnl_addr_add(sock_.get(), req.get(), 0);
+    // libnl takes a prefix length of 0 for none and refuses to build the
+    // request ("Missing attribute"): built with 1, the header set to 0 after.
+    if (a.local.prefixLen == 0) rtnl_addr_set_prefixlen(req.get(), 1);
+    nl_msg* msg = nullptr;
+    nl::check(rtnl_addr_build_add_request(req.get(), 0, &msg), what);
+    std::unique_ptr<nl_msg, void (*)(nl_msg*)> owned(msg, nlmsg_free);
+    static_cast<ifaddrmsg*>(nlmsg_data(nlmsg_hdr(msg)))->ifa_prefixlen = static_cast<uint8_t>(a.local.prefixLen);
+    int rc = nl_send_auto(sock_.get(), msg);
+    if (rc >= 0) rc = nl_wait_for_ack(sock_.get());
     if (rc == -NLE_EXIST) return false;
     nl::check(rc, what);
     return true;

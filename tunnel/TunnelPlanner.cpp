@@ -1,9 +1,12 @@
 #include "tunnel/TunnelPlanner.hpp"
 
-#include "base/Error.hpp"
-#include "base/Strings.hpp"
+#include <linux/if_addr.h>
+#include <linux/rtnetlink.h>
 
 #include <algorithm>
+
+#include "base/Error.hpp"
+#include "base/Strings.hpp"
 
 namespace kovs::tunnel {
 namespace {
@@ -17,7 +20,60 @@ bool isHostRoute(const std::string& prefix) {
 
 std::string ipOf(const std::string& prefix) { return prefix.substr(0, prefix.find('/')); }
 
+// The cover the bridge needs (isCoverAddress), and which peers' next hops
+// no address holds even then (IPv6): those go to noPath.
+void planCover(const std::vector<AddressInfo>& addresses, TunnelPlan& plan) {
+    std::optional<IpPrefix> source;  // the first IPv4 address: the tunnel's source
+    auto held = [&](const std::string& hop) {
+        auto ip = IpPrefix::parse(hop);
+        return std::any_of(addresses.begin(), addresses.end(), [&](const AddressInfo& a) {
+            return !isCoverAddress(a) && a.family() == ip.family && a.local.network().contains(ip);
+        });
+    };
+    bool needed = false;
+    for (const auto& a : addresses)
+        if (!source && a.family() == AF_INET && !isCoverAddress(a) && a.scope == RT_SCOPE_UNIVERSE) source = a.local;
+    for (auto it = plan.hops.begin(); it != plan.hops.end();) {
+        const auto& [peer, hop] = *it;
+        bool v6 = isIPv6(hop);
+        bool family = std::any_of(addresses.begin(), addresses.end(),
+                                  [&](const AddressInfo& a) { return a.family() == (v6 ? AF_INET6 : AF_INET); });
+        if (!family || held(hop)) {
+            ++it;
+        } else if (!v6 && source) {
+            needed = true;
+            plan.coverHolds.insert(hop);
+            ++it;
+        } else {
+            plan.noPath[peer] = "no address on the bridge holds its next hop " + hop +
+                                " (OVS 3.1 routes a tunnel only from an address whose prefix holds the next hop)";
+            it = plan.hops.erase(it);
+        }
+    }
+    std::optional<AddressInfo> want;
+    if (needed) {
+        want = AddressInfo{};
+        want->local = *source;
+        want->local.prefixLen = 0;
+        want->scope = RT_SCOPE_HOST;
+        want->flags = IFA_F_NOPREFIXROUTE;
+    }
+    bool have = false;
+    for (const auto& a : addresses) {
+        if (!isCoverAddress(a)) continue;
+        if (want && a.sameAddress(*want)) {
+            have = true;
+        } else {
+            plan.coverDelete.push_back(a);
+        }
+    }
+    plan.cover = want;
+    if (want && !have) plan.coverAdd = want;
+}
+
 }  // namespace
+
+bool isCoverAddress(const AddressInfo& a) { return a.local.prefixLen == 0 && a.scope == RT_SCOPE_HOST; }
 
 std::string hostRoute(const std::string& ip) { return ip + (isIPv6(ip) ? "/128" : "/32"); }
 
@@ -45,6 +101,11 @@ void observeKernel(Underlay& underlay, const std::string& bridge, const std::set
     } catch (const Error&) {
         // No bridge, no MACs: every next hop then shows up unresolved.
     }
+    try {
+        observed.bridgeAddresses = underlay.addresses(bridge);
+    } catch (const Error&) {
+        // No bridge, no addresses: no cover is planned (nothing to put it on).
+    }
     for (const auto& ip : peerIPs) observed.paths[ip] = underlay.pathTo(ip);
 }
 
@@ -71,9 +132,10 @@ TunnelPlan planTunnel(const TunnelDesired& desired, const TunnelObserved& observ
             plan.noPath[ip] = path.problem;
             continue;
         }
-        paths[ip] = &path;
         plan.hops[ip] = path.hop(ip);
     }
+    planCover(observed.bridgeAddresses, plan);
+    for (const auto& [ip, hop] : plan.hops) paths[ip] = observed.paths.count(ip) ? &observed.paths.at(ip) : &onLink;
     const auto hops = plan.nextHops();
 
     // Next hop MACs: the kernel's, else the last one it had (an entry the
@@ -208,6 +270,20 @@ TunnelOutcome settleTunnel(const TunnelPlan& plan, const std::vector<ovs::Unixct
 
 std::map<std::string, TunnelGap> gapsOf(const TunnelDesired& desired, const TunnelPlan& plan) {
     std::map<std::string, TunnelGap> gaps;
+    // The cover first: without it the route steps below cannot succeed.
+    if (plan.coverAdd) {
+        const auto& c = *plan.coverAdd;
+        for (const auto& [peer, hop] : plan.hops) {
+            if (!plan.coverHolds.count(hop)) continue;
+            gaps[peer].why.push_back("no address on " + desired.bridge + " holds its next hop " + hop +
+                                     " (OVS 3.1 needs one; kovs adds " + c.str() + ", scope host)");
+            gaps[peer].fixes.push_back("ip addr add " + c.str() + " dev " + desired.bridge + " scope host noprefixroute");
+        }
+    }
+    for (const auto& c : plan.coverDelete) {
+        gaps[c.str()].why.push_back("cover address " + c.str() + " on " + desired.bridge + " is no longer needed");
+        gaps[c.str()].fixes.push_back("ip addr del " + c.str() + " dev " + desired.bridge);
+    }
     for (const auto& step : plan.steps) {
         gaps[step.ip].why.push_back(step.why);
         gaps[step.ip].fixes.push_back("ovs-appctl " + step.command.describe());

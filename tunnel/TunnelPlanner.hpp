@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,6 +49,7 @@ struct TunnelObserved {
     // Peer ip -> how the kernel reaches it (observeKernel). A peer missing
     // here is taken as on-link with no problem (unit tests of other cases).
     std::map<std::string, PeerPath> paths;
+    std::vector<AddressInfo> bridgeAddresses;       // the kernel's addresses on the bridge (none: unknown)
     bool refreshDue = false;                        // neighRefresh elapsed since the last full refresh
 };
 
@@ -78,12 +80,18 @@ struct TunnelPlan {
     std::set<std::string> resolve;              // peers whose next hop the kernel has no MAC for: make it resolve them
     std::set<std::string> unresolved;           // of those, the ones with no MAC at all: no neighbour for them yet
     std::map<std::string, std::string> noPath;  // peer ip -> why the kernel cannot reach it (PeerPath::problem)
+    // The bridge's cover address (isCoverAddress) when one is needed; to add
+    // before the steps run when it is not there yet; stale ones to remove.
+    std::optional<AddressInfo> cover;
+    std::optional<AddressInfo> coverAdd;
+    std::vector<AddressInfo> coverDelete;
+    std::set<std::string> coverHolds;  // the next hops only the cover address holds
     bool vswitchdRestarted = false;    // a different vswitchd than the memory's (not the first one seen)
     bool refresh = false;              // every known neighbour is set again
     TunnelMemory memory;               // to remember if nothing is sent (settleTunnel otherwise)
 
     std::vector<ovs::UnixctlCommand> commands() const;
-    bool empty() const { return steps.empty() && unresolved.empty() && noPath.empty(); }
+    bool empty() const { return steps.empty() && unresolved.empty() && noPath.empty() && !coverAdd && coverDelete.empty(); }
     // Every peer's next hop, once each.
     std::set<std::string> nextHops() const;
     // Whether vswitchd holds this peer's route / its next hop's neighbour.
@@ -124,5 +132,16 @@ void observeKernel(Underlay& underlay, const std::string& bridge, const std::set
 
 // ip/32, or ip/128 for IPv6.
 std::string hostRoute(const std::string& ip);
+
+// OVS 3.1 routes a tunnel only out of a bridge with an address whose prefix
+// holds the next hop (it is the tunnel's source; `ovs/route/add` answers
+// "Error while inserting route." otherwise, and 3.1 has no `src=`). A node
+// with a /32 address and an on-link gateway (a cloud VM's shape) has none.
+// For IPv4 kovs then adds the node's own address once more, as /0 with scope
+// host and noprefixroute: the kernel makes no route and no broadcast address
+// of it, so its routing and source selection stay as they were, and the
+// uplink job never moves a host-scope address. An IPv6 address can have one
+// prefix only: a peer whose IPv6 next hop no address holds is reported.
+bool isCoverAddress(const AddressInfo& a);
 
 }  // namespace kovs::tunnel

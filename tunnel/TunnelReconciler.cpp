@@ -6,6 +6,7 @@
 #include "base/Error.hpp"
 #include "base/RtnetlinkClient.hpp"
 #include "base/Log.hpp"
+#include "base/Strings.hpp"
 #include "tunnel/OvsTunnelState.hpp"
 
 namespace kovs::tunnel {
@@ -168,6 +169,22 @@ void TunnelReconciler::applyPlan(const TunnelObserved& observed, Done done) {
             spdlog::debug("tunnel: {}", e.what());
         }
     }
+    // The cover address before the routes that need it (OVS sees it at once).
+    try {
+        for (const auto& a : plan.coverDelete) {
+            underlay_.setAddress(opts_.bridge, a, false);
+            spdlog::info("tunnel: removed {} from {}: no next hop needs it any more", a.str(), opts_.bridge);
+        }
+        if (plan.coverAdd) {
+            underlay_.setAddress(opts_.bridge, *plan.coverAdd, true);
+            spdlog::info("tunnel: added {} (scope host, noprefixroute) to {}: no address there holds the next hop{} {} "
+                         "(OVS 3.1 routes a tunnel only from an address whose prefix holds it)",
+                         plan.coverAdd->str(), opts_.bridge, plan.coverHolds.size() > 1 ? "s" : "", join(plan.coverHolds));
+        }
+    } catch (const Error& e) {
+        finishPass(plan, std::string("cover address on ") + opts_.bridge + ": " + e.what(), done);
+        return;
+    }
     if (plan.steps.empty()) {
         memory_ = plan.memory;
         last_ = plan;
@@ -199,6 +216,7 @@ void TunnelReconciler::applyPlan(const TunnelObserved& observed, Done done) {
 }
 
 void TunnelReconciler::finishPass(const TunnelPlan& plan, const std::string& error, const Done& done) {
+    stats_.cover = plan.cover ? plan.cover->str() : "";
     stats_.unresolved = plan.unresolved.size();
     stats_.noPath = plan.noPath.size();
     if (!error.empty()) return done(ReconcileEngine::Result::failed(error));

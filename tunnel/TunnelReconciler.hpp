@@ -54,6 +54,7 @@ public:
         size_t unresolved = 0;        // peers whose next hop's MAC is not known yet
         size_t noPath = 0;            // peers the kernel has no route to
         uint64_t kernelEvents = 0;    // route and neighbour notifications that ran a pass
+        std::string cover;            // the cover address on the bridge (isCoverAddress), "" none
         size_t vswitchdRestarts = 0;  // restarts seen (each one re-programs everything)
         uint64_t passes = 0;          // passes completed
         uint64_t commandsSent = 0;
@@ -97,6 +98,8 @@ public:
         out["tunnel"] = {{"bridge", opts_.bridge}, {"unresolved", stats_.unresolved}, {"noPath", stats_.noPath},
                          {"kernelEvents", stats_.kernelEvents}, {"commandsSent", stats_.commandsSent},
                          {"vswitchdRestarts", stats_.vswitchdRestarts}, {"lastError", engine_.lastError()}};
+        // The /0 address OVS 3.1 needs on a bridge whose prefixes hold no next hop (isCoverAddress).
+        if (!stats_.cover.empty()) out["tunnel"]["coverAddress"] = stats_.cover;
         engine_.status(out["tunnel"]);
     }
     void metrics(MetricsText& m) const override {

@@ -46,6 +46,29 @@ PeerPath KernelUnderlay::pathTo(const std::string& ip) {
     return path;
 }
 
+std::vector<AddressInfo> KernelUnderlay::addresses(const std::string& ifname) {
+    try {
+        if (!rtnl().link(ifname)) throw Error("no interface " + ifname);
+        return rtnl().addresses(ifname);
+    } catch (const Error&) {
+        rtnl_.reset();
+        throw;
+    }
+}
+
+void KernelUnderlay::setAddress(const std::string& ifname, const AddressInfo& a, bool present) {
+    try {
+        if (present) {
+            rtnl().addAddress(ifname, a);
+        } else {
+            rtnl().deleteAddress(ifname, a);
+        }
+    } catch (const Error&) {
+        rtnl_.reset();
+        throw;
+    }
+}
+
 void KernelUnderlay::trigger(const std::string& ip) {
     sockaddr_storage ss{};
     socklen_t len;

@@ -1,13 +1,15 @@
 #pragma once
 // The node kernel's view of the underlay, as the tunnel job needs it: how
 // each peer is reached (the route's next hop: the peer itself when it is
-// on-link, else a gateway), the MACs of those next hops on the bridge, and a
-// way to make the kernel resolve one. Underlay is the seam for tests and
+// on-link, else a gateway), the MACs of those next hops on the bridge, a
+// way to make the kernel resolve one, and the bridge's addresses (for the
+// cover address planTunnel may ask for). Underlay is the seam for tests and
 // benchmarks; KernelUnderlay asks the kernel over rtnetlink.
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "base/RtnetlinkClient.hpp"
 
@@ -44,6 +46,10 @@ public:
     // the next hop's neighbour queue, and the reply fills the entry. The peer
     // drops the datagram.
     virtual void trigger(const std::string& ip) = 0;
+    // The interface's addresses; throws kovs::Error when it does not exist.
+    virtual std::vector<AddressInfo> addresses(const std::string& ifname) = 0;
+    // Adds (present) or removes one address of the interface; throws kovs::Error.
+    virtual void setAddress(const std::string& ifname, const AddressInfo& a, bool present) = 0;
 };
 
 class KernelUnderlay : public Underlay {
@@ -51,6 +57,8 @@ public:
     std::map<std::string, std::string> resolved(const std::string& ifname) override;
     PeerPath pathTo(const std::string& ip) override;
     void trigger(const std::string& ip) override;
+    std::vector<AddressInfo> addresses(const std::string& ifname) override;
+    void setAddress(const std::string& ifname, const AddressInfo& a, bool present) override;
 
 private:
     // One socket for every lookup of a pass (a pass asks once per peer).

@@ -54,6 +54,8 @@ public:
     std::map<std::string, std::string> resolved(const std::string&) override { return m_; }
     PeerPath pathTo(const std::string&) override { return {}; }  // on-link
     void trigger(const std::string&) override {}
+    std::vector<AddressInfo> addresses(const std::string&) override { return {}; }  // no cover planned
+    void setAddress(const std::string&, const AddressInfo&, bool) override {}
 
 private:
     std::map<std::string, std::string> m_;

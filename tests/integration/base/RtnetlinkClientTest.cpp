@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/mount.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -161,6 +162,36 @@ TEST(RtnetlinkClient, AddressesKeepFlagsBroadcastAndLabelsAcrossLinks) {
     for (const auto& a : read) v.rtnl.deleteAddress("rt-b", a);
     EXPECT_TRUE(ipJson({"addr", "show", "dev", "rt-b"}).at(0).at("addr_info").empty());
     EXPECT_NO_THROW(v.rtnl.deleteAddress("rt-b", read[0])) << "removing what is gone is fine";
+}
+
+// The tunnel job's cover address (tunnel/TunnelPlanner.hpp isCoverAddress):
+// the node's /32 once more as /0. libnl will not build a request of prefix
+// length 0 by itself; added and removed, it leaves the /32 as it was and
+// makes no route.
+TEST(RtnetlinkClient, AnAddressOfPrefixLengthZeroComesAndGoesAloneWithoutARoute) {
+    Veth v;
+    runChecked({"ip", "addr", "add", "192.0.2.5/32", "dev", "rt-a"});
+    AddressInfo cover;
+    cover.local = IpPrefix::parse("192.0.2.5/0");
+    cover.scope = RT_SCOPE_HOST;
+    cover.flags = IFA_F_NOPREFIXROUTE;
+    EXPECT_TRUE(v.rtnl.addAddress("rt-a", cover));
+    EXPECT_FALSE(v.rtnl.addAddress("rt-a", cover)) << "there already";
+    auto read = v.rtnl.addresses("rt-a");
+    ASSERT_EQ(read.size(), 2u);
+    auto c = std::find_if(read.begin(), read.end(), [](const AddressInfo& a) { return a.local.prefixLen == 0; });
+    ASSERT_NE(c, read.end());
+    EXPECT_EQ(c->str(), "192.0.2.5/0");
+    EXPECT_EQ(c->scope, RT_SCOPE_HOST);
+    EXPECT_TRUE(c->flags & IFA_F_NOPREFIXROUTE);
+    EXPECT_TRUE(v.rtnl.routes("rt-a").empty()) << "a /0 noprefixroute address makes no route";
+    auto local = runChecked({"ip", "-4", "route", "show", "table", "local", "dev", "rt-a"});
+    EXPECT_EQ(local.find("broadcast"), std::string::npos) << local;
+
+    v.rtnl.deleteAddress("rt-a", cover);
+    read = v.rtnl.addresses("rt-a");
+    ASSERT_EQ(read.size(), 1u);
+    EXPECT_EQ(read[0].str(), "192.0.2.5/32") << "the /32 stays";
 }
 
 TEST(RtnetlinkClient, RoutesKeepGatewayMetricProtocolSourceAndOnlink) {

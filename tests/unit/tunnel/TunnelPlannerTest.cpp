@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <linux/if_addr.h>
+#include <linux/rtnetlink.h>
+
 using namespace kovs::tunnel;
 using kovs::ovs::UnixctlCommand;
 using kovs::ovs::UnixctlReply;
@@ -322,4 +325,88 @@ TEST(TunnelPlanner, GapsOfARoutedPeerNameItsGateway) {
     ASSERT_EQ(gaps.size(), 1u);
     EXPECT_EQ(gaps["172.31.2.3"].why, (std::vector<std::string>{"no tunnel neighbour (gateway 172.31.1.1)"}));
     EXPECT_EQ(gaps["172.31.2.3"].fixes, (std::vector<std::string>{"ovs-appctl tnl/neigh/set br-phy 172.31.1.1 " + kMacA}));
+}
+
+// A cloud VM's node: 10.128.0.5/32 with an on-link gateway. No prefix on
+// br-phy holds the gateway, which OVS 3.1 needs: the node's address once
+// more as /0, scope host (isCoverAddress), before the routes; none when a
+// prefix holds every next hop, and a stale one goes.
+namespace {
+kovs::AddressInfo address(const std::string& prefix, uint8_t scope = RT_SCOPE_UNIVERSE) {
+    kovs::AddressInfo a;
+    a.local = kovs::IpPrefix::parse(prefix);
+    a.scope = scope;
+    return a;
+}
+}  // namespace
+
+TEST(TunnelPlanner, ASlash32NodeGetsTheCoverAddressOvsNeedsForItsGateway) {
+    auto o = routed({{"10.128.0.9", "10.128.0.1"}, {"10.128.1.7", "10.128.0.1"}});
+    o.kernelMacs = {{"10.128.0.1", kMacA}};
+    o.bridgeAddresses = {address("10.128.0.5/32"), address("fe80::1:2/64", RT_SCOPE_LINK)};
+    auto desired = peers({"10.128.0.9", "10.128.1.7"});
+    auto plan = planTunnel(desired, o, {});
+    ASSERT_TRUE(plan.coverAdd);
+    EXPECT_EQ(plan.coverAdd->str(), "10.128.0.5/0");
+    EXPECT_EQ(plan.coverAdd->scope, RT_SCOPE_HOST);
+    EXPECT_EQ(plan.coverAdd->flags, static_cast<uint32_t>(IFA_F_NOPREFIXROUTE));
+    EXPECT_TRUE(isCoverAddress(*plan.coverAdd));
+    EXPECT_TRUE(plan.coverDelete.empty());
+    // The routes are planned as for any routed peer: the cover goes on first.
+    EXPECT_EQ(commandsOf(plan), (std::vector<UnixctlCommand>{{"ovs/route/add", {"10.128.0.9/32", "br-phy", "10.128.0.1"}},
+                                                            {"ovs/route/add", {"10.128.1.7/32", "br-phy", "10.128.0.1"}},
+                                                            {"tnl/neigh/set", {"br-phy", "10.128.0.1", kMacA}}}));
+    auto gaps = gapsOf(desired, plan);
+    EXPECT_EQ(gaps["10.128.0.9"].why.front(),
+              "no address on br-phy holds its next hop 10.128.0.1 (OVS 3.1 needs one; kovs adds 10.128.0.5/0, scope host)");
+    EXPECT_EQ(gaps["10.128.0.9"].fixes.front(), "ip addr add 10.128.0.5/0 dev br-phy scope host noprefixroute");
+
+    // In place (and the routes): nothing to do.
+    o.bridgeAddresses.push_back(*plan.coverAdd);
+    o.ovs.userRoutes = {{"10.128.0.9/32", {"br-phy", "10.128.0.1"}}, {"10.128.1.7/32", {"br-phy", "10.128.0.1"}}};
+    o.ovs.neighbours = {{"10.128.0.1", kMacA}};
+    auto settled = planTunnel(desired, o, {});
+    EXPECT_TRUE(settled.empty()) << commandsOf(settled).size();
+    EXPECT_EQ(settled.cover->str(), "10.128.0.5/0");
+
+    // The node gets a real prefix that holds the gateway: the cover goes.
+    o.bridgeAddresses[0] = address("10.128.0.5/20");
+    auto covered = planTunnel(desired, o, {});
+    EXPECT_FALSE(covered.coverAdd);
+    EXPECT_FALSE(covered.cover);
+    ASSERT_EQ(covered.coverDelete.size(), 1u);
+    EXPECT_EQ(covered.coverDelete[0].str(), "10.128.0.5/0");
+    EXPECT_EQ(gapsOf(desired, covered)["10.128.0.5/0"].fixes, (std::vector<std::string>{"ip addr del 10.128.0.5/0 dev br-phy"}));
+}
+
+TEST(TunnelPlanner, NoCoverWhereAPrefixHoldsTheNextHopOrTheBridgeHasNoAddress) {
+    auto o = routed({{"172.31.2.3", "172.31.1.1"}, {"172.31.1.5", ""}});
+    o.bridgeAddresses = {address("172.31.1.2/24")};
+    auto desired = peers({"172.31.2.3", "172.31.1.5"});
+    auto plan = planTunnel(desired, o, {});
+    EXPECT_FALSE(plan.coverAdd);
+    EXPECT_TRUE(plan.noPath.empty());
+    // Before the uplink moved the node's address there: nothing to cover with.
+    o.bridgeAddresses.clear();
+    EXPECT_FALSE(planTunnel(desired, o, {}).coverAdd);
+}
+
+// IPv6 keeps one prefix per address: a /128 node with an on-link gateway
+// cannot be covered. Its peer is reported, not retried as a failing command;
+// the IPv4 peers go on.
+TEST(TunnelPlanner, AnIpv6NextHopNoPrefixHoldsIsReported) {
+    auto o = routed({{"fd00:1:2::9", "fd00:1::1"}, {"172.31.1.5", ""}});
+    o.bridgeAddresses = {address("172.31.1.2/24"), address("fd00:1::5/128")};
+    auto desired = peers({"fd00:1:2::9", "172.31.1.5"});
+    auto plan = planTunnel(desired, o, {});
+    EXPECT_FALSE(plan.coverAdd);
+    EXPECT_EQ(plan.noPath.at("fd00:1:2::9"),
+              "no address on the bridge holds its next hop fd00:1::1 (OVS 3.1 routes a tunnel only from an address whose "
+              "prefix holds the next hop)");
+    EXPECT_FALSE(plan.hasRoute("fd00:1:2::9"));
+    EXPECT_TRUE(plan.hasRoute("172.31.1.5"));
+    // A link-local gateway is held by the link-local prefix.
+    o.paths["fd00:1:2::9"].gateway = "fe80::1";
+    o.bridgeAddresses.push_back(address("fe80::5/64", RT_SCOPE_LINK));
+    EXPECT_TRUE(planTunnel(desired, o, {}).noPath.empty());
 }
