@@ -19,7 +19,15 @@
 #    unaffected; the routes back, node 2 is programmed and reached again;
 #  - a route with mtu 1400 to node 2's subnet: status and doctor name the
 #    narrower path (the pods' MTU stays the uplink's: see docs/multi-host.md);
-#  - kovs-agent --cleanup on node 1 puts both routes back on eth0.
+#  - node 3 has a cloud VM's shape: 172.18.1.4/32 and both routes `onlink`.
+#    Its routes move to br-phy as they are; no prefix there holds the
+#    gateway, which OVS 3.1 needs to route a tunnel, so the tunnel job adds
+#    the node's address as /0 (scope host, noprefixroute: no kernel route);
+#    shown first failing without it (vswitchd refuses the route), then
+#    repaired by the agent; node 3 reaches node 1, on its own segment, via
+#    the router, as such a VM does;
+#  - kovs-agent --cleanup on nodes 1 and 3 puts the routes back on eth0
+#    (node 3's /32 and onlink routes exactly, and no /0 anywhere).
 export KOVS_TOPOLOGY=routed KOVS_IP_FAMILY=${KOVS_IP_FAMILY:-dual}
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=../cluster/lib/kube-proxy.sh
@@ -52,6 +60,25 @@ $out"
 done
 pass "3 nodes on 2 subnets: node 1 tunnels to node 2 via the router ($router_mac), to node 3 on-link; both routes moved to br-phy; doctor passes"
 
+# Node 3, the /32 node.
+wait_for "node 3's routes to be on br-phy" 10 no_routes_on_eth0 3 || fail "node 3 still has routes on eth0: $(in_node 3 ip route)"
+routes=$(in_node 3 ip -4 route show dev br-phy)
+grep -q "^default via 172.18.1.1 onlink" <<<"$routes" && grep -q "^172.18.0.0/16 via 172.18.1.1 .*onlink" <<<"$routes" ||
+    fail "node 3: the onlink routes should be on br-phy as they were: $routes"
+in_node 3 ip -4 addr show dev br-phy | grep -q "inet $(node_ip 3)/32 scope global" || fail "node 3: its /32 is not on br-phy: $(in_node 3 ip addr show dev br-phy)"
+cover="$(node_ip 3)/0"
+has_cover() { in_node 3 ip -4 addr show dev br-phy | grep -q "inet $cover scope host noprefixroute"; }
+wait_for "node 3's cover address" 10 has_cover || fail "node 3: no cover address $cover on br-phy: $(in_node 3 ip addr show dev br-phy)"
+wait_for "node 3 to program its peers" 10 node_ready 3 || fail "node 3 not ready: $(node_status 3 | jq -c '.tunnel, .peers')"
+[ "$(node_status 3 | jq -r .tunnel.coverAddress)" = "$cover" ] || fail "node 3's status does not show the cover: $(node_status 3 | jq -c .tunnel)"
+[ "$(in_node 3 ip -4 route show table all dev br-phy | grep -cv -e "^default via" -e "^172.18.0.0/16 via" -e "^local $(node_ip 3) ")" = 0 ] ||
+    fail "node 3: br-phy should have only its two routes and the /32's local one (the cover makes none): $(in_node 3 ip -4 route show table all dev br-phy)"
+s=$(node_status 3)
+jq -e '[.peers[] | select(.via == "172.18.1.1" and .route and .neighbour)] | length == 2' <<<"$s" >/dev/null ||
+    fail "node 3 should reach both peers via the router: $(jq -c '.peers' <<<"$s")"
+out=$(kovsctl 3 doctor) || fail "doctor on node 3 (/32) failed: $out"
+pass "node 3 (/32, onlink gateway): routes moved as they were, cover $cover on br-phy (no kernel route), both peers via the router, doctor passes"
+
 for n in 1 2 3; do for p in 1 2; do pod_add "$n" "$p"; done; done
 start_servers 3 2
 connectivity_matrix 3 2
@@ -60,6 +87,20 @@ demo_services_up 3 || fail "Services setup"
 services_matrix 3 2
 [ "$matrix_failed" -eq 0 ] || fail "Services or egress across the router have failures"
 pass "the demo's matrix across the router ($(cluster_families | sed 's/ / and IPv/;s/^/IPv/')): pods, nodes, Docker host, Services, egress"
+
+# Without the cover (the agent stopped, so nothing repairs): vswitchd refuses
+# the route a /32 node needs, and node 3's pods lose the others.
+agent_stop 3
+in_node 3 ip addr del "$cover" dev br-phy
+appctl 3 ovs/route/del "$(node_ip 1)/32"
+refused=$(appctl 3 ovs/route/add "$(node_ip 1)/32" br-phy 172.18.1.1 2>&1) && fail "vswitchd took a /32 node's route without the cover: $refused"
+grep -q "Error while inserting route" <<<"$refused" || fail "unexpected answer from vswitchd: $refused"
+tcp_ok "$(pod_ip 1 1)" in_pod 3 1 && fail "n3/p1 -> n1/p1 worked without node 3's OVS route"
+agent_start 3
+wait_for "node 3 to program its peers again" 15 node_ready 3 || fail "node 3 not ready after its restart: $(node_status 3 | jq -c '.tunnel, .peers')"
+has_cover || fail "node 3: the agent did not put the cover back"
+tcp_ok "$(pod_ip 1 1)" in_pod 3 1 && tcp_ok "$(pod_ip 2 1)" in_pod 3 1 || fail "n3/p1 -> n1/p1, n2/p1 after the agent's repair"
+pass "without the cover vswitchd refuses node 3's route (\"Error while inserting route.\") and n3 -> n1 fails; the agent puts it back and both peers answer"
 
 # The router's leg towards nodes 1 and 3 is replaced: a new MAC, announced by
 # gratuitous ARP (arp_notify). Traffic n1/p1 -> n2/p1 is probed every 10 ms.
@@ -119,4 +160,13 @@ grep -q "^default via 172.18.1.1" <<<"$routes" && grep -q "^172.18.0.0/16 via 17
     fail "node 1 after --cleanup: both routes should be back on eth0: $(in_node 1 ip route)"
 ping_ok "$(node_ip 1)" in_underlay || fail "node 1 not reachable from the Docker host after --cleanup"
 pass "kovs-agent --cleanup: node 1's default and /16 routes back on eth0, reachable across the router"
+agent_stop 3
+in_node 3 "$KOVS_BIN/kovs-agent" --config "$(node_dir 3)/agent.yaml" --cleanup >/dev/null 2>&1 || fail "kovs-agent --cleanup on node 3"
+routes=$(in_node 3 ip -4 route show dev eth0)
+grep -q "^default via 172.18.1.1 onlink" <<<"$routes" && grep -q "^172.18.0.0/16 via 172.18.1.1 .*onlink" <<<"$routes" ||
+    fail "node 3 after --cleanup: the onlink routes should be back on eth0: $(in_node 3 ip route)"
+[ "$(in_node 3 ip -4 -j addr show dev eth0 | jq -r '[.[0].addr_info[] | "\(.local)/\(.prefixlen)"] | join(" ")')" = "$(node_ip 3)/32" ] ||
+    fail "node 3 after --cleanup: eth0 should hold exactly $(node_ip 3)/32: $(in_node 3 ip -4 addr show dev eth0)"
+ping_ok "$(node_ip 3)" in_underlay || fail "node 3 not reachable from the Docker host after --cleanup"
+pass "kovs-agent --cleanup: node 3's /32 and onlink routes back on eth0 as they were, no cover there"
 echo "$checks passed, 0 failed"

@@ -48,7 +48,9 @@ esac
 # 172.18.1.0/24 and 172.18.2.0/24 (fc00:f853:ccd:e791::/64, e792::/64),
 # joined by a router namespace, the Docker host behind the router on
 # 172.18.0.0/24 (e793::/64); nodes 1 and 3 share a subnet, node 2 is routed
-# from both.
+# from both. Node 3 has a cloud VM's shape (GCE's): its IPv4 address is a /32
+# with an on-link default gateway, so even node 1, on its segment, is reached
+# through the router.
 TOPOLOGY=${KOVS_TOPOLOGY:-flat}
 case $TOPOLOGY in
     flat|routed) ;;
@@ -63,7 +65,11 @@ pod_ns() { echo "$CLUSTER_PREFIX-n$1-p$2"; }
 # A node's underlay subnet: 0 on a flat underlay, 1 or 2 when routed.
 node_subnet() { if [ "$TOPOLOGY" = routed ]; then echo $(( ($1 - 1) % 2 + 1 )); else echo 0; fi; }
 node_ip() { echo "172.18.$(node_subnet "$1").$(( $1 + 1 ))"; }
-node_ip_plen() { if [ "$TOPOLOGY" = routed ]; then echo 24; else echo 16; fi; }
+# The prefix length of node N's IPv4 address (of the underlay's subnets without N).
+node_ip_plen() {
+    if [ "$TOPOLOGY" = flat ]; then echo 16; elif node_is_slash32 "${1:-0}"; then echo 32; else echo 24; fi
+}
+node_is_slash32() { [ "$TOPOLOGY" = routed ] && [ "$1" -eq 3 ]; }
 # Its default gateway: the Docker host on kind's network, else the router's leg in its subnet.
 node_gateway() { if [ "$TOPOLOGY" = routed ]; then echo "172.18.$(node_subnet "$1").1"; else echo 172.18.0.1; fi; }
 node_gateway6() { if [ "$TOPOLOGY" = routed ]; then echo "fc00:f853:ccd:e79$(node_subnet "$1")::1"; else echo fc00:f853:ccd:e793::1; fi; }

@@ -109,12 +109,15 @@ node_up() {
     in_node "$n" sysctl -qw net.ipv4.ip_forward=1
     ip netns exec "$(attach_ns)" ip link add "veth-n$n" mtu "$UNDERLAY_MTU" type veth peer name eth0 mtu "$UNDERLAY_MTU" netns "$(node_ns "$n")"
     ip netns exec "$(attach_ns)" ip link set "veth-n$n" master "$(attach_bridge "$n")" up
-    in_node "$n" ip addr add "$(node_ip "$n")/$(node_ip_plen)" dev eth0
+    in_node "$n" ip addr add "$(node_ip "$n")/$(node_ip_plen "$n")" dev eth0
     in_node "$n" ip link set eth0 up
-    in_node "$n" ip route add default via "$(node_gateway "$n")"
+    # A /32 node reaches its gateway on-link, as a cloud VM does.
+    local onlink=()
+    node_is_slash32 "$n" && onlink=(onlink)
+    in_node "$n" ip route add default via "$(node_gateway "$n")" dev eth0 "${onlink[@]}"
     # Routed nodes have a more specific route too (the underlay's supernet):
     # the uplink moves every route of eth0, not just the default.
-    [ "$TOPOLOGY" = flat ] || in_node "$n" ip route add 172.18.0.0/16 via "$(node_gateway "$n")" metric 10
+    [ "$TOPOLOGY" = flat ] || in_node "$n" ip route add 172.18.0.0/16 via "$(node_gateway "$n")" dev eth0 "${onlink[@]}" metric 10
     if [ "$IP_FAMILY" != ipv4 ]; then
         # kind's network has IPv6 in ipv6 and dual clusters; its nodes forward it.
         in_node "$n" sysctl -qw net.ipv6.conf.all.forwarding=1
