@@ -32,7 +32,9 @@ GatewayAddressPlan planGatewayAddresses(const GatewayAddressPolicy& policy, cons
     for (int family : {AF_INET, AF_INET6}) {
         bool present = std::any_of(have.begin(), have.end(), [&](const IpPrefix& a) { return a.family == family; });
         for (const auto& a : present ? have : adopted) {
-            if (a.family != family) continue;
+            // `adopted` comes from an earlier plan, which never holds a
+            // link-local one; nor does this one, whatever it is handed.
+            if (a.family != family || isIpv6LinkLocal(a)) continue;
             plan.guarded.push_back(a);
             if (!present) plan.add.push_back(a);
         }

@@ -69,3 +69,12 @@ TEST(GatewayAddressPlan, EachFamilyIsRestoredOnItsOwn) {
     EXPECT_EQ(v6gone.add, ips({"fd00:10:244:1::2/64"}));
     EXPECT_EQ(v6gone.guarded, dual);
 }
+
+// Whatever the earlier plan is said to have adopted, an IPv6 link-local
+// address is the kernel's: never added back, never guarded (found by
+// fuzz_gateway_tunnel, seeded with an adopted list that holds one).
+TEST(GatewayAddressPlan, ALinkLocalInTheAdoptedListIsNeitherGuardedNorAdded) {
+    auto plan = planGatewayAddresses(kAdopt, ips({"10.244.1.1/24", "fe80::2/64", "fd00:10:244:1::1/64"}), ips({"10.244.1.1/24"}));
+    EXPECT_EQ(plan.add, ips({"fd00:10:244:1::1/64"}));
+    EXPECT_EQ(plan.guarded, ips({"10.244.1.1/24", "fd00:10:244:1::1/64"}));
+}
