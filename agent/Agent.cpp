@@ -131,11 +131,7 @@ void Agent::startPeers() {
     if (flows_) {
         peers_->subscribe([this](const peers::PeerSet& p) {
             flows_->setPeers(flowPeers(p));
-            // The node kernel reaches remote pods through gw0; the flow table
-            // answers its ARP and neighbour solicitations and tunnels the packets.
-            auto routes = extraGatewayRoutes(config_);
-            for (auto& r : peerGatewayRoutes(p, flowOptions(config_).gatewayAddresses)) routes.push_back(std::move(r));
-            gateway_->setRoutes(std::move(routes));
+            gateway_->setRoutes(gatewayRoutes(config_, &p));
         });
     }
     if (egress_) {

@@ -1,5 +1,7 @@
 #include "agent/JobOptions.hpp"
 
+#include <algorithm>
+
 namespace kovs::agent {
 namespace {
 
@@ -78,16 +80,24 @@ gateway::GatewayGuardOptions gatewayOptions(const Config& c) {
     o.addresses = gatewayAddresses(c);
     o.adoptAddresses = o.addresses.empty() && !standalone(c);
     o.serviceSysctls = standalone(c);
-    o.routes = extraGatewayRoutes(c);
+    o.routes = gatewayRoutes(c);
     // Peer pod-CIDR routes join once the peers are known.
     o.routesComplete = !standalone(c) || c.peers.source == Config::PeerSourceKind::None;
     o.resyncInterval = c.gateway.resync;
     return o;
 }
 
-std::vector<RouteInfo> extraGatewayRoutes(const Config& c) {
+std::vector<RouteInfo> gatewayRoutes(const Config& c, const peers::PeerSet* peers) {
     std::vector<RouteInfo> routes;
     for (const auto& r : c.gateway.extraRoutes) routes.push_back({.dst = r});
+    if (!peers || !standalone(c)) return routes;
+    const auto served = gatewayAddresses(c);
+    for (const auto& [_, p] : *peers) {
+        for (const auto& cidr : p.podCIDRs) {
+            if (std::any_of(served.begin(), served.end(), [&](const IpPrefix& g) { return g.family == cidr.family; }))
+                routes.push_back({.dst = cidr});
+        }
+    }
     return routes;
 }
 

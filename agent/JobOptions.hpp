@@ -11,6 +11,7 @@
 #include "gateway/GatewayGuard.hpp"
 #include "daemons/OvsSupervisor.hpp"
 #include "ovs/OvsdbClient.hpp"
+#include "peers/Peer.hpp"
 #include "peers/PeerFilter.hpp"
 #include "tunnel/TunnelReconciler.hpp"
 #include "uplink/Uplink.hpp"
@@ -27,9 +28,13 @@ bridge::BridgeOptions bridgeOptions(const Config& c);
 // derives from what the node and OVSDB hold now: what the bridge job keeps.
 bridge::BridgeOptions bridgeOptions(const Config& c, const ovs::OvsdbReplica& replica);
 uplink::UplinkOptions uplinkOptions(const Config& c);
-// Without the peers' routes: they join as peers arrive (PeerFanout).
+// Without the peers' routes: they join as peers arrive (gatewayRoutes).
 gateway::GatewayGuardOptions gatewayOptions(const Config& c);
-std::vector<RouteInfo> extraGatewayRoutes(const Config& c);
+// The gateway's routes, as the agent hands them to its guard and doctor
+// checks them: gateway.extraRoutes, and with `peers` (standalone mode) their
+// pod CIDRs of the families gw0 has an address of: the node kernel reaches
+// remote pods through gw0, whose flows answer its ARP and tunnel the packets.
+std::vector<RouteInfo> gatewayRoutes(const Config& c, const peers::PeerSet* peers = nullptr);
 // The tunnel job (ovs/route + tnl/neigh per peer) runs on the bridge that
 // holds the node IP: kovs's br-phy, or with uplink.mode none a bridge the
 // other CNI owns, named as bridge.physical (OVN-Kubernetes' breth0).

@@ -83,18 +83,6 @@ std::vector<flows::FlowPeer> flowPeers(const peers::PeerSet& peers) {
     return out;
 }
 
-std::vector<RouteInfo> peerGatewayRoutes(const peers::PeerSet& peers, const std::vector<IpPrefix>& gatewayAddresses) {
-    std::vector<RouteInfo> out;
-    for (const auto& [_, p] : peers) {
-        for (const auto& cidr : p.podCIDRs) {
-            bool served = std::any_of(gatewayAddresses.begin(), gatewayAddresses.end(),
-                                      [&](const IpPrefix& g) { return g.family == cidr.family; });
-            if (served) out.push_back({.dst = cidr});
-        }
-    }
-    return out;
-}
-
 PeerNetworks peerNetworks(const peers::PeerSet& peers) {
     PeerNetworks out;
     for (const auto& [_, p] : peers) {

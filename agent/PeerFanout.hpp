@@ -58,9 +58,6 @@ private:
 // The peers as the flow table takes them: every family (the table leaves out
 // pod CIDRs of a family this node has none of).
 std::vector<flows::FlowPeer> flowPeers(const peers::PeerSet& peers);
-// gw0 routes to the peers' pod CIDRs of the families gw0 has an address of
-// (`gatewayAddresses`): the node kernel reaches remote pods through gw0.
-std::vector<RouteInfo> peerGatewayRoutes(const peers::PeerSet& peers, const std::vector<IpPrefix>& gatewayAddresses);
 // What the egress job must not masquerade: pod -> peer pod and pod -> peer node.
 struct PeerNetworks {
     std::vector<IpPrefix> podCidrs;

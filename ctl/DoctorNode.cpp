@@ -59,9 +59,8 @@ void Doctor::checkGateway(std::vector<DoctorCheck>& out) {
     for (const auto& a : nl.addresses(gw)) observed.push_back(a.local);
     GatewayDryRun run{gw, opts.adoptAddresses, gateway::planGatewayAddresses({opts.addresses, opts.adoptAddresses}, adopted, observed)};
 
-    // The routes: the configured extra ones, and in standalone mode the peers'
-    // pod CIDRs, as the agent hands them to the guard.
-    auto extra = opts.routes;
+    // The routes, as the agent hands them to the guard (in standalone mode
+    // with the peers' pod CIDRs).
     std::string origin;
     std::optional<peers::PeerSet> peers;
     if (config_.mode == agent::Config::Mode::Standalone) {
@@ -70,12 +69,10 @@ void Doctor::checkGateway(std::vector<DoctorCheck>& out) {
         } catch (const std::exception&) {
             // checkPeers reports an unreadable peer source.
         }
-        if (peers) {
-            for (auto& r : agent::peerGatewayRoutes(*peers, flowOptions(config_).gatewayAddresses)) extra.push_back(std::move(r));
-        }
     }
-    run.routes = gateway::planGatewayRoutes(gateway::desiredGatewayRoutes(run.addresses.guarded, extra), nl.routes(gw),
-                                            opts.routesComplete || peers.has_value());
+    run.routes = gateway::planGatewayRoutes(
+        gateway::desiredGatewayRoutes(run.addresses.guarded, gatewayRoutes(config_, peers ? &*peers : nullptr)), nl.routes(gw),
+        opts.routesComplete || peers.has_value());
     out.push_back(gatewayFinding(run));
     if (!agentStatus_.is_null() && agentStatus_.contains("gateway") && agentStatus_["gateway"].value("mtuContested", false)) {
         out.push_back(fail("gateway-mtu",

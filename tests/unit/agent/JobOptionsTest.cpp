@@ -94,3 +94,30 @@ TEST(JobOptions, NetworkdDropinsCoverKovsLinksAndThePodsHostEndsInStandaloneOnly
     EXPECT_FALSE(matches(theirs, hostEnd)) << "another CNI's pods are that CNI's";
     EXPECT_TRUE(matches(theirs, "antrea-gw0"));
 }
+
+// The gateway's routes, one function for the agent and doctor (issue 45, 5):
+// the configured extra ones, and in standalone mode the peers' pod CIDRs of
+// the families gw0 has an address of.
+TEST(JobOptions, TheGatewaysRoutesAreTheExtraOnesAndThePeersPodCidrsOfItsFamilies) {
+    using kovs::IpPrefix;
+    kovs::peers::PeerSet peers{
+        {"n2",
+         {.name = "n2",
+          .nodeIPs = {IpPrefix::parse("172.18.0.3/32")},
+          .podCIDRs = {IpPrefix::parse("10.244.2.0/24"), IpPrefix::parse("fd00:10:244:2::/64")}}},
+        {"n3", {.name = "n3", .nodeIPs = {IpPrefix::parse("172.18.0.4/32")}, .podCIDRs = {IpPrefix::parse("10.244.3.0/24")}}}};
+    auto dsts = [](const std::vector<kovs::RouteInfo>& routes) {
+        std::string out;
+        for (const auto& r : routes) out += (out.empty() ? "" : " ") + r.dst.str();
+        return out;
+    };
+    auto v4 = resolved("node: {podCIDR: 10.244.1.0/24}\ngateway: {extraRoutes: [10.96.0.0/12]}\n");
+    EXPECT_EQ(dsts(kovs::agent::gatewayRoutes(v4)), "10.96.0.0/12") << "before the peers are known";
+    EXPECT_EQ(dsts(kovs::agent::gatewayOptions(v4).routes), "10.96.0.0/12");
+    EXPECT_EQ(dsts(kovs::agent::gatewayRoutes(v4, &peers)), "10.96.0.0/12 10.244.2.0/24 10.244.3.0/24")
+        << "gw0 has no IPv6 address on an IPv4 node: no IPv6 route";
+    auto dual = resolved("node: {podCIDRs: [10.244.1.0/24, 'fd00:10:244:1::/64']}\n");
+    EXPECT_EQ(dsts(kovs::agent::gatewayRoutes(dual, &peers)), "10.244.2.0/24 fd00:10:244:2::/64 10.244.3.0/24");
+    auto companion = resolved("mode: companion\ngateway: {extraRoutes: [10.96.0.0/12]}\n");
+    EXPECT_EQ(dsts(kovs::agent::gatewayRoutes(companion, &peers)), "10.96.0.0/12") << "the other CNI routes its pods";
+}
