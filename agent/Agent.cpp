@@ -12,7 +12,10 @@
 
 namespace kovs::agent {
 
-Agent::Agent(EventLoop& loop, Config config) : loop_(loop), config_(std::move(config)) { resolveUplinkMtu(config_); }
+Agent::Agent(EventLoop& loop, Config config) : loop_(loop), config_(std::move(config)) {
+    resolveUplinkMtu(config_);
+    gatewayMtu_ = config_.gatewayMtu();
+}
 
 Agent::~Agent() {
     if (peerSource_) peerSource_->stop();
@@ -102,6 +105,7 @@ void Agent::startJobs() {
         unixctl_ = std::make_unique<ovs::UnixctlClient>(loop_, config_.ovs.rundir);
         underlay_ = std::make_unique<tunnel::KernelUnderlay>();
         tunnel_ = std::make_unique<tunnel::TunnelReconciler>(loop_, *unixctl_, *underlay_, tunnelOptions(config_));
+        tunnel_->setNarrowestPathHandler([this](const tunnel::NarrowestPath& p) { followNarrowestPath(p); });
         tunnel_->start();
         jobs_.push_back(tunnel_.get());
     }
@@ -121,6 +125,26 @@ void Agent::startJobs() {
         offload_->portsChanged();
         socketBuffers_->trigger();
     });
+}
+
+// gw0's MTU, and with it new pods', follows the narrowest path to a peer
+// (Config::gatewayMtu says when); pods made before keep theirs, and doctor's
+// mtu check names them.
+void Agent::followNarrowestPath(const tunnel::NarrowestPath& path) {
+    const int mtu = config_.gatewayMtu(path.mtu);
+    if (mtu == gatewayMtu_) return;
+    if (mtu < config_.gatewayMtu()) {
+        spdlog::warn("gateway: MTU {} for {} and new pods: the path to peer {} has MTU {}, {} bytes below the uplink's {} "
+                     "(pods made before keep theirs; recreate them, or set uplink.mtu)",
+                     mtu, config_.bridge.gateway, path.peer, path.mtu, config_.uplink.mtu - static_cast<int>(path.mtu),
+                     config_.uplink.mtu);
+    } else {
+        spdlog::info("gateway: MTU {} for {} again: no path to a peer is narrower than the uplink's {}", mtu,
+                     config_.bridge.gateway, config_.uplink.mtu);
+    }
+    gatewayMtu_ = mtu;
+    bridges_->setGatewayMtu(mtu);
+    gateway_->setMtu(mtu);
 }
 
 void Agent::startPeers() {

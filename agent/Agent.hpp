@@ -66,12 +66,14 @@ private:
     void startJobs();
     void startPeers();
     void startServers();
+    void followNarrowestPath(const tunnel::NarrowestPath& path);
 
     EventLoop& loop_;
     Config config_;
     std::chrono::steady_clock::time_point startedAt_ = std::chrono::steady_clock::now();
     RepairLog repairs_;
     CniStats cni_;
+    int gatewayMtu_ = 0;  // what the bridge and gateway jobs keep on gw0 (followNarrowestPath)
 
     std::unique_ptr<daemons::OvsSupervisor> supervisor_;
     std::unique_ptr<ovs::OvsdbClient> ovsdb_;

@@ -183,7 +183,7 @@ void checkIfname(const Section& s, const std::string& k, const std::string& v) {
 // OVN's option: 58), which only the node can tell: kovsctl doctor checks it.
 void checkMtus(const Config& c) {
     int overhead = c.tunnelOverhead();
-    if (c.mode == Config::Mode::Standalone && c.gatewayMtu() < 576)
+    if (c.mode == Config::Mode::Standalone && c.gatewayMtu() < Config::kMinGatewayMtu)
         throw Error("gateway.mtu: uplink.mtu - " + std::to_string(overhead) + " = " + std::to_string(c.gatewayMtu()) +
                     " is below 576; set gateway.mtu");
     if (c.gateway.mtu > c.uplink.mtu - overhead)
@@ -287,7 +287,10 @@ Config parseConfig(const std::string& text) {
     std::map<std::string, std::string> portTypes;
     for (const auto& t : uplink::uplinkPortTypes()) portTypes[t] = t;
     up.choice("portType", c.uplink.portType, portTypes);
-    if (up.has("mtu")) c.uplink.mtu = static_cast<int>(up.integer("mtu", 626, 65535));
+    if (up.has("mtu")) {
+        c.uplink.mtu = static_cast<int>(up.integer("mtu", 626, 65535));
+        c.uplink.mtuConfigured = true;
+    }
     up.rejectUnknown();
 
     auto flows = top.sub("flows");

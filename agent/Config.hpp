@@ -2,6 +2,7 @@
 // The agent's configuration (YAML). Every key is documented in
 // docs/configuration.md; unknown keys and bad values are rejected with an
 // error naming the key ("bridge.tunnelDstPort: expected a port 1-65535, got 'x'").
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -71,6 +72,7 @@ struct Config {
         std::string interface = "eth0";
         std::string portType = "system";      // uplink::uplinkPortTypes()
         int mtu = 0;                          // 0: the interface's own MTU (resolveUplinkMtu)
+        bool mtuConfigured = false;           // the file set `mtu`: no path to a peer narrows it
     } uplink;
 
     struct Flows {
@@ -112,14 +114,22 @@ struct Config {
         return networkPolicy.enforce && mode == Mode::Standalone && peers.source == PeerSourceKind::Kubernetes;
     }
     std::string ovsdbRemote() const { return ovs.remote.empty() ? "unix:" + ovs.rundir + "/db.sock" : ovs.remote; }
-    // The MTU kovs keeps on the gateway; 0: none (companion mode without
-    // gateway.mtu: the other CNI's device keeps the MTU that CNI gave it).
-    // Standalone: kovs's own VXLAN tunnel's overhead off the uplink's MTU.
+    // The MTU kovs keeps on the gateway (and gives new pods through it); 0:
+    // none (companion mode without gateway.mtu: the other CNI's device keeps
+    // the MTU that CNI gave it). Standalone: kovs's own VXLAN tunnel's
+    // overhead off the underlay's MTU: the uplink's, or, where uplink.mtu is
+    // left to the device, `narrowestPath` when that is smaller: the smallest
+    // MTU of the kernel's routes to the peers (tunnel::narrowestPath; 0: none
+    // known), so a narrow hop on the way does not drop large pod packets (the
+    // userspace datapath sends tunnel packets with DF and never shrinks them).
     // Needs uplink.mtu resolved (resolveUplinkMtu) when it was not configured.
-    int gatewayMtu() const {
+    int gatewayMtu(unsigned narrowestPath = 0) const {
         if (gateway.mtu || mode == Mode::Companion) return gateway.mtu;
+        if (!uplink.mtuConfigured && narrowestPath && static_cast<int>(narrowestPath) < uplink.mtu)
+            return std::max(static_cast<int>(narrowestPath) - tunnelOverhead(), kMinGatewayMtu);
         return uplink.mtu - tunnelOverhead();
     }
+    static constexpr int kMinGatewayMtu = 576;
     // The underlay the tunnel runs over: IPv6 only in a single-stack IPv6
     // cluster (every pod CIDR IPv6, as kind's ipFamily: ipv6 makes them); a
     // dual-stack cluster tunnels both families over IPv4, as kind's nodes'

@@ -85,6 +85,7 @@ class BridgePlanner {
 public:
     explicit BridgePlanner(BridgeOptions opts);
 
+    const BridgeOptions& options() const { return opts_; }
     const std::vector<DesiredBridge>& desired() const { return desired_; }
     // Operations that make the replica match the desired state; empty txn when it does.
     BridgePlan plan(const ovs::OvsdbReplica& db) const;

@@ -43,6 +43,13 @@ void BridgeReconciler::start() {
     engine_.start();
 }
 
+void BridgeReconciler::setGatewayMtu(int mtu) {
+    auto o = planner_.options();
+    o.gatewayMtu = mtu;
+    planner_ = BridgePlanner(std::move(o));
+    trigger();
+}
+
 bool BridgeReconciler::converged() const {
     return client_.state() == ovs::OvsdbClient::State::Ready && !engine_.passInFlight() &&
            planner_.plan(client_.replica()).txn.empty();

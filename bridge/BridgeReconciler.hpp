@@ -32,6 +32,10 @@ public:
     void start();
     // Requests a reconcile on the loop.
     void trigger() { engine_.trigger(); }
+    // A new mtu_request for the gateway port (the agent follows the narrowest
+    // path to the peers), applied by the next pass. Throws kovs::Error when
+    // out of range, changing nothing.
+    void setGatewayMtu(int mtu);
 
     // The replica is current and matches the desired state, nothing in flight.
     bool converged() const;

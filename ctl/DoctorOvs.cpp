@@ -117,8 +117,24 @@ void checkMtu(const agent::Config& config, const ovs::OvsdbReplica& replica, con
     for (const auto& [who, mtu] : mtus) {
         if (mtu + overhead > uplinkMtu) tooBig += fmt::format("{}{} ({})", tooBig.empty() ? "" : ", ", who, mtu);
     }
+    // Standalone: pods get gw0's MTU at ADD. One above it was made before gw0
+    // went down to a narrower path to a peer (the agent's followNarrowestPath).
+    const int gw = mtus.empty() || mtus.front().first != config.bridge.gateway ? 0 : mtus.front().second;
+    std::string aboveGateway;
+    if (config.mode == agent::Config::Mode::Standalone && gw) {
+        for (const auto& [who, mtu] : mtus) {
+            if (mtu > gw) aboveGateway += fmt::format("{}{} ({})", aboveGateway.empty() ? "" : ", ", who, mtu);
+        }
+    }
+    if (!aboveGateway.empty()) {
+        out.push_back(fail("mtu", fmt::format("MTU above {}'s {}: {}", config.bridge.gateway, gw, aboveGateway),
+                           fmt::format("they were made before {} went down to the narrowest path to a peer (kovsctl "
+                                       "status: tunnel.narrowestPath); recreate them to get {}",
+                                       config.bridge.gateway, gw)));
+    }
     if (tooBig.empty()) {
-        out.push_back(ok("mtu", fmt::format("{} MTUs fit the tunnel in use, {}: {} bytes over a {}-byte uplink", mtus.size(),
+        if (aboveGateway.empty())
+            out.push_back(ok("mtu", fmt::format("{} MTUs fit the tunnel in use, {}: {} bytes over a {}-byte uplink", mtus.size(),
                                             tunnel, overhead, uplinkMtu)));
     } else {
         out.push_back(fail("mtu", fmt::format("MTU + {} bytes of {} exceeds the uplink's {}: {}", overhead, tunnel, uplinkMtu, tooBig),

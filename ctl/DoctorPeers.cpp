@@ -126,32 +126,53 @@ void Doctor::checkPeers(std::vector<DoctorCheck>& out) {
     }
     // A path narrower than the uplink (a route with an mtu): the userspace
     // datapath sends tunnel packets with DF set and does not shrink them, so
-    // the pods' large packets to that peer are lost on the way. (An ICMP
+    // pod packets too large for it are lost on the way. (An ICMP
     // "fragmentation needed" for a tunnel packet leaves no trace in the
-    // kernel's routes: no socket of the node sent it.) Against the uplink
-    // MTU kovs sizes the pods from: one set by hand below the device's is
+    // kernel's routes: no socket of the node sent it.) Where uplink.mtu is
+    // left to the device, the agent sizes gw0 (and new pods) from the
+    // narrowest path: a finding only while gw0 is still wider. Where it, or
+    // gateway.mtu, is set by hand: against that; one set to the narrow path is
     // the fix, not a finding.
-    int uplinkMtu = config_.uplink.mtu;  // 0: eth0's, which br-phy wears
-    if (uplinkMtu == 0) {
-        try {
-            if (auto l = RtnetlinkClient().link(bridge)) uplinkMtu = static_cast<int>(l->mtu);
-        } catch (const std::exception&) {
-        }
+    const auto narrowest = tunnel::narrowestPath(observed.paths);
+    const int want = config_.gatewayMtu(narrowest.mtu);
+    const bool follows = want < config_.gatewayMtu();
+    int gatewayMtu = 0;
+    try {
+        if (auto l = RtnetlinkClient().link(config_.bridge.gateway)) gatewayMtu = static_cast<int>(l->mtu);
+    } catch (const std::exception&) {
     }
+    const int uplinkMtu = config_.uplink.mtu;  // resolved: set by hand, else eth0's (which br-phy wears)
+    const int overhead = config_.tunnelOverhead();
     for (const auto& [name, p] : *peers) {
         auto path = observed.paths.find(p.tunnelAddress());
-        if (path == observed.paths.end() || path->second.mtu == 0 || uplinkMtu == 0 ||
-            static_cast<int>(path->second.mtu) >= uplinkMtu)
-            continue;
-        ++failed;
+        if (path == observed.paths.end() || path->second.mtu == 0) continue;
         const int mtu = static_cast<int>(path->second.mtu);
-        out.push_back(fail("peers",
-                           fmt::format("peer {} ({}): the path's MTU is {}, {} bytes below the uplink's {}: pod packets "
-                                       "over {} bytes to it are lost",
-                                       name, p.tunnelAddress(), mtu, uplinkMtu - mtu, uplinkMtu, mtu - config_.tunnelOverhead()),
-                           fmt::format("set uplink.mtu: {} on every node (gw0 and new pods follow it; docs/multi-host.md), "
-                                       "or raise the MTU of the link on the way (ip route get {} shows it)",
-                                       mtu, p.tunnelAddress())));
+        if (follows) {
+            if (p.tunnelAddress() != narrowest.peer || gatewayMtu == 0 || gatewayMtu <= want) continue;
+            ++failed;
+            out.push_back(fail("peers",
+                               fmt::format("peer {} ({}): the path's MTU is {}, {} bytes below the uplink's {}, and {} is "
+                                           "still at {} (pod packets over {} bytes to it are lost)",
+                                           name, p.tunnelAddress(), mtu, uplinkMtu - mtu, uplinkMtu,
+                                           config_.bridge.gateway, gatewayMtu, want),
+                               fmt::format("kovs-agent lowers {} to {} on its tunnel job's next pass (is it running?)",
+                                           config_.bridge.gateway, want)));
+        } else if (mtu < uplinkMtu) {
+            ++failed;
+            out.push_back(fail("peers",
+                               fmt::format("peer {} ({}): the path's MTU is {}, {} bytes below the uplink's {}{}: pod "
+                                           "packets over {} bytes to it are lost",
+                                           name, p.tunnelAddress(), mtu, uplinkMtu - mtu, uplinkMtu,
+                                           config_.uplink.mtuConfigured ? " (uplink.mtu)" : "", mtu - overhead),
+                               fmt::format("set uplink.mtu: {} on every node{}, or raise the MTU of the link on the way "
+                                           "(ip route get {} shows it)",
+                                           mtu,
+                                           config_.mode == agent::Config::Mode::Standalone
+                                               ? " or leave uplink.mtu and gateway.mtu unset (gw0 and new pods then "
+                                                 "follow the narrowest path; docs/multi-host.md)"
+                                               : "",
+                                           p.tunnelAddress())));
+        }
     }
     if (failed == 0)
         out.push_back(ok("peers", fmt::format("all {} peers (from {}) have the OVS route the kernel's route asks for and "

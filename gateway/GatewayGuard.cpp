@@ -90,6 +90,15 @@ void GatewayGuard::setRoutes(std::vector<RouteInfo> routes) {
     engine_.trigger();
 }
 
+void GatewayGuard::setMtu(int mtu) {
+    GatewayGuardOptions next = opt_;
+    next.mtu = mtu;
+    validate(next);
+    opt_.mtu = mtu;
+    link_.setMtu(mtu);
+    engine_.trigger();
+}
+
 void GatewayGuard::reconcileNow() { engine_.runNow(); }
 
 void GatewayGuard::pass() {

@@ -102,6 +102,9 @@ public:
     // Replaces the extra routes (peers' pod CIDRs come and go at runtime) and
     // schedules a reconcile. Routes kovs added that are no longer wanted go.
     void setRoutes(std::vector<RouteInfo> routes);
+    // A new MTU for the gateway (the agent follows the narrowest path to the
+    // peers) and a pass; an MTU out of 68..65535 throws kovs::Error, changing nothing.
+    void setMtu(int mtu);
     // Runs on the loop after each repair, with its duration.
     void setRestoreHandler(std::function<void(std::chrono::nanoseconds)> h) { onRestore_ = std::move(h); }
 

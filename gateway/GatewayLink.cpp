@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <utility>
+
 
 namespace kovs::gateway {
 
@@ -13,10 +15,14 @@ GatewayLink::~GatewayLink() {
 }
 
 void GatewayLink::reconcile(RtnetlinkClient& nl, const LinkInfo& link, GatewayRepairs& r) {
-    if (mtu_ && link.mtu != static_cast<unsigned>(*mtu_) && admitMtuRepair(link.mtu, r)) {
+    if (mtu_ && link.mtu != static_cast<unsigned>(*mtu_) && std::exchange(mtuChanged_, false)) {
+        nl.setMtu(name_, static_cast<unsigned>(*mtu_));
+        spdlog::info("gateway guard {}: MTU {} -> {}", name_, link.mtu, *mtu_);
+    } else if (mtu_ && link.mtu != static_cast<unsigned>(*mtu_) && admitMtuRepair(link.mtu, r)) {
         nl.setMtu(name_, static_cast<unsigned>(*mtu_));
         ++r.mtu;
     }
+    mtuChanged_ = false;
     if (!link.up()) {
         nl.setUp(name_, true);
         ++r.linkUp;

@@ -32,6 +32,11 @@ public:
     // `link`: gw0 as the kernel reported it just now, changed through `sock`.
     void reconcile(RtnetlinkClient& nl, const LinkInfo& link, GatewayRepairs& r);
     bool mtuContested() const { return mtuThrottle_.contested(); }
+    // A new MTU to keep: set on the next pass, as a change, not a repair.
+    void setMtu(int mtu) {
+        mtu_ = mtu;
+        mtuChanged_ = true;
+    }
 
 private:
     bool admitMtuRepair(unsigned observed, GatewayRepairs& r);
@@ -43,6 +48,7 @@ private:
     RepairThrottle mtuThrottle_;
     std::optional<EventLoop::TimerId> mtuHeldTimer_;
     bool mtuAdmitted_ = false;  // the throttle's wait is over: repair on this pass
+    bool mtuChanged_ = false;   // setMtu since the last pass
 };
 
 }  // namespace kovs::gateway

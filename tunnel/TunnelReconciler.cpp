@@ -155,6 +155,10 @@ void TunnelReconciler::applyPlan(const TunnelObserved& observed, Done done) {
         if (!paths_.count(ip) || paths_[ip].problem != problem) spdlog::warn("tunnel: peer {}: {}", ip, problem);
     }
     paths_ = observed.paths;
+    if (auto n = narrowestPath(paths_); n != narrowest_) {
+        narrowest_ = n;
+        if (onNarrowest_) onNarrowest_(narrowest_);
+    }
     if (plan.vswitchdRestarted) {
         ++stats_.vswitchdRestarts;
         spdlog::info("tunnel: ovs-vswitchd restarted (pid {} -> {}); re-programming {} peers", memory_.vswitchdPid,

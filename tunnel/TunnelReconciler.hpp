@@ -19,6 +19,7 @@
 // table; neighbours on the bridge) runs a pass, so a new gateway or a
 // gateway's new MAC reaches vswitchd within one pass of the kernel learning it.
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -92,6 +93,11 @@ public:
         return p == paths_.end() ? PeerPath{} : p->second;
     }
 
+    // The narrowest path to the peers as of the last pass, and a handler
+    // called on the loop after each pass that changed it.
+    NarrowestPath narrowest() const { return narrowest_; }
+    void setNarrowestPathHandler(std::function<void(const NarrowestPath&)> h) { onNarrowest_ = std::move(h); }
+
     // Section "tunnel"; the per-peer state is in PeerFanout's "peers".
     std::string name() const override { return "tunnel"; }
     void status(nlohmann::json& out) const override {
@@ -100,6 +106,7 @@ public:
                          {"vswitchdRestarts", stats_.vswitchdRestarts}, {"lastError", engine_.lastError()}};
         // The /0 address OVS 3.1 needs on a bridge whose prefixes hold no next hop (isCoverAddress).
         if (!stats_.cover.empty()) out["tunnel"]["coverAddress"] = stats_.cover;
+        if (narrowest_.mtu) out["tunnel"]["narrowestPath"] = {{"peer", narrowest_.peer}, {"mtu", narrowest_.mtu}};
         engine_.status(out["tunnel"]);
     }
     void metrics(MetricsText& m) const override {
@@ -130,6 +137,8 @@ private:
     TunnelMemory memory_;
     TunnelPlan last_;  // routed, neighboured and hops as of the last pass (settled)
     std::map<std::string, PeerPath> paths_;
+    NarrowestPath narrowest_;
+    std::function<void(const NarrowestPath&)> onNarrowest_;
     int bridgeIndex_ = 0;     // br-phy's ifindex at the last pass; 0 unknown
     bool kernelHit_ = false;  // this wake-up saw a route or neighbour message that matters
     EventLoop::Clock::time_point lastRefresh_{};

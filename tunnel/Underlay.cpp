@@ -14,6 +14,14 @@
 
 namespace kovs::tunnel {
 
+NarrowestPath narrowestPath(const std::map<std::string, PeerPath>& paths) {
+    NarrowestPath out;
+    for (const auto& [ip, p] : paths) {
+        if (p.mtu && (out.mtu == 0 || p.mtu < out.mtu)) out = {ip, p.mtu};
+    }
+    return out;
+}
+
 RtnetlinkClient& KernelUnderlay::rtnl() {
     if (!rtnl_) rtnl_.emplace();
     return *rtnl_;

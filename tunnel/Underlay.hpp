@@ -29,6 +29,17 @@ struct PeerPath {
     bool operator==(const PeerPath&) const = default;
 };
 
+// The narrowest of the peers' paths whose MTU the kernel knows: what the
+// underlay carries to every peer (the agent sizes gw0 and new pods from it).
+struct NarrowestPath {
+    std::string peer;  // its peer ip; "" with mtu 0 when no path has an MTU
+    unsigned mtu = 0;
+    bool operator==(const NarrowestPath&) const = default;
+};
+// Of `paths` (peer ip -> path; a path without an MTU is left out); of equal
+// ones, the first peer ip.
+NarrowestPath narrowestPath(const std::map<std::string, PeerPath>& paths);
+
 class Underlay {
 public:
     virtual ~Underlay() = default;

@@ -17,8 +17,10 @@
 #  - node 1 loses its route to 172.18.2.0/24: node 2 is reported (status
 #    problem, doctor, kovs_tunnel_peers_unprogrammed{reason="no_route"}), node 3 is
 #    unaffected; the routes back, node 2 is programmed and reached again;
-#  - a route with mtu 1400 to node 2's subnet: status and doctor name the
-#    narrower path (the pods' MTU stays the uplink's: see docs/multi-host.md);
+#  - a 1400-byte hop to node 2's subnet, the routes saying so: gw0 on both
+#    sides follows it (1350), a new pod gets it and sends full-size DF
+#    packets across; the pod made before (1450) loses them and doctor names
+#    it; back at 1450 once the hop is gone;
 #  - node 3 has a cloud VM's shape: 172.18.1.4/32 and both routes `onlink`.
 #    Its routes move to br-phy as they are; no prefix there holds the
 #    gateway, which OVS 3.1 needs to route a tunnel, so the tunnel job adds
@@ -142,16 +144,49 @@ wait_for "node 1 to program node 2 again" 10 node_ready 1 || fail "node 2 not pr
 tcp_ok "$(pod_ip 2 1)" in_pod 1 1 || fail "n1/p1 -> n2/p1 after the route came back"
 pass "the routes back: node 2 programmed via the router and reached again"
 
-# A narrower path: the route to node 2's subnet says mtu 1400 (a VPN or
-# overlay hop on the way). doctor names the peer and by how much.
+# A narrower path: the router's leg to node 2's subnet has MTU 1400 (a VPN or
+# overlay hop on the way), and the routes across it say so (mtu 1400, as an
+# admin or DHCP's interface-MTU option tells the kernel). The userspace
+# datapath sends tunnel packets with DF and never shrinks them: a pod at the
+# uplink's 1450 loses its large packets to node 2, which is what every pod
+# did before kovs followed the path (n1/p1 below, made before, still shows
+# it). The agents lower gw0 to 1400 - 50 and new pods get that; doctor names
+# the pod made before; with the routes gone gw0 is back at 1450.
+old_pod_mtu=$(in_pod 1 1 ip -j link show eth0 | jq '.[0].mtu')
+[ "$old_pod_mtu" = 1450 ] || fail "n1/p1 should have the uplink's 1450 before the narrow path, has $old_pod_mtu"
+in_router ip link set veth-n2 mtu 1400
+in_router ip link set net2 mtu 1400
 in_node 1 ip route add 172.18.2.0/24 via 172.18.1.1 dev br-phy mtu 1400
+in_node 2 ip route add 172.18.1.0/24 via 172.18.2.1 dev br-phy mtu 1400
 path_mtu() { [ "$(node_status 1 | jq '.peers[] | select(.name == "node2") | .pathMtu')" = 1400 ]; }
 wait_for "node 1's status to show node 2's path MTU 1400" 10 path_mtu || fail "no path MTU in status: $(node_status 1 | jq -c .peers)"
-out=$(kovsctl 1 doctor) && fail "doctor passed with a 1400-byte path to node 2: $out"
-grep -q "peer node2 ($(node_ip 2)): the path's MTU is 1400, 100 bytes below the uplink's 1500" <<<"$out" ||
-    fail "doctor does not name node 2's narrow path: $out"
+gateway_mtu() { [ "$(in_node "$1" cat /sys/class/net/gw0/mtu)" = "$2" ] && [ "$(node_status "$1" | jq '.gateway.mtu')" = "$2" ]; }
+wait_for "node 1's gw0 to go down to 1350" 10 gateway_mtu 1 1350 || fail "node 1's gw0: $(in_node 1 cat /sys/class/net/gw0/mtu), status $(node_status 1 | jq -c '{gateway: .gateway.mtu, tunnel: .tunnel.narrowestPath}')"
+wait_for "node 2's gw0 to go down to 1350" 10 gateway_mtu 2 1350 || fail "node 2's gw0: $(in_node 2 cat /sys/class/net/gw0/mtu)"
+node_status 1 | jq -e --arg ip "$(node_ip 2)" '.tunnel.narrowestPath == {peer: $ip, mtu: 1400}' >/dev/null ||
+    fail "node 1's status should name node 2's path as the narrowest: $(node_status 1 | jq -c .tunnel)"
+pod_add 1 3
+new_pod_mtu=$(in_pod 1 3 ip -j link show eth0 | jq '.[0].mtu')
+[ "$new_pod_mtu" = 1350 ] || fail "a pod made on node 1 now should get gw0's 1350, got $new_pod_mtu"
+# Full-size packets with DF, as TCP sends them: through from the new pod,
+# lost from the one made before (the failure without the fix).
+big_ping() { in_pod 1 "$1" ping -M do -s "$2" -c 2 -W 2 -q "$(pod_ip 2 1)" >/dev/null 2>&1; }
+big_ping 3 $((1350 - 28)) || fail "n1/p3 (MTU 1350) -> n2/p1: 1350-byte packets with DF lost across the 1400-byte hop"
+big_ping 1 $((1450 - 28)) && fail "n1/p1 (MTU 1450) -> n2/p1: 1450-byte packets crossed a 1400-byte hop; the test bed's narrow hop is not narrow"
+tcp_ok "$(pod_ip 2 1)" in_pod 1 3 || fail "n1/p3 -> n2/p1 TCP across the narrow hop"
+out=$(kovsctl 1 doctor) && fail "doctor passed with a pod at 1450 over a 1400-byte path: $out"
+grep -q "MTU above gw0's 1350: pod .*(1450)" <<<"$out" || fail "doctor does not name the pod made before gw0 went down: $out"
+grep -q "the path's MTU is 1400" <<<"$out" && fail "doctor still reports node 2's path, which gw0 now fits: $out"
+pass "a 1400-byte hop to node 2's subnet: gw0 down to 1350 on both sides, a new pod at 1350 sends full-size DF packets across (the pod made before at 1450 loses them, named by doctor)"
+pod_del 1 3
 in_node 1 ip route del 172.18.2.0/24 via 172.18.1.1 dev br-phy
-pass "a 1400-byte route to node 2's subnet: status shows pathMtu 1400, doctor names node 2 and the 100 bytes"
+in_node 2 ip route del 172.18.1.0/24 via 172.18.2.1 dev br-phy
+in_router ip link set veth-n2 mtu "$UNDERLAY_MTU"
+in_router ip link set net2 mtu "$UNDERLAY_MTU"
+wait_for "node 1's gw0 to be back at 1450" 10 gateway_mtu 1 1450 || fail "node 1's gw0 stayed at $(in_node 1 cat /sys/class/net/gw0/mtu)"
+wait_for "node 2's gw0 to be back at 1450" 10 gateway_mtu 2 1450 || fail "node 2's gw0 stayed at $(in_node 2 cat /sys/class/net/gw0/mtu)"
+big_ping 1 $((1450 - 28)) || fail "n1/p1 -> n2/p1 at 1450 after the narrow hop went"
+pass "the narrow hop gone: gw0 back at 1450 on both nodes, full-size packets from n1/p1 across again"
 
 agent_stop 1
 in_node 1 "$KOVS_BIN/kovs-agent" --config "$(node_dir 1)/agent.yaml" --cleanup >/dev/null 2>&1 || fail "kovs-agent --cleanup on node 1"

@@ -145,6 +145,22 @@ TEST_F(GatewayGuardTest, MtuComesBack) {
     EXPECT_GE(guard_->stats().mtuFixed, 2u);
 }
 
+// A new MTU (the agent following a narrower path to a peer) is set as a
+// change, not counted as a repair, and then kept as the old one was.
+TEST_F(GatewayGuardTest, ANewMtuIsSetAndThenKept) {
+    startGuard();
+    const auto repairs = guard_->stats().mtuFixed;
+    opt_.mtu = 1350;
+    guard_->onLoop([](gateway::GatewayGuard& g) { g.setMtu(1350); });
+    expectConsistentWithin("setMtu(1350)", 2s);
+    EXPECT_EQ(guard_->stats().mtuFixed, repairs) << "a change the agent asked for is not a repair";
+    runChecked({"ip", "link", "set", dev_, "mtu", "1450"});
+    expectConsistentWithin("ip link set mtu 1450 (the old value)", 2s);
+    EXPECT_EQ(guard_->stats().mtuFixed, repairs + 1);
+    EXPECT_THROW(guard_->onLoop([](gateway::GatewayGuard& g) { g.setMtu(40); }), kovs::Error);
+    EXPECT_EQ(LinkView::read(dev_).mtu, 1350) << "an MTU out of range changes nothing";
+}
+
 // Counted per family: the IPv6 address and its route, nothing of IPv4's.
 TEST_F(GatewayGuardTest, Ipv6FlushComesBack) {
     startGuard();

@@ -52,13 +52,18 @@ public:
     GuardThread& operator=(const GuardThread&) = delete;
 
     gateway::GatewayGuardStats stats() const { return guard_->stats(); }
-    // Runs `fn` on the guard's loop thread and waits for it.
+    // Runs `fn` on the guard's loop thread and waits for it; what it throws
+    // is rethrown here.
     void onLoop(const std::function<void(gateway::GatewayGuard&)>& fn) {
         std::promise<void> done;
         auto f = done.get_future();
         loop_->post([&] {
-            fn(*guard_);
-            done.set_value();
+            try {
+                fn(*guard_);
+                done.set_value();
+            } catch (...) {
+                done.set_exception(std::current_exception());
+            }
         });
         f.get();
     }

@@ -209,6 +209,34 @@ TEST(Config, UplinkMtuFollowsTheInterface) {
     std::filesystem::remove_all(dir);
 }
 
+// A narrower path to a peer (a route with an mtu, issue 45) sizes gw0 and
+// the pods where uplink.mtu is the device's; a value set by hand, for the
+// uplink or the gateway, is kept as it is (doctor names the narrower path).
+TEST(Config, TheNarrowestPathToAPeerSizesTheGatewayUnlessAnMtuIsSetByHand) {
+    auto c = parseConfig("node: {podCIDR: 10.244.1.0/24}\n");
+    c.uplink.mtu = 1500;  // resolved from eth0
+    EXPECT_EQ(c.gatewayMtu(), 1450);
+    EXPECT_EQ(c.gatewayMtu(0), 1450) << "no path MTU known";
+    EXPECT_EQ(c.gatewayMtu(1400), 1350);
+    EXPECT_EQ(c.gatewayMtu(1500), 1450) << "as wide as the uplink";
+    EXPECT_EQ(c.gatewayMtu(9000), 1450) << "a wider path never widens gw0 past the uplink";
+    EXPECT_EQ(c.gatewayMtu(600), 576) << "never below the floor the config check keeps";
+
+    auto v6 = parseConfig("node: {podCIDRs: ['fd00:10:244:1::/64']}\n");
+    v6.uplink.mtu = 1500;
+    EXPECT_EQ(v6.gatewayMtu(1400), 1330) << "70 bytes of VXLAN over IPv6";
+
+    auto uplinkByHand = parseConfig("node: {podCIDR: 10.244.1.0/24}\nuplink: {mtu: 1500}\n");
+    EXPECT_TRUE(uplinkByHand.uplink.mtuConfigured);
+    EXPECT_EQ(uplinkByHand.gatewayMtu(1400), 1450);
+    auto gatewayByHand = parseConfig("node: {podCIDR: 10.244.1.0/24}\ngateway: {mtu: 1400}\n");
+    gatewayByHand.uplink.mtu = 1500;
+    EXPECT_EQ(gatewayByHand.gatewayMtu(1300), 1400);
+    auto companion = parseConfig("mode: companion\n");
+    companion.uplink.mtu = 1500;
+    EXPECT_EQ(companion.gatewayMtu(1400), 0) << "the other CNI's device keeps its MTU";
+}
+
 TEST(Config, MissingFileNamesThePath) {
     try {
         kovs::agent::loadConfig("/nonexistent/kovs.yaml");

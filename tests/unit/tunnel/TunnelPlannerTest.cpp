@@ -410,3 +410,18 @@ TEST(TunnelPlanner, AnIpv6NextHopNoPrefixHoldsIsReported) {
     o.bridgeAddresses.push_back(address("fe80::5/64", RT_SCOPE_LINK));
     EXPECT_TRUE(planTunnel(desired, o, {}).noPath.empty());
 }
+
+// The narrowest path the kernel knows an MTU for sizes gw0 (Config::gatewayMtu):
+// a path without one (unknown, or no route) is left out; of equal ones, the first ip.
+TEST(TunnelPlanner, TheNarrowestPathIsTheSmallestKnownMtu) {
+    EXPECT_EQ(narrowestPath({}), NarrowestPath{});
+    std::map<std::string, PeerPath> paths{{"172.31.1.5", {"", "br-phy", 1500, ""}},
+                                          {"172.31.2.9", {"172.31.1.1", "br-phy", 1400, ""}},
+                                          {"172.31.3.9", {"172.31.1.1", "br-phy", 1400, ""}},
+                                          {"172.31.4.9", {"", "", 0, "no route to host"}}};
+    EXPECT_EQ(narrowestPath(paths), (NarrowestPath{"172.31.2.9", 1400}));
+    paths.erase("172.31.2.9");
+    paths.erase("172.31.3.9");
+    EXPECT_EQ(narrowestPath(paths), (NarrowestPath{"172.31.1.5", 1500}));
+    EXPECT_EQ(narrowestPath({{"172.31.4.9", {"", "", 0, "no route to host"}}}), NarrowestPath{}) << "no MTU known";
+}
