@@ -4,6 +4,12 @@
 //
 //   kovs-connect-probe serve PORT
 //       answers every connection: reads one byte, writes one byte, closes
+//   kovs-connect-probe first ADDR PORT SINCE_NS
+//       one connection, started at once, with the kernel's own SYN
+//       retransmits (3 s at most); prints its completion time from SINCE_NS
+//       (CLOCK_REALTIME in ns, as bash's ${EPOCHREALTIME/./}000: when a
+//       pod's CNI ADD returned) as
+//       JSON: ms, ok. A first SYN lost shows as a second.
 //   kovs-connect-probe connect ADDR PORT COUNT PARALLEL [TIMEOUT_MS [DURATION_MS]]
 //       COUNT connections over PARALLEL threads, each one after the other
 //       (or as many as DURATION_MS allows, to straddle a restart);
@@ -189,8 +195,22 @@ int connectMany(const Target& t, int count, int parallel, std::chrono::milliseco
     return 0;
 }
 
+int firstConnection(const Target& t, const char* sinceNs) {
+    char* end = nullptr;
+    long long since = std::strtoll(sinceNs, &end, 10);
+    if (!end || *end || since <= 0) {
+        std::fprintf(stderr, "kovs-connect-probe: SINCE_NS: expected nanoseconds since the epoch, got '%s'\n", sinceNs);
+        return 2;
+    }
+    bool ok = oneConnection(t, std::chrono::milliseconds(3000));
+    auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    std::printf("{\"ms\": %.3f, \"ok\": %s}\n", static_cast<double>(now - since) / 1e6, ok ? "true" : "false");
+    return 0;
+}
+
 void usage() {
     std::fprintf(stderr, "usage: kovs-connect-probe serve PORT\n"
+                         "       kovs-connect-probe first ADDR PORT SINCE_NS\n"
                          "       kovs-connect-probe connect ADDR PORT COUNT PARALLEL [TIMEOUT_MS [DURATION_MS]]\n");
     std::exit(2);
 }
@@ -201,6 +221,7 @@ int main(int argc, char** argv) {
     if (argc < 3) usage();
     std::string mode = argv[1];
     if (mode == "serve" && argc == 3) return serve(parsePositive(argv[2], "PORT", 65535));
+    if (mode == "first" && argc == 5) return firstConnection(parseTarget(argv[2], parsePositive(argv[3], "PORT", 65535)), argv[4]);
     if (mode == "connect" && argc >= 6 && argc <= 8) {
         auto t = parseTarget(argv[2], parsePositive(argv[3], "PORT", 65535));
         int count = parsePositive(argv[4], "COUNT", 10'000'000);
