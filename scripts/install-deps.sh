@@ -15,6 +15,9 @@ packages=(
   openvswitch-switch openvswitch-common containernetworking-plugins iproute2
   ethtool iperf3 bc procps systemd dbus python3 socat jq util-linux
   iputils-ping openssl curl
+  # kovs-kind's podman path against a real rootful podman
+  # (tests/integration/kind/podman_engine_test.sh), a static busybox its node images hold
+  podman busybox-static
   # the Services e2e scenario: kube-proxy's two modes (iptables above), the
   # nodes' conntrack table, a CoreDNS-shaped DNS server and a DNS client
   nftables conntrack dnsmasq-base bind9-dnsutils tcpdump

@@ -540,6 +540,27 @@ TEST_F(KovsKindWithFakeTools, PreflightHoldsAnExistingNetworkToTheAskedMtu) {
     auto none = run({"preflight", "--mtu", "9000"});
     EXPECT_EQ(findings(none.out, "network"),
               std::vector<std::string>{"ok    network     kind-kovs does not exist yet: created with MTU 9000 (pods 8950)"});
+
+    // The network the user gave kind by its own variable is the one checked.
+    auto own = run({"preflight"}, {{"FAKE_NETWORK", "1400|false"}, {"KIND_EXPERIMENTAL_DOCKER_NETWORK", "lab"}});
+    EXPECT_EQ(findings(own.out, "network"), std::vector<std::string>{"ok    network     lab: MTU 1400 (gw0 and pods 1350), IPv6 off"});
+    auto bad = run({"preflight"}, {{"KIND_EXPERIMENTAL_DOCKER_NETWORK", "lab; rm -rf /"}});
+    EXPECT_EQ(bad.exitCode, 2);
+    EXPECT_NE(bad.err.find("KIND_EXPERIMENTAL_DOCKER_NETWORK: expected a network name"), std::string::npos) << bad.err;
+}
+
+// load --no-build loads the image the engine's store holds (built elsewhere,
+// an arm64 builder's, say): no build, the architecture still checked.
+TEST_F(KovsKindWithFakeTools, LoadNoBuildLoadsTheImageAsItIs) {
+    auto r = run({"load", "--no-build", "--name", "ci", "--image", "ghcr.io/acme/kovs:1.2"});
+    EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+    auto ran = calls();
+    for (const auto& c : ran) EXPECT_EQ(c.find("docker build"), std::string::npos) << "built anyway: " << c;
+    EXPECT_NE(std::find(ran.begin(), ran.end(), "docker image inspect --format {{.Architecture}} ghcr.io/acme/kovs:1.2"), ran.end());
+    EXPECT_NE(std::find(ran.begin(), ran.end(), "kind load docker-image ghcr.io/acme/kovs:1.2 --name ci"), ran.end());
+    auto up = run({"up", "--no-build"});
+    EXPECT_EQ(up.exitCode, 2);
+    EXPECT_NE(up.err.find("--no-build: only load takes it"), std::string::npos) << up.err;
 }
 
 // Where the Docker host has Open vSwitch's kernel module (loaded, built in,
