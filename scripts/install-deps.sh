@@ -2,7 +2,18 @@
 # Installs every Debian 12 package that kovs needs to build, test and run its
 # demo. Idempotent: packages already present are skipped by apt, and the apt
 # index is refreshed only when something is missing.
+#
+#   scripts/install-deps.sh            the amd64 build, tests and demo
+#   scripts/install-deps.sh --arm64    also the aarch64 cross build run under
+#                                      qemu-user (cross/aarch64-linux-gnu.ini)
 set -euo pipefail
+
+arm64=0
+case ${1:-} in
+  "") ;;
+  --arm64) arm64=1 ;;
+  *) echo "install-deps: unknown argument '$1' (expected --arm64 or nothing)" >&2; exit 2 ;;
+esac
 
 packages=(
   # build
@@ -38,6 +49,41 @@ packages=(
   ovn-central ovn-host
 )
 
+# The aarch64 cross build: Debian's cross toolchain (with its UBSan runtime),
+# qemu-user to run the tests, and the :arm64 -dev packages of the libraries
+# kovs links (Debian multiarch; the headers are shared with the amd64 ones).
+# yaml-cpp's -dev package is not Multi-Arch: same and cannot be installed next
+# to the amd64 one: its arm64 archive goes to /usr/local (below).
+arm64_packages=(
+  crossbuild-essential-arm64 qemu-user-static libubsan1:arm64
+  libspdlog-dev:arm64 libfmt-dev:arm64 libnl-3-dev:arm64 libnl-route-3-dev:arm64
+  libmbedtls-dev:arm64 libcpp-httplib-dev:arm64 libssl-dev:arm64 libgtest-dev:arm64
+  libgmock-dev:arm64 libbenchmark-dev:arm64 libnftnl-dev:arm64 libmnl-dev:arm64
+)
+arm64_yaml=/usr/local/lib/aarch64-linux-gnu
+if [ "$arm64" -eq 1 ]; then
+  packages+=("${arm64_packages[@]}")
+fi
+
+# yaml-cpp for arm64, from Debian's own package of the version the amd64
+# headers are (the static archive and a pkg-config file naming where it is).
+install_arm64_yaml_cpp() {
+  [ -f "$arm64_yaml/libyaml-cpp.a" ] && [ -f "$arm64_yaml/pkgconfig/yaml-cpp.pc" ] && return
+  local version tmp
+  version=$(dpkg-query -W -f='${Version}' libyaml-cpp-dev)
+  tmp=$(mktemp -d)
+  # apt-get download runs as _apt where it can: a directory it may write.
+  chmod 755 "$tmp"
+  (cd "$tmp" && apt-get download -qq "libyaml-cpp-dev:arm64=$version" 2>/dev/null) ||
+    { rm -rf "$tmp"; echo "install-deps: cannot download libyaml-cpp-dev:arm64=$version" >&2; exit 1; }
+  dpkg -x "$tmp"/libyaml-cpp-dev_*_arm64.deb "$tmp/x"
+  mkdir -p "$arm64_yaml/pkgconfig"
+  install -m 644 "$tmp/x/usr/lib/aarch64-linux-gnu/libyaml-cpp.a" "$arm64_yaml/"
+  sed "s|^libdir=.*|libdir=$arm64_yaml|" "$tmp/x/usr/lib/aarch64-linux-gnu/pkgconfig/yaml-cpp.pc" > "$arm64_yaml/pkgconfig/yaml-cpp.pc"
+  rm -rf "$tmp"
+  echo "install-deps: yaml-cpp $version for arm64 in $arm64_yaml"
+}
+
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: must run as root (apt-get install)" >&2
   exit 1
@@ -49,12 +95,16 @@ for p in "${packages[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
+  [ "$arm64" -eq 1 ] && install_arm64_yaml_cpp
   echo "install-deps: all ${#packages[@]} packages present"
   exit 0
 fi
 
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+if [ "$arm64" -eq 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  dpkg --add-architecture arm64
+fi
 apt-get update -qq
 # --no-install-recommends keeps the machine's own OVS service from being pulled
 # in more than needed; policy-rc.d stops package scripts from starting daemons
@@ -98,4 +148,5 @@ for d in dockerd containerd ovn-northd ovn-controller; do
     echo "install-deps: note: a $d is running on this machine (not started by this script; kovs does not use it)" >&2
   fi
 done
+[ "$arm64" -eq 1 ] && install_arm64_yaml_cpp
 echo "install-deps: done"

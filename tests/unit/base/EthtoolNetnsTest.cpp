@@ -7,6 +7,7 @@
 #include "base/Error.hpp"
 #include "base/Ethtool.hpp"
 #include "base/Netns.hpp"
+#include "tests/integration/support/Emulator.hpp"
 
 using kovs::Ethtool;
 using kovs::Netns;
@@ -25,6 +26,7 @@ std::string errorOf(const std::function<void()>& f) {
 }  // namespace
 
 TEST(Netns, RejectsMissingPathAndStaysHome) {
+    if (kovs::test::underEmulator()) GTEST_SKIP() << kovs::test::kQemuNoNsIoctl;
     auto before = Netns::currentInode();
     auto msg = errorOf([] { Netns ns("/nonexistent/netns"); });
     EXPECT_NE(msg.find("netns /nonexistent/netns: open"), std::string::npos) << msg;
@@ -32,6 +34,7 @@ TEST(Netns, RejectsMissingPathAndStaysHome) {
 }
 
 TEST(Netns, RejectsFileThatIsNotANamespace) {
+    if (kovs::test::underEmulator()) GTEST_SKIP() << kovs::test::kQemuNoNsIoctl;
     auto before = Netns::currentInode();
     auto msg = errorOf([] { Netns ns("/proc/self/status"); });
     EXPECT_NE(msg.find("not a network namespace"), std::string::npos) << msg;
@@ -39,11 +42,13 @@ TEST(Netns, RejectsFileThatIsNotANamespace) {
 }
 
 TEST(Netns, OpensOwnNamespace) {
+    if (kovs::test::underEmulator()) GTEST_SKIP() << kovs::test::kQemuNoNsIoctl;
     auto fd = Netns::open("/proc/self/ns/net");
     EXPECT_TRUE(fd);
 }
 
 TEST(Ethtool, ReadsLoopbackState) {
+    if (kovs::test::underEmulator()) GTEST_SKIP() << kovs::test::kQemuNoEthtool;
     Ethtool et;
     auto st = et.state("lo");
     // The loopback device has checksumming and segmentation offload in every kernel.

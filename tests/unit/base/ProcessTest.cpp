@@ -13,6 +13,8 @@
 
 #include "base/Error.hpp"
 #include "base/EventLoop.hpp"
+
+#include "tests/integration/support/Emulator.hpp"
 #include "base/Process.hpp"
 #include "tests/support/AgentSignals.hpp"
 #include "tests/support/Poll.hpp"
@@ -86,6 +88,7 @@ TEST(Process, ChildrenStartWithNoSignalBlockedOrIgnored) {
 }
 
 TEST(Process, NamesTheProgramThatCannotStart) {
+    if (kovs::test::underEmulator()) GTEST_SKIP() << kovs::test::kQemuNoVforkError;
     try {
         runProcess({"/nonexistent/kovs-no-such-program"});
         FAIL();

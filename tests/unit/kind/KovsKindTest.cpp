@@ -399,7 +399,8 @@ TEST_F(KovsKindWithFakeTools, AnUnfinishedCleanupKeepsTheManifestsAndSaysWhy) {
         EXPECT_EQ(c.find("delete -f"), std::string::npos) << "manifests deleted after a failed cleanup: " << c;
         EXPECT_EQ(c.find("--ignore-not-found -f -"), std::string::npos) << c;
     }
-    auto logs = std::any_of(calls().begin(), calls().end(), [](const std::string& c) {
+    auto ran = calls();  // one vector: begin() and end() of two calls() would be two
+    auto logs = std::any_of(ran.begin(), ran.end(), [](const std::string& c) {
         return c.find("logs --selector app.kubernetes.io/component=cleanup") != std::string::npos;
     });
     EXPECT_TRUE(logs) << "the cleanup's log was not shown";

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "tests/unit/kind/KindTestSupport.hpp"
@@ -97,12 +98,22 @@ TEST_F(SmokeManifest, IsWhatKovsKindReaches) {
 }
 
 // The command the pods run and the one kovs-kind execs, as kovsctl parses
-// them (--help would hide a bad argument: CLI11 answers it first).
+// them (--help would hide a bad argument: CLI11 answers it first). KOVSCTL is
+// the program, or in a cross build the emulator's command line and the
+// program (words separated by spaces).
 TEST_F(SmokeManifest, KovsctlAcceptsItsCommands) {
-    const char* kovsctl = std::getenv("KOVSCTL");
-    if (!kovsctl) GTEST_SKIP() << "KOVSCTL is not set (meson test sets it)";
+    const char* env = std::getenv("KOVSCTL");
+    if (!env) GTEST_SKIP() << "KOVSCTL is not set (meson test sets it)";
+    std::vector<std::string> kovsctl;
+    std::istringstream words(env);
+    for (std::string w; words >> w;) kovsctl.push_back(w);
+    auto command = [&](std::vector<std::string> args) {
+        args.insert(args.begin(), kovsctl.begin(), kovsctl.end());
+        return args;
+    };
     auto serve = strings(allContainers(pod_)[0]["command"]);
-    serve[0] = kovsctl;
+    serve.erase(serve.begin());  // the image's path of kovsctl
+    serve = command(serve);
     serve.insert(serve.begin(), {"timeout", "0.5"});
     auto r = kovs::runProcess(serve);
     // Still serving when timeout ends it; or the port is taken on this machine.
@@ -110,7 +121,7 @@ TEST_F(SmokeManifest, KovsctlAcceptsItsCommands) {
     bool taken = r.exitCode == 2 && r.err.find("kovsctl probe: listen on port ") != std::string::npos;
     EXPECT_TRUE(served || taken) << r.exitCode << ": " << r.out << r.err;
     // Port 1 of loopback refuses at once: a parsed command that ran its probe.
-    auto check = kovs::runProcess({kovsctl, "probe", "check", "--timeout", "2", "pod/kovs-worker=tcp:127.0.0.1:1"});
+    auto check = kovs::runProcess(command({"probe", "check", "--timeout", "2", "pod/kovs-worker=tcp:127.0.0.1:1"}));
     EXPECT_EQ(check.exitCode, 1) << check.out << check.err;
     EXPECT_NE(check.out.find("  FAIL  pod/kovs-worker refused by 127.0.0.1:1"), std::string::npos) << check.out;
 }
