@@ -99,7 +99,8 @@ void checkMtu(const agent::Config& config, const ovs::OvsdbReplica& replica, con
     if (uplinkMtu == 0 || (config.uplink.mode == agent::Config::UplinkMode::None && !config.bridge.physicalConfigured))
         uplinkMtu = config.uplink.mtu;
     std::vector<std::pair<std::string, int>> mtus;
-    if (int gw = mtuOf(config.bridge.gateway)) mtus.emplace_back(config.bridge.gateway, gw);
+    const int gw = mtuOf(config.bridge.gateway);
+    if (gw) mtus.emplace_back(config.bridge.gateway, gw);
     for (const auto& p : pods) {
         try {
             unsigned mtu = 0;
@@ -119,7 +120,6 @@ void checkMtu(const agent::Config& config, const ovs::OvsdbReplica& replica, con
     }
     // Standalone: pods get gw0's MTU at ADD. One above it was made before gw0
     // went down to a narrower path to a peer (the agent's followNarrowestPath).
-    const int gw = mtus.empty() || mtus.front().first != config.bridge.gateway ? 0 : mtus.front().second;
     std::string aboveGateway;
     if (config.mode == agent::Config::Mode::Standalone && gw) {
         for (const auto& [who, mtu] : mtus) {

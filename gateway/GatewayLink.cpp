@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <utility>
-
 
 namespace kovs::gateway {
 
@@ -15,12 +13,14 @@ GatewayLink::~GatewayLink() {
 }
 
 void GatewayLink::reconcile(RtnetlinkClient& nl, const LinkInfo& link, GatewayRepairs& r) {
-    if (mtu_ && link.mtu != static_cast<unsigned>(*mtu_) && std::exchange(mtuChanged_, false)) {
-        nl.setMtu(name_, static_cast<unsigned>(*mtu_));
-        spdlog::info("gateway guard {}: MTU {} -> {}", name_, link.mtu, *mtu_);
-    } else if (mtu_ && link.mtu != static_cast<unsigned>(*mtu_) && admitMtuRepair(link.mtu, r)) {
-        nl.setMtu(name_, static_cast<unsigned>(*mtu_));
-        ++r.mtu;
+    if (mtu_ && link.mtu != static_cast<unsigned>(*mtu_)) {
+        if (mtuChanged_) {
+            nl.setMtu(name_, static_cast<unsigned>(*mtu_));
+            spdlog::info("gateway guard {}: MTU {} -> {}", name_, link.mtu, *mtu_);
+        } else if (admitMtuRepair(link.mtu, r)) {
+            nl.setMtu(name_, static_cast<unsigned>(*mtu_));
+            ++r.mtu;
+        }
     }
     mtuChanged_ = false;
     if (!link.up()) {

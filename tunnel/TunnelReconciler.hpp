@@ -93,9 +93,8 @@ public:
         return p == paths_.end() ? PeerPath{} : p->second;
     }
 
-    // The narrowest path to the peers as of the last pass, and a handler
-    // called on the loop after each pass that changed it.
-    NarrowestPath narrowest() const { return narrowest_; }
+    // Called on the loop after each pass that changed the narrowest path to
+    // the peers (status: tunnel.narrowestPath).
     void setNarrowestPathHandler(std::function<void(const NarrowestPath&)> h) { onNarrowest_ = std::move(h); }
 
     // Section "tunnel"; the per-peer state is in PeerFanout's "peers".
