@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "agent/JobOptions.hpp"
 #include "agent/PeerFanout.hpp"
@@ -195,10 +197,18 @@ void Doctor::checkSocketBuffers(std::vector<DoctorCheck>& out) {
         out.push_back(skipped("socket-buffers", "ovs.socketBufferKiB is 0: vswitchd's packet sockets keep the kernel default"));
         return;
     }
-    // A dry run of the socket buffer job: its observation and plan.
+    // A dry run of the socket buffer job: its observation and plan. A socket
+    // vswitchd has just opened (a new port, its first transmit) is the job's
+    // within a second; only one still small after that is a finding.
+    const int bytes = config_.ovs.socketBufferKiB * 1024;
     std::vector<daemons::PacketSocketInfo> sockets;
     try {
-        sockets = daemons::packetSockets(daemons::vswitchdPid(config_.ovs.rundir));
+        pid_t pid = daemons::vswitchdPid(config_.ovs.rundir);
+        sockets = daemons::packetSockets(pid);
+        if (!daemons::undersizedSockets(sockets, bytes).empty()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+            sockets = daemons::packetSockets(pid);
+        }
     } catch (const std::exception& e) {
         out.push_back(skipped("socket-buffers", std::string("cannot inspect vswitchd's packet sockets: ") + e.what()));
         return;

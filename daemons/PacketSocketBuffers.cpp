@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -126,7 +127,8 @@ pid_t vswitchdPid(const std::string& rundir) { return Pidfile(rundir + "/ovs-vsw
 
 PacketSocketResult sizePacketSocketBuffers(pid_t vswitchd, int bytes) {
     auto sockets = packetSockets(vswitchd);
-    return {static_cast<int>(sockets.size()), resizePacketSockets(vswitchd, undersizedSockets(sockets, bytes), bytes)};
+    bool send = std::any_of(sockets.begin(), sockets.end(), [](const PacketSocketInfo& s) { return s.ifname.empty(); });
+    return {static_cast<int>(sockets.size()), resizePacketSockets(vswitchd, undersizedSockets(sockets, bytes), bytes), send};
 }
 
 }  // namespace kovs::daemons

@@ -36,6 +36,9 @@ struct PacketSocketInfo {
 struct PacketSocketResult {
     int sockets = 0;  // AF_PACKET sockets vswitchd holds
     int resized = 0;  // of which this call enlarged
+    // The unbound socket vswitchd sends through every system port on is
+    // there (it opens it at its first transmit).
+    bool sendSocket = false;
 };
 
 // The pid in <rundir>/ovs-vswitchd.pid, checked to be an ovs-vswitchd in

@@ -6,23 +6,29 @@
 
 namespace kovs::daemons {
 
+namespace {
+constexpr std::chrono::seconds kSendSocketPoll{1};
+}
+
 SocketBufferSizer::SocketBufferSizer(EventLoop& loop, std::string rundir, int kib, std::chrono::milliseconds resync)
     : rundir_(std::move(rundir)), kib_(kib),
       engine_(loop, {.job = "ovs-vswitchd socket buffers", .resync = resync}, [this](bool, ReconcileEngine::Done done) {
-          pass();
+          bool sendSocket = pass();
           done(ReconcileEngine::Result::ok());
+          if (!sendSocket) engine_.trigger(kSendSocketPoll);
       }) {}
 
 void SocketBufferSizer::start() {
     if (kib_ != 0) engine_.start();
 }
 
-void SocketBufferSizer::pass() {
+bool SocketBufferSizer::pass() {
     pid_t pid = vswitchdPid(rundir_);
     auto r = sizePacketSocketBuffers(pid, kib_ * 1024);
     if (r.resized > 0)
         spdlog::info("ovs-vswitchd (pid {}): {} of {} packet socket(s) given {} KiB buffers", pid, r.resized, r.sockets, kib_);
     resized_ += static_cast<uint64_t>(r.resized);
+    return r.sendSocket;
 }
 
 void SocketBufferSizer::status(nlohmann::json& out) const {

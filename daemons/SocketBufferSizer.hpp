@@ -4,7 +4,9 @@
 // the kernel's default size for every port it adds and after a restart, so
 // a pass runs after every OVSDB change and every resync (its ReconcileEngine);
 // sockets already sized are left alone, so a pass with nothing new costs a
-// walk of /proc/PID/fd. Throughput suffers when it fails, nothing breaks.
+// walk of /proc/PID/fd. The socket vswitchd sends on opens at its first
+// transmit, which nothing announces: until it is there, a pass runs every
+// second. Throughput suffers when it fails, nothing breaks.
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -28,7 +30,8 @@ public:
     void metrics(MetricsText& out) const override;
 
 private:
-    void pass();
+    // True when vswitchd's send socket is there.
+    bool pass();
 
     std::string rundir_;
     int kib_;

@@ -1,7 +1,8 @@
 // PacketSocketBuffers against a real ovs-vswitchd (userspace datapath) in the
 // test's private network namespace: its AF_PACKET sockets are resized from
 // this process, a second pass changes nothing, and the socket OVS opens for a
-// re-added port is found and resized again.
+// re-added port is found and resized again; the job sizes the send socket
+// vswitchd opens at its first transmit without waiting for a resync.
 #include "daemons/PacketSocketBuffers.hpp"
 
 #include <gtest/gtest.h>
@@ -13,7 +14,9 @@
 #include <fstream>
 
 #include "base/Error.hpp"
+#include "base/EventLoop.hpp"
 #include "base/Process.hpp"
+#include "daemons/SocketBufferSizer.hpp"
 #include "tests/support/OvsSandbox.hpp"
 #include "tests/support/Poll.hpp"
 #include "tests/support/TempDir.hpp"
@@ -69,6 +72,38 @@ TEST(PacketSocketBuffers, ResizesVswitchdsSocketsAndTheNewOneOfAReaddedPort) {
         std::chrono::seconds(10)));
     EXPECT_EQ(daemons::sizePacketSocketBuffers(pid, kBytes).resized, 1);
     EXPECT_EQ(socketOf(daemons::packetSockets(pid), "kvsock0")->rcvbuf, kBytes);
+    runChecked({"ip", "link", "del", "kvsock0"});
+}
+
+// vswitchd opens the one socket it sends on through every system port at
+// its first transmit, which no OVSDB change announces. With a resync of a
+// minute, the job still sizes it within seconds.
+TEST(SocketBufferSizer, TheSendSocketOpenedAtTheFirstTransmitIsSizedBeforeTheResync) {
+    test::OvsSandbox ovs;
+    ovs.vsctl({"add-br", "br-sock", "--", "set", "Bridge", "br-sock", "datapath_type=netdev"});
+    runChecked({"ip", "link", "add", "kvsock0", "type", "veth", "peer", "name", "kvsock0p"});
+    runChecked({"ip", "link", "set", "kvsock0", "up"});
+    ovs.vsctl({"add-port", "br-sock", "kvsock0"});
+    pid_t pid = daemons::vswitchdPid(ovs.dir());
+    auto sized = [&](const std::string& ifname) {
+        auto all = daemons::packetSockets(pid);
+        const auto* s = socketOf(all, ifname);
+        return s && s->rcvbuf == kBytes && s->sndbuf == kBytes;
+    };
+    EventLoop loop;
+    daemons::SocketBufferSizer sizer(loop, ovs.dir(), kBytes / 1024, std::chrono::minutes(1));
+    sizer.start();
+    ASSERT_TRUE(loop.runUntil([&] { return sized("kvsock0"); }, std::chrono::seconds(10)));
+    ASSERT_EQ(socketOf(daemons::packetSockets(pid), ""), nullptr) << "vswitchd has sent nothing yet";
+
+    // One frame out of the port: vswitchd opens its send socket.
+    ovs.ofctl({"packet-out", "br-sock",
+               "in_port=LOCAL,packet=ffffffffffff0a580af401050806" "0001080006040001" "0a580af40105" "0af40101"
+               "000000000000" "0af40102,actions=output:kvsock0"});
+    ASSERT_TRUE(test::pollUntil([&] { return socketOf(daemons::packetSockets(pid), "") != nullptr; }, std::chrono::seconds(5)))
+        << "no send socket after a transmit";
+    EXPECT_TRUE(loop.runUntil([&] { return sized(""); }, std::chrono::seconds(10)))
+        << "the send socket waits for the resync";
     runChecked({"ip", "link", "del", "kvsock0"});
 }
 
