@@ -314,7 +314,7 @@ void Doctor::checkFlows(const ovs::OvsdbReplica& replica, std::vector<DoctorChec
                            "its OVSDB row (external_ids ip-address, attached-mac) is unusable or claims another row's "
                            "address: ovs-vsctl del-port a stale row, delete and re-create a pod with a bad one"));
     }
-    auto wanted = static_cast<size_t>(std::count(want.flows.begin(), want.flows.end(), '\n'));
+    const auto wanted = want.flows.size();
     if (held.count != wanted || want.skipped.empty()) out.push_back(flowsFinding(bridge, held.count, wanted, origin));
 }
 

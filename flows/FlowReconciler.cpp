@@ -122,7 +122,7 @@ void FlowReconciler::pass(bool full, Done done) {
     if (installed_ && *installed_ == rendered.flows) {
         desired_ = installed_;
     } else {
-        desired_ = std::make_shared<const std::string>(std::move(rendered.flows));
+        desired_ = std::make_shared<const std::vector<Flow>>(std::move(rendered.flows));
     }
     desiredPorts_ = std::move(rendered.ports);
     skipped_ = std::move(rendered.skipped);
@@ -130,7 +130,7 @@ void FlowReconciler::pass(bool full, Done done) {
         for (const auto& why : skipped_) spdlog::warn("flows: a pod left out of the table: {}", why);
         skippedLogged_ = skipped_;
     }
-    if (desired_ != installed_) return install(std::move(done));  // the same text is the same pointer
+    if (desired_ != installed_) return install(std::move(done));  // the same table is the same pointer
     if (!full) {
         done(ReconcileEngine::Result::ok());
         return verifySoon();
@@ -156,12 +156,12 @@ void FlowReconciler::pass(bool full, Done done) {
 // changed: a few flows of thousands), or the whole table where the bridge's
 // may be another (first install, after a failure or a read-back that differed).
 void FlowReconciler::install(Done done) {
-    auto text = desired_;
+    auto table = desired_;
     auto ports = desiredPorts_;
-    auto mods = installed_ ? flowModsBetween(*installed_, *text) : std::nullopt;
-    auto installedThen = [this, text, ports, done](const std::string& error) {
+    auto mods = installed_ ? flowModsBetween(*installed_, *table) : std::nullopt;
+    auto installedThen = [this, table, ports, done](const std::string& error) {
         if (!error.empty()) return done(failed(error));
-        installed_ = text;
+        installed_ = table;
         lastInstall_ = std::chrono::system_clock::now();
         installedPorts_ = ports;
         bridge_.dumpFlows([this, done](std::optional<FlowDump> dump, const std::string& error) {
@@ -177,7 +177,7 @@ void FlowReconciler::install(Done done) {
     };
     try {
         if (mods) bridge_.modifyFlows(*mods, std::move(installedThen));
-        else bridge_.replaceFlows(*text, std::move(installedThen));
+        else bridge_.replaceFlows(flowText(*table), std::move(installedThen));
     } catch (...) {
         failed("");
         throw;

@@ -94,7 +94,7 @@ public:
     std::string notReady() const override;
 
     // For tests: the table as last rendered.
-    const std::string& desired() const { return *desired_; }
+    std::string desired() const { return flowText(*desired_); }
 
     // What the NetworkPolicy stage counted for a pod (its addresses), as of
     // the last read-back of the table: the first packets of new connections
@@ -130,10 +130,10 @@ private:
     std::map<std::string, std::string> holders_;  // the last render's, for the next (FlowInputs::holders)
     bool starting_ = false;
 
-    // The table rendered last, and the one sent last: at rest the same text,
+    // The table rendered last, and the one sent last: at rest the same flows,
     // held once (a few hundred KiB with 1000 policy flows).
-    std::shared_ptr<const std::string> desired_ = std::make_shared<const std::string>();
-    std::shared_ptr<const std::string> installed_;  // null: unknown, the next install is whole
+    std::shared_ptr<const std::vector<Flow>> desired_ = std::make_shared<const std::vector<Flow>>();
+    std::shared_ptr<const std::vector<Flow>> installed_;  // null: unknown, the next install is whole
     std::set<std::string> installedPorts_;  // pod ports with their flows in it
     std::set<std::string> desiredPorts_;
     size_t expectedDump_ = 0;  // hash of what dump-flows showed right after that

@@ -35,10 +35,11 @@
 //            X's node addresses (through gw0: a hostNetwork backend replying);
 //            anything else is forged, dropped and counted.
 //
-// render builds the table stage by stage (one function per table above) from
-// typed inputs, for each address family this node has a pod CIDR of: every
-// address that reaches a flow is an IpPrefix or a MacAddress that render
-// parsed and checked, never text passed through.
+// render builds the table stage by stage (one function per table above) as
+// typed Flows (flows/Flow.hpp: named tables, registers and marks) from typed
+// inputs, for each address family this node has a pod CIDR of: every address
+// that reaches a flow is an IpPrefix or a MacAddress that render parsed and
+// checked, never text passed through.
 #include <cstdint>
 #include <map>
 #include <set>
@@ -46,6 +47,7 @@
 #include <vector>
 
 #include "base/IpPrefix.hpp"
+#include "flows/Flow.hpp"
 #include "flows/FlowDump.hpp"
 #include "policy/PolicyCompiler.hpp"
 
@@ -111,10 +113,11 @@ public:
     static constexpr uint64_t kCookiePodRouterMessage = 0x6b04;
 
     struct Rendered {
-        std::string flows;                 // one per line, sorted
+        std::vector<Flow> flows;           // normalized (flows/Flow.hpp)
         std::vector<std::string> skipped;  // pods left out, and why
         std::set<std::string> ports;       // the pod ports that have their flows in `flows`
         std::map<std::string, std::string> holders;  // each address and MAC in `flows` -> its pod port
+        std::string text() const { return flowText(flows); }
     };
 
     // Throws kovs::Error when an input the whole table needs is unusable
@@ -135,10 +138,6 @@ public:
     // pods' ofports naming the ports: what a dry run passes as
     // FlowInputs::holders to decide a contested address as the agent did.
     static std::map<std::string, std::string> holdersIn(const FlowDump& dump, const std::vector<FlowPod>& pods);
-
-    // What table `table` does, in words ("L3 forwarding"); "" for a table
-    // this version does not write.
-    static const char* stageName(int table);
 };
 
 }  // namespace kovs::flows

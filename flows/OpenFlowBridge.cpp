@@ -3,54 +3,23 @@
 #include "base/Error.hpp"
 
 #include <set>
-#include <sstream>
 
 namespace kovs::flows {
 
 std::string managementTarget(const std::string& rundir, const std::string& bridge) { return "unix:" + rundir + "/" + bridge + ".mgmt"; }
 
-namespace {
-
-std::vector<std::string> lines(const std::string& text) {
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    for (std::string l; std::getline(in, l);) {
-        if (!l.empty()) out.push_back(l);
-    }
-    return out;
-}
-
-// A flow's match and priority without its cookie: what delete_strict names.
-std::string strictKey(const std::string& line) {
-    auto match = line.substr(0, line.find("actions="));
-    auto trim = [&] {
-        while (!match.empty() && (match.back() == ' ' || match.back() == ',')) match.pop_back();
-    };
-    trim();
-    if (auto c = match.find("cookie="); c != std::string::npos) {
-        auto end = match.find(',', c);
-        match.erase(c, end == std::string::npos ? std::string::npos : end - c + 1);
-        trim();
-    }
-    return match;
-}
-
-}  // namespace
-
-std::optional<std::string> flowModsBetween(const std::string& installed, const std::string& desired) {
-    const auto before = lines(installed), after = lines(desired);
-    std::set<std::string> afterKeys, beforeLines(before.begin(), before.end());
-    for (const auto& l : after) afterKeys.insert(strictKey(l));
+std::optional<std::string> flowModsBetween(const std::vector<Flow>& installed, const std::vector<Flow>& desired) {
+    if (installed.empty()) return std::nullopt;
+    std::set<std::string> afterKeys;
+    for (const auto& f : desired) afterKeys.insert(f.strictKey());
+    const std::set<Flow> before(installed.begin(), installed.end());
     std::string mods;
-    for (const auto& l : before) {
-        if (afterKeys.count(strictKey(l))) continue;
-        mods += "flow delete_strict " + strictKey(l) + "\n";
+    for (const auto& f : installed) {
+        if (!afterKeys.count(f.strictKey())) mods += "flow delete_strict " + f.strictKey() + "\n";
     }
-    for (const auto& l : after) {
-        if (beforeLines.count(l)) continue;
-        mods += "flow add " + l + "\n";
+    for (const auto& f : desired) {
+        if (!before.count(f)) mods += "flow add " + f.text() + "\n";
     }
-    if (before.empty()) return std::nullopt;
     return mods;
 }
 

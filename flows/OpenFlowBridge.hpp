@@ -25,6 +25,7 @@
 
 #include "base/EventLoop.hpp"
 #include "base/Process.hpp"
+#include "flows/Flow.hpp"
 #include "flows/FlowDump.hpp"
 
 namespace kovs::flows {
@@ -33,13 +34,13 @@ namespace kovs::flows {
 std::string managementTarget(const std::string& rundir, const std::string& bridge);
 
 // What turns the table `installed` into `desired` (both as FlowTable renders
-// them, one flow a line) as `ovs-ofctl bundle` input: "flow delete_strict"
+// them) as `ovs-ofctl bundle` input: "flow delete_strict"
 // for each flow whose match and priority are gone, "flow add" for each new or
 // changed one (an add replaces the flow of the same match and priority).
 // nullopt when nothing is installed. Even a table that is mostly new is
 // cheaper this way: replace-flows computes the same difference, after
 // dumping the whole table first, and cannot use the waiting ovs-ofctl.
-std::optional<std::string> flowModsBetween(const std::string& installed, const std::string& desired);
+std::optional<std::string> flowModsBetween(const std::vector<Flow>& installed, const std::vector<Flow>& desired);
 
 class OpenFlowBridge {
 public:

@@ -138,7 +138,7 @@ TraceExplained explainTrace(const std::string& text, const FlowInputs& in) {
         if (std::regex_match(line, m, step)) {
             TraceStep s;
             s.table = std::stoi(m[1]);
-            s.stage = FlowTable::stageName(s.table);
+            s.stage = stageName(s.table);
             s.match = m[2];
             s.priority = std::stoi(m[3]);
             if (m[4].matched) s.cookie = std::stoull(m[4], nullptr, 16);

@@ -33,7 +33,7 @@ std::string traceFlow(const FlowInputs& in, const TracePacket& p);
 
 struct TraceStep {
     int table = 0;
-    std::string stage;    // FlowTable::stageName
+    std::string stage;    // flows::stageName
     std::string match;    // the row's match as OVS printed it
     int priority = 0;
     uint64_t cookie = 0;

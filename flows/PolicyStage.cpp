@@ -27,9 +27,9 @@ std::string addressMatch(const IpPrefix& p, bool source) {
 
 // Clause flows merged by match: one flow may serve many conjunctions.
 struct Clauses {
-    std::map<std::string, std::vector<std::string>> actions;  // "table=..,priority=..,match" -> conjunction(...)
-    void add(int table, const std::string& match, uint32_t id, int clause, int clauses) {
-        actions[fmt::format("table={},priority=200,{}", table, match)].push_back(fmt::format("conjunction({},{}/{})", id, clause, clauses));
+    std::map<std::pair<Table, std::string>, std::vector<std::string>> actions;  // (table, match) -> conjunction(...)
+    void add(Table table, const std::string& match, uint32_t id, int clause, int clauses) {
+        actions[{table, match}].push_back(fmt::format("conjunction({},{}/{})", id, clause, clauses));
     }
 };
 
@@ -72,25 +72,27 @@ std::optional<PolicyDrop> policyDropOf(uint64_t cookie) {
     return PolicyDrop{direction == kCookiePolicyIngressDrop, static_cast<int>(port)};
 }
 
-std::vector<std::string> renderPolicyStage(const policy::CompiledPolicy& policy, const PolicyStageInputs& in) {
-    std::vector<std::string> lines;
-    auto add = [&](int table, int priority, const std::string& rest) { lines.push_back(fmt::format("table={},priority={},{}", table, priority, rest)); };
-    const auto next = fmt::format("goto_table:{}", in.ingressTable);
-    const auto done = fmt::format("goto_table:{}", in.nextTable);
+std::vector<Flow> renderPolicyStage(const policy::CompiledPolicy& policy, const PolicyStageInputs& in) {
+    std::vector<Flow> flows;
+    auto add = [&](Table table, int priority, std::string match, std::string actions, uint64_t cookie = 0) {
+        flows.push_back({table, priority, cookie, std::move(match), std::move(actions)});
+    };
+    const auto next = gotoTable(Table::IngressPolicy);
+    const auto done = gotoTable(Table::Commit);
 
     // Egress to a ClusterIP: judged when the kernel hands it back translated.
-    for (const auto& cidr : in.serviceCIDRs) add(in.egressTable, 250, addressMatch(cidr, false) + " actions=" + next);
+    for (const auto& cidr : in.serviceCIDRs) add(Table::EgressPolicy, 250, addressMatch(cidr, false), next);
     for (const auto& a : in.nodeAddresses)
-        add(in.ingressTable, 250, fmt::format("in_port={},{} actions={}", in.gatewayOfport, addressMatch(a.host(), true), done));
+        add(Table::IngressPolicy, 250, fmt::format("in_port={},{}", in.gatewayOfport, addressMatch(a.host(), true)), done);
 
     Clauses clauses;
     for (const CompiledRule& r : policy.rules) {
-        const int table = r.ingress ? in.ingressTable : in.egressTable;
+        const Table table = r.ingress ? Table::IngressPolicy : Table::EgressPolicy;
         const auto allow = r.ingress ? done : next;
+        const uint64_t cookie = kCookiePolicyRule + r.id;
         const int n = 1 + !r.anyPeer + !r.anyPort;
         if (n == 1) {  // every peer, every port: the pods alone decide
-            for (const auto& a : r.appliedTo)
-                add(table, 150, fmt::format("cookie={:#x},{} actions={}", kCookiePolicyRule + r.id, addressMatch(a, !r.ingress), allow));
+            for (const auto& a : r.appliedTo) add(table, 150, addressMatch(a, !r.ingress), allow, cookie);
             continue;
         }
         for (const auto& a : r.appliedTo) clauses.add(table, addressMatch(a, !r.ingress), r.id, 1, n);
@@ -110,9 +112,9 @@ std::vector<std::string> renderPolicyStage(const policy::CompiledPolicy& policy,
                 }
             }
         }
-        add(table, 200, fmt::format("cookie={:#x},conj_id={} actions={}", kCookiePolicyRule + r.id, r.id, allow));
+        add(table, 200, fmt::format("conj_id={}", r.id), allow, cookie);
     }
-    for (auto& [match, actions] : clauses.actions) lines.push_back(match + " actions=" + join(actions, ","));
+    for (auto& [key, actions] : clauses.actions) add(key.first, 200, key.second, join(actions, ","));
     std::map<std::string, int> ports;
     for (const auto& [address, ofport] : in.podPorts) ports[address.str()] = ofport;
     auto portOf = [&](const IpPrefix& a) {
@@ -120,12 +122,12 @@ std::vector<std::string> renderPolicyStage(const policy::CompiledPolicy& policy,
         return it == ports.end() ? 0 : it->second;
     };
     for (const auto& i : policy.isolatedEgress)
-        add(in.egressTable, 100, fmt::format("cookie={:#x},{} actions=drop", policyDropCookie(false, portOf(i.address)), addressMatch(i.address, true)));
+        add(Table::EgressPolicy, 100, addressMatch(i.address, true), "drop", policyDropCookie(false, portOf(i.address)));
     for (const auto& i : policy.isolatedIngress)
-        add(in.ingressTable, 100, fmt::format("cookie={:#x},{} actions=drop", policyDropCookie(true, portOf(i.address)), addressMatch(i.address, false)));
-    add(in.egressTable, 0, "actions=" + next);
-    add(in.ingressTable, 0, "actions=" + done);
-    return lines;
+        add(Table::IngressPolicy, 100, addressMatch(i.address, false), "drop", policyDropCookie(true, portOf(i.address)));
+    add(Table::EgressPolicy, 0, "", next);
+    add(Table::IngressPolicy, 0, "", done);
+    return flows;
 }
 
 }  // namespace kovs::flows

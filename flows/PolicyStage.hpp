@@ -1,7 +1,7 @@
 #pragma once
-// The NetworkPolicy stage of br-int (standalone mode): tables 22 (egress:
-// what this node's pods may send) and 24 (ingress: what they may receive),
-// between the conntrack lookup and the commit that follows them (table 28).
+// The NetworkPolicy stage of br-int (standalone mode): tables EgressPolicy
+// (22: what this node's pods may send) and IngressPolicy (24: what they may
+// receive), between the conntrack lookup and the commit after them (28).
 // Only a new connection comes here (table 20 sends established and related
 // packets on), so the replies of an allowed connection pass both ways.
 //
@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "base/IpPrefix.hpp"
+#include "flows/Flow.hpp"
 #include "policy/PolicyCompiler.hpp"
 
 namespace kovs::flows {
 
 struct PolicyStageInputs {
-    int egressTable = 22, ingressTable = 24, nextTable = 28;
     int gatewayOfport = -1;
     std::vector<IpPrefix> nodeAddresses;  // gw0's and the node's own (host prefixes)
     std::vector<IpPrefix> serviceCIDRs;   // judged after the kernel's DNAT
@@ -37,10 +37,11 @@ struct PolicyStageInputs {
     std::vector<std::pair<IpPrefix, int>> podPorts;
 };
 
-// "table=22,priority=200,ip,nw_src=10.244.1.5 actions=conjunction(3,1/3)" ...,
-// one flow per line, unsorted. Cookies of the conjunctions' flows are
-// kCookiePolicyRule + the rule's id (its allowed packets, per rule).
-std::vector<std::string> renderPolicyStage(const policy::CompiledPolicy& policy, const PolicyStageInputs& in);
+// The flows of tables EgressPolicy and IngressPolicy, unsorted: "priority=200,
+// ip,nw_src=10.244.1.5 actions=conjunction(3,1/3)" ... Cookies of the
+// conjunctions' flows are kCookiePolicyRule + the rule's id (its allowed
+// packets, per rule). What passes goes on to Table::Commit.
+std::vector<Flow> renderPolicyStage(const policy::CompiledPolicy& policy, const PolicyStageInputs& in);
 
 constexpr uint64_t kCookiePolicyIngressDrop = 0x6b05;
 constexpr uint64_t kCookiePolicyEgressDrop = 0x6b06;

@@ -105,13 +105,13 @@ protected:
             const auto file = ovs.dir() + "/flows-" + node;
             auto& before = installed[node];
             auto mods = flows::flowModsBetween(before, rendered.flows);
-            std::ofstream(file) << (mods ? *mods : rendered.flows);
+            std::ofstream(file) << (mods ? *mods : rendered.text());
             if (mods) ovs.ofctl({"bundle", bridge(node), file});
             else ovs.ofctl({"--bundle", "replace-flows", bridge(node), file});
             before = rendered.flows;
         }
     }
-    std::map<std::string, std::string> installed;  // node -> the table installed last
+    std::map<std::string, std::vector<flows::Flow>> installed;  // node -> the table installed last
 
     std::vector<std::string> traces(const std::vector<std::pair<std::string, std::string>>& bridgeAndFlow) {
         std::vector<ovs::UnixctlCommand> commands;

@@ -15,14 +15,10 @@ using kovs::policy::Protocol;
 
 namespace {
 
-bool has(const std::vector<std::string>& lines, const std::string& line) {
-    return std::find(lines.begin(), lines.end(), line) != lines.end();
+bool has(const std::vector<Flow>& flows, const std::string& line) {
+    return std::any_of(flows.begin(), flows.end(), [&](const Flow& f) { return f.text() == line; });
 }
-std::string all(const std::vector<std::string>& lines) {
-    std::string t;
-    for (const auto& l : lines) t += l + "\n";
-    return t;
-}
+std::string all(const std::vector<Flow>& flows) { return flowText(flows); }
 
 CompiledPolicy twoRules() {
     CompiledPolicy p;
@@ -74,8 +70,8 @@ TEST(PolicyStage, OneConjunctionPerRuleWithSharedClauses) {
     // The node into its pods; ClusterIPs judged after DNAT; the rest passes.
     EXPECT_TRUE(has(lines, "table=24,priority=250,in_port=1,ip,nw_src=10.244.1.1 actions=goto_table:28")) << t;
     EXPECT_TRUE(has(lines, "table=22,priority=250,ip,nw_dst=10.96.0.0/16 actions=goto_table:24")) << t;
-    EXPECT_TRUE(has(lines, "table=22,priority=0,actions=goto_table:24")) << t;
-    EXPECT_TRUE(has(lines, "table=24,priority=0,actions=goto_table:28")) << t;
+    EXPECT_TRUE(has(lines, "table=22,priority=0 actions=goto_table:24")) << t;
+    EXPECT_TRUE(has(lines, "table=24,priority=0 actions=goto_table:28")) << t;
 }
 
 TEST(PolicyStage, ADropCookieNamesItsDirectionAndPodPort) {
@@ -118,15 +114,15 @@ TEST(PolicyStage, TheTableHasAStageOnlyWhileAPolicySelectsALocalPod) {
     in.gateway = {"aa:bb:cc:00:00:01", 1};
     in.gatewayAddresses = {IpPrefix::parse("10.244.1.1/24")};
     in.pods = {{"pod1", "0a:58:0a:f4:01:05", {"10.244.1.5/24"}, 7}};
-    auto plain = FlowTable::render(in).flows;
+    auto plain = FlowTable::render(in).text();
     EXPECT_EQ(plain.find("table=22"), std::string::npos) << plain;
     EXPECT_NE(plain.find("table=20,priority=200,ct_state=+new+trk,in_port=1,ip"), std::string::npos) << plain;
 
     in.policy = twoRules();
-    auto t = FlowTable::render(in).flows;
+    auto t = FlowTable::render(in).text();
     EXPECT_NE(t.find("table=10,priority=80,ip actions=ct(table=20,zone=107)\n"), std::string::npos) << "every IP packet: " << t;
     EXPECT_NE(t.find("table=20,priority=185,ct_state=+est+trk actions=goto_table:30\n"), std::string::npos) << t;
-    EXPECT_NE(t.find("table=20,priority=0,actions=goto_table:22\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("table=20,priority=0 actions=goto_table:22\n"), std::string::npos) << t;
     EXPECT_NE(t.find("table=28,priority=200,ct_state=+new+trk,in_port=1,ip actions=ct(commit,zone=107,exec(set_field:0x1/0x1->ct_mark)),goto_table:30\n"),
               std::string::npos) << t;
     EXPECT_NE(t.find("table=28,priority=100,ct_state=+new+trk,ip actions=ct(commit,zone=107),goto_table:30\n"), std::string::npos) << t;
@@ -144,7 +140,7 @@ TEST(PolicyStage, FromTheTunnelOnlyBoundSourcesAreCommitted) {
     in.gatewayAddresses = {IpPrefix::parse("10.244.1.1/24")};
     in.peers = {{IpPrefix::parse("172.18.0.3"), {IpPrefix::parse("10.244.2.0/24")}, {IpPrefix::parse("172.18.0.3")}}};
     in.policy = twoRules();
-    auto t = FlowTable::render(in).flows;
+    auto t = FlowTable::render(in).text();
     EXPECT_NE(t.find("table=28,priority=150,ct_state=+new+trk,in_port=2,tun_src=172.18.0.3,ip,nw_src=10.244.2.0/24 "
                      "actions=ct(commit,zone=107),goto_table:30\n"), std::string::npos) << t;
     EXPECT_NE(t.find("table=28,priority=150,ct_state=+new+trk,in_port=2,tun_src=172.18.0.3,ip,nw_src=172.18.0.3 "

@@ -1,0 +1,71 @@
+#pragma once
+// One OpenFlow flow of br-int, typed. The stages of FlowTable and PolicyStage
+// build these and they are rendered to ovs-ofctl's text in one place, here;
+// nothing reads that text back (the diff to the installed table compares
+// Flows, not lines). Tables, registers and conntrack mark bits have names:
+// a stage never spells a table number, an NXM register or a mark literal.
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kovs::flows {
+
+// br-int's tables in pipeline order (FlowTable.hpp says what each does). A new
+// stage is a new name: the numbers leave room between the stages.
+enum class Table : uint8_t {
+    Ingress = 0,
+    PodNeighbour = 5,
+    Conntrack = 10,
+    ConntrackState = 20,
+    EgressPolicy = 22,
+    IngressPolicy = 24,
+    Commit = 28,
+    Forward = 30,
+    NeighbourReply = 31,
+    FromTunnel = 40,
+    TunnelDelivery = 41,
+};
+constexpr int number(Table t) { return static_cast<int>(t); }
+// What table `table` does, in words ("L3 forwarding"); "" for a number this
+// version does not write (a trace through another CNI's table).
+const char* stageName(int table);
+
+// Actions that go on in another table.
+std::string gotoTable(Table t);  // "goto_table:30"
+std::string resubmit(Table t);   // "resubmit(,31)"
+
+// The registers, by what a stage keeps in them.
+enum class Reg : uint8_t {
+    Scratch = 0,  // a value held while two fields are swapped (the ARP reply)
+};
+std::string field(Reg r);  // "NXM_NX_REG0[]"
+
+// The bits of ct_mark, by what they say of a connection.
+enum class CtMark : uint32_t {
+    FromGateway = 0x1,  // it came out of the node's kernel (gw0): its replies go back there
+};
+std::string matchMark(CtMark m);  // "ct_mark=0x1/0x1"
+std::string setMark(CtMark m);    // "set_field:0x1/0x1->ct_mark"
+
+struct Flow {
+    Table table = Table::Ingress;
+    int priority = 0;
+    uint64_t cookie = 0;
+    std::string match;    // "" matches every packet
+    std::string actions;
+
+    // ovs-ofctl's flow syntax: "table=30,priority=100,cookie=0x6b01,ip,nw_dst=10.244.2.0/24 actions=...".
+    std::string text() const;
+    // What `delete_strict` names: table, priority and match.
+    std::string strictKey() const;
+    friend auto operator<=>(const Flow&, const Flow&) = default;
+};
+
+// Sorted (by table, priority, match, then the rest) and without repeats: the
+// one order a table is kept, compared and written in.
+void normalize(std::vector<Flow>& flows);
+// One flow per line, in the order given.
+std::string flowText(const std::vector<Flow>& flows);
+
+}  // namespace kovs::flows
