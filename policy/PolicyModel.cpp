@@ -2,41 +2,12 @@
 
 #include "base/Error.hpp"
 #include "kube/ApiPayload.hpp"
+#include "policy/DecodeFields.hpp"
 
 namespace kovs::policy {
 namespace {
 
 using nlohmann::json;
-using kube::optionalMember;
-
-// Absent or null reads as empty: every member a policy, pod or namespace
-// may leave out has its empty value as the API's default.
-const json& objectMember(const json& obj, const char* key, const std::string& what) {
-    static const json kEmpty = json::object();
-    auto* m = optionalMember(obj, key, json::value_t::object, what);
-    return m ? *m : kEmpty;
-}
-
-const json& listMember(const json& obj, const char* key, const std::string& what) {
-    static const json kEmpty = json::array();
-    auto* m = optionalMember(obj, key, json::value_t::array, what);
-    return m ? *m : kEmpty;
-}
-
-std::string stringMember(const json& obj, const char* key, const std::string& what) {
-    auto* m = optionalMember(obj, key, json::value_t::string, what);
-    return m ? m->get<std::string>() : "";
-}
-
-// metadata.namespace and metadata.name (the namespace only where `namespaced`).
-std::pair<std::string, std::string> nameOf(const json& object, const char* kind, bool namespaced) {
-    if (!object.is_object()) throw Error(std::string(kind) + ": expected an object");
-    const auto& meta = objectMember(object, "metadata", kind);
-    auto name = stringMember(meta, "name", std::string(kind) + ".metadata");
-    auto ns = namespaced ? stringMember(meta, "namespace", std::string(kind) + ".metadata") : "";
-    if (name.empty() || (namespaced && ns.empty())) throw Error(std::string(kind) + ": no metadata.name or namespace");
-    return {ns, name};
-}
 
 Labels labelsOf(const json& object, const std::string& what) {
     Labels labels;
@@ -47,15 +18,6 @@ Labels labelsOf(const json& object, const std::string& what) {
     labels.shrinkToFit();
     return labels;
 }
-
-std::optional<Protocol> protocolOf(const std::string& name) {
-    if (name.empty() || name == "TCP") return Protocol::TCP;
-    if (name == "UDP") return Protocol::UDP;
-    if (name == "SCTP") return Protocol::SCTP;
-    return std::nullopt;
-}
-
-bool validPort(const json& v) { return v.is_number_integer() && v.get<long>() >= 1 && v.get<long>() <= 65535; }
 
 // One `ports` entry. Throws kovs::Error for what it cannot read (a protocol
 // this version cannot match too); the caller leaves the port out.
