@@ -148,7 +148,7 @@ TEST(AdminPolicyTiers, TheLowerPriorityDecidesFirst) {
 }
 
 TEST(AdminPolicyTiers, AnAnpDenyOverridesANetworkPolicyAllowAndAnAllowOverridesItsDeny) {
-    Cluster k({policyObject("x", "from-y", json::parse(R"({"podSelector": {}, "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"ns": "y"}}}]}]})"))});
+    Cluster k(std::vector<json>{policyObject("x", "from-y", json::parse(R"({"podSelector": {}, "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"ns": "y"}}}]}]})"))});
     EXPECT_TRUE(k.tcp("y/a", "x/a").allowed);
     EXPECT_FALSE(k.tcp("z/a", "x/a").allowed) << "the NetworkPolicy isolates x";
     k.with(anp("deny-y", 1, ingressFrom("Deny", "y"))).with(anp("allow-z", 2, ingressFrom("Allow", "z")));
@@ -159,7 +159,7 @@ TEST(AdminPolicyTiers, AnAnpDenyOverridesANetworkPolicyAllowAndAnAllowOverridesI
 }
 
 TEST(AdminPolicyTiers, PassHandsTheConnectionToNetworkPolicyAndThenToTheBaseline) {
-    Cluster k({policyObject("x", "from-z", json::parse(R"({"podSelector": {}, "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"ns": "z"}}}]}]})"))});
+    Cluster k(std::vector<json>{policyObject("x", "from-z", json::parse(R"({"podSelector": {}, "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"ns": "z"}}}]}]})"))});
     // Pass y at priority 1 skips the Allow of y at 2: the NetworkPolicy (from z only) decides.
     k.with(anp("pass-y", 1, ingressFrom("Pass", "y"))).with(anp("allow-y", 2, ingressFrom("Allow", "y")));
     auto y = k.tcp("y/a", "x/a");
@@ -178,7 +178,7 @@ TEST(AdminPolicyTiers, PassHandsTheConnectionToNetworkPolicyAndThenToTheBaseline
 }
 
 TEST(AdminPolicyTiers, ABaselineDenyYieldsToANetworkPolicyAllow) {
-    Cluster k({policyObject("x", "from-y", json::parse(R"({"podSelector": {"matchLabels": {"pod": "a"}},
+    Cluster k(std::vector<json>{policyObject("x", "from-y", json::parse(R"({"podSelector": {"matchLabels": {"pod": "a"}},
         "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"ns": "y"}}}]}]})"))});
     k.baseline(banp(ingressFrom("Deny", "y")));
     EXPECT_TRUE(k.tcp("y/a", "x/a").allowed) << "x/a is isolated by a NetworkPolicy that allows y";
