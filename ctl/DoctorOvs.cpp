@@ -18,6 +18,7 @@
 #include "base/Strings.hpp"
 #include "bridge/BridgePlanner.hpp"
 #include "daemons/PacketSocketBuffers.hpp"
+#include "daemons/SocketBufferSizer.hpp"
 #include "flows/FlowDump.hpp"
 #include "flows/FlowReconciler.hpp"
 #include "flows/OpenFlowBridge.hpp"
@@ -199,14 +200,14 @@ void Doctor::checkSocketBuffers(std::vector<DoctorCheck>& out) {
     }
     // A dry run of the socket buffer job: its observation and plan. A socket
     // vswitchd has just opened (a new port, its first transmit) is the job's
-    // within a second; only one still small after that is a finding.
+    // within its poll; only one still small after that is a finding.
     const int bytes = config_.ovs.socketBufferKiB * 1024;
     std::vector<daemons::PacketSocketInfo> sockets;
     try {
         pid_t pid = daemons::vswitchdPid(config_.ovs.rundir);
         sockets = daemons::packetSockets(pid);
         if (!daemons::undersizedSockets(sockets, bytes).empty()) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+            std::this_thread::sleep_for(daemons::SocketBufferSizer::kSendSocketPoll + std::chrono::milliseconds(500));
             sockets = daemons::packetSockets(pid);
         }
     } catch (const std::exception& e) {

@@ -6,10 +6,6 @@
 
 namespace kovs::daemons {
 
-namespace {
-constexpr std::chrono::seconds kSendSocketPoll{1};
-}
-
 SocketBufferSizer::SocketBufferSizer(EventLoop& loop, std::string rundir, int kib, std::chrono::milliseconds resync)
     : rundir_(std::move(rundir)), kib_(kib),
       engine_(loop, {.job = "ovs-vswitchd socket buffers", .resync = resync}, [this](bool, ReconcileEngine::Done done) {

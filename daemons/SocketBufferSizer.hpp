@@ -18,6 +18,9 @@ namespace kovs::daemons {
 
 class SocketBufferSizer : public Job {
 public:
+    // How often a pass runs while vswitchd has no send socket yet.
+    static constexpr std::chrono::seconds kSendSocketPoll{1};
+
     // kib 0: leave OVS's default (the job does nothing).
     SocketBufferSizer(EventLoop& loop, std::string rundir, int kib, std::chrono::milliseconds resync);
 

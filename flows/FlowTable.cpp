@@ -314,12 +314,12 @@ std::map<std::string, std::string> FlowTable::holdersIn(const FlowDump& dump, co
     std::map<int, std::string> portAt;
     for (const auto& p : pods) portAt[p.ofport] = p.port;
     std::map<std::string, std::string> holders;
+    const auto inIngress = fmt::format("table={}, ", number(Table::Ingress));
     std::istringstream lines(dump.flows);
     for (std::string line; std::getline(lines, line);) {
         // "cookie=0x0, table=0, priority=200,ip,in_port=7,dl_src=0a:58:0a:f4:01:05,nw_src=10.244.1.5 actions=goto_table:10"
         // (ipv6 and ipv6_src for IPv6; a pod's link-local comes along, which no pod claims)
-        if (auto t = line.find("table="); t != std::string::npos && line.compare(t, 9, fmt::format("table={}, ", number(Table::Ingress))) != 0)
-            continue;
+        if (auto t = line.find("table="); t != std::string::npos && line.compare(t, inIngress.size(), inIngress) != 0) continue;
         auto match = line.substr(0, line.find(" actions="));
         match = match.substr(match.rfind(", ") + 2);
         std::map<std::string, std::string> field;

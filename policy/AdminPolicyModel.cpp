@@ -136,7 +136,6 @@ std::vector<AdminRule> decodeRules(const json& spec, bool egress, bool baseline,
 AdminPolicy decode(const json& object, bool baseline) {
     const char* kind = baseline ? "BaselineAdminNetworkPolicy" : "AdminNetworkPolicy";
     AdminPolicy p;
-    p.baseline = baseline;
     p.name = nameOf(object, kind, false).second;
     const std::string what = std::string(kind) + " " + p.name;
     if (baseline && p.name != "default") throw Error(what + ": the only BaselineAdminNetworkPolicy the API allows is named \"default\"");
@@ -158,15 +157,6 @@ AdminPolicy decode(const json& object, bool baseline) {
 }
 
 }  // namespace
-
-const char* actionName(AdminAction a) {
-    switch (a) {
-        case AdminAction::Allow: return "Allow";
-        case AdminAction::Deny: return "Deny";
-        case AdminAction::Pass: return "Pass";
-    }
-    return "?";
-}
 
 AdminPolicy decodeAdminNetworkPolicy(const json& object) { return decode(object, false); }
 AdminPolicy decodeBaselineAdminNetworkPolicy(const json& object) { return decode(object, true); }

@@ -30,7 +30,6 @@
 namespace kovs::policy {
 
 enum class AdminAction { Allow, Deny, Pass };
-const char* actionName(AdminAction a);
 
 // The pods of some namespaces: `namespaces` selects the namespaces, `pods`
 // (when set) the pods in them.
@@ -66,10 +65,9 @@ struct AdminRule {
     bool operator==(const AdminRule&) const = default;
 };
 
-// An ANP or the BANP (baseline: priority unused, no Pass).
+// An ANP or the BANP (which has no priority and no Pass).
 struct AdminPolicy {
     std::string name;
-    bool baseline = false;
     int priority = 0;
     NamespacedPods subject;
     std::vector<AdminRule> ingress, egress;  // in the order written: the first that matches decides

@@ -1,7 +1,6 @@
 #include "policy/PolicyModel.hpp"
 
 #include "base/Error.hpp"
-#include "kube/ApiPayload.hpp"
 #include "policy/DecodeFields.hpp"
 
 namespace kovs::policy {
