@@ -229,6 +229,32 @@ truth() {
            --argjson probes "$probes" '{namespaces: $ns, pods: $pods, policies: $np, probes: $probes}' |
         "$KOVS_BUILD/tests/policy_truth" | sort
 }
+# explain_misses DIFFS FAMILY: for each probe that differs, what both nodes
+# hold for it now (kovs's own trace, doctor's flow check, the datapath's
+# flows and conntrack entries between the two pods, the server's sockets),
+# so that a CI failure says whether a flow, conntrack or the pod was wrong.
+explain_misses() {
+    local line src dst proto port sn sp dn dp s d n
+    while read -r line; do
+        [[ $line == '<'* ]] || continue
+        read -r _ src dst proto port _ <<<"$line"
+        read -r sn sp <<<"${at[$src]}"; read -r dn dp <<<"${at[$dst]}"
+        s=$(ip_of "$src" "$2"); d=$(ip_of "$dst" "$2")
+        echo "# $src ($s, node $sn) -> $dst ($d, node $dn) $proto $port, now: $(probe "$sn" "$sp" "$d" "$proto" "$port" "$(retry_udp_port)")"
+        for n in $(printf '%s\n' "$sn" "$dn" | sort -u); do
+            echo "# --- node $n: kovsctl trace $src $dst $port/$proto"
+            kovsctl "$n" trace "-$2" "$src" "$dst" "$port/$proto" 2>&1 | sed 's/^/#   /' || true
+            echo "# --- node $n: doctor's flow check"
+            kovsctl "$n" doctor 2>&1 | grep -E '^(ok|FAIL|warn) +flows' | sed 's/^/#   /' || true
+            echo "# --- node $n: datapath flows and conntrack entries between the two"
+            in_node "$n" ovs-appctl dpctl/dump-flows 2>&1 | grep -F -e "$d" | grep -F -e "$s" | sed 's/^/#   /' || true
+            in_node "$n" ovs-appctl dpctl/dump-conntrack 2>&1 | grep -F -e "$d" | grep -F -e "$s" | tail -20 | sed 's/^/#   /' || true
+        done
+        echo "# --- $dst: listening sockets, and $src's TCP counters"
+        in_pod "$dn" "$dp" ss -tlnu 2>&1 | sed 's/^/#   /' || true
+        in_pod "$sn" "$sp" nstat -az TcpRetransSegs TcpAttemptFails TcpExtTCPTimeouts 2>&1 | sed 's/^/#   /' || true
+    done <<<"$1"
+}
 # check NAME: the matrix of each family against the truth; prints the counts, fails with the differences.
 check() {
     local got want diffs allowed fam over missed again line lines src dst proto port n p
@@ -257,6 +283,7 @@ check() {
         [ -z "$missed" ] || echo "# $(wc -l <<<"$missed") probes the truth allows got no answer in the matrix; $again answered when tried again alone"
         allowed=$(grep -c ' allow$' <<<"$got" || true)
         diffs=$(diff <(echo "$want") <(echo "$got") | grep '^[<>]' || true)
+        [ -z "$diffs" ] || explain_misses "$diffs" "$fam"
         [ -z "$diffs" ] || { echo "$diffs" | head -20; fail "$1$over: $(grep -c '^>' <<<"$diffs") of $(wc -l <<<"$got") probes differ from the truth table (< truth, > seen)"; }
         pass "$1$over: all $(wc -l <<<"$got") probes as the truth table says ($allowed allowed)"
     done
@@ -471,9 +498,9 @@ sctp_case() {
     seen_z=$(grep -cxF "$(ip_of z/a)" "$CLUSTER_DIR/sctp.seen" || true)
     [ "$seen_y" -ge 1 ] && [ "$seen_z" = 0 ] ||
         fail "SCTP into x/a: expected y/a's INITs and none of z/a's, saw $seen_y from y/a and $seen_z from z/a: $(cat "$CLUSTER_DIR/sctp.seen")"
-    allowed=$(in_node "$xn" ovs-ofctl dump-flows "unix:$(node_dir "$xn")/run/br-int.mgmt" table=24 | grep conj_id= |
+    allowed=$(in_node "$xn" ovs-ofctl dump-flows "unix:$(node_dir "$xn")/run/br-int.mgmt" table=25 | grep conj_id= |
               sed -n 's/.*n_packets=\([0-9]*\).*/\1/p' | paste -sd+ | bc)
-    [ "${allowed:-0}" -ge 1 ] || fail "no packet counted on table 24's conjunction of the SCTP rule on node $xn"
+    [ "${allowed:-0}" -ge 1 ] || fail "no packet counted on table 25's conjunction of the SCTP rule on node $xn"
     pass "SCTP (crafted INITs): x/a saw $seen_y from y/a and none from z/a; the rule's conjunction counted $allowed"
 }
 if [ "$KOVS_PROVIDER" = kind-node ]; then
