@@ -13,8 +13,12 @@ const char* stageName(int table) {
         case Table::PodNeighbour: return "a pod's neighbour discovery";
         case Table::Conntrack: return "conntrack lookup";
         case Table::ConntrackState: return "Services reply path";
+        case Table::AdminEgress: return "AdminNetworkPolicy egress";
         case Table::EgressPolicy: return "NetworkPolicy egress";
+        case Table::BaselineEgress: return "BaselineAdminNetworkPolicy egress";
+        case Table::AdminIngress: return "AdminNetworkPolicy ingress";
         case Table::IngressPolicy: return "NetworkPolicy ingress";
+        case Table::BaselineIngress: return "BaselineAdminNetworkPolicy ingress";
         case Table::Commit: return "conntrack commit";
         case Table::Forward: return "L3 forwarding";
         case Table::NeighbourReply: return "neighbour reply";

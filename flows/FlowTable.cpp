@@ -162,7 +162,7 @@ void conntrack(Flows& f, const Plan& p, bool serviceReplyPath, bool policy) {
         f.add(Table::Commit, 140, fmt::format("ct_state=+new+trk,in_port={}", p.tun), forward);
         // Only a new connection (or a packet conntrack finds invalid) is judged.
         for (const char* state : {"+est+trk", "+rel+trk"}) f.add(Table::ConntrackState, 185, fmt::format("ct_state={}", state), forward);
-        f.add(Table::ConntrackState, 0, "", gotoTable(Table::EgressPolicy));
+        f.add(Table::ConntrackState, 0, "", gotoTable(Table::AdminEgress));
         f.add(Table::Commit, 0, "", forward);
         return;
     }
@@ -170,7 +170,7 @@ void conntrack(Flows& f, const Plan& p, bool serviceReplyPath, bool policy) {
     f.add(Table::ConntrackState, 0, "", forward);
 }
 
-// Tables 22 and 24.
+// Tables 21 to 26.
 void policyStage(Flows& f, const Plan& p, const FlowInputs& in) {
     PolicyStageInputs stage{p.gw, {}, in.serviceCIDRs, {}};
     for (const auto& g : p.gateways) stage.nodeAddresses.push_back(g.host());

@@ -20,10 +20,12 @@
 //            committed with a mark; a reply of a marked connection goes back
 //            to gw0, whatever port it arrived on, so the kernel that made the
 //            DNAT (or SNAT) sees the reply and undoes it.
-//   table 22, 24 NetworkPolicy (flows/PolicyStage), only while a policy
-//            selects a pod of this node: egress of the sending pod, ingress
-//            of the receiving one, for new connections; table 28 commits
-//            what passed. Then every IP packet goes through conntrack.
+//   tables 21-26 the policy stage (flows/PolicyStage), only while a policy
+//            selects a pod of this node: AdminNetworkPolicy, NetworkPolicy
+//            and BaselineAdminNetworkPolicy on the egress of the sending pod,
+//            then on the ingress of the receiving one, for new connections;
+//            table 28 commits what passed. Then every IP packet goes through
+//            conntrack.
 //   table 30 L3 forwarding: peer pod CIDR -> tunnel (tun_dst = peer node IP);
 //            local pod -> its port; everything else -> gw0 (the node's
 //            kernel: Services, the node, the world). ARP and neighbour

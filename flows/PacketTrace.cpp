@@ -89,7 +89,16 @@ std::string cookieMeaning(const FlowInputs& in, uint64_t cookie) {
             if (r.id == id)
                 return fmt::format("allowed by NetworkPolicy {}, {} rule {}", r.policy, r.ingress ? "ingress" : "egress", r.rule);
         }
-        return fmt::format("allowed by NetworkPolicy rule {} (no longer in this agent's policy)", id);
+        for (const auto& r : in.policy.admin) {
+            if (r.id != id) continue;
+            const char* verdict = r.action == policy::AdminAction::Allow ? "allowed"
+                                  : r.action == policy::AdminAction::Deny ? "dropped"
+                                                                          : "passed on to NetworkPolicy";
+            return fmt::format("{} by {} {}, {} rule {}", verdict,
+                               r.tier == policy::Tier::Admin ? "AdminNetworkPolicy" : "BaselineAdminNetworkPolicy", r.policy,
+                               r.ingress ? "ingress" : "egress", r.rule);
+        }
+        return fmt::format("decided by policy rule {} (no longer in this agent's policy)", id);
     }
     return "";
 }

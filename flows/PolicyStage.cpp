@@ -6,6 +6,7 @@
 #include "flows/FlowFields.hpp"
 
 #include <map>
+#include <tuple>
 
 namespace kovs::flows {
 namespace {
@@ -25,11 +26,12 @@ std::string addressMatch(const IpPrefix& p, bool source) {
     return fmt::format("{},{}={}", x.proto, source ? x.src : x.dst, matchValue(p));
 }
 
-// Clause flows merged by match: one flow may serve many conjunctions.
+// Clause flows merged by match: one flow may serve many conjunctions (of one
+// priority: OVS completes a conjunction only among flows of the same one).
 struct Clauses {
-    std::map<std::pair<Table, std::string>, std::vector<std::string>> actions;  // (table, match) -> conjunction(...)
-    void add(Table table, const std::string& match, uint32_t id, int clause, int clauses) {
-        actions[{table, match}].push_back(fmt::format("conjunction({},{}/{})", id, clause, clauses));
+    std::map<std::tuple<Table, int, std::string>, std::vector<std::string>> actions;  // (table, priority, match) -> conjunction(...)
+    void add(Table table, int priority, const std::string& match, uint32_t id, int clause, int clauses) {
+        actions[{table, priority, match}].push_back(fmt::format("conjunction({},{}/{})", id, clause, clauses));
     }
 };
 
@@ -45,6 +47,28 @@ std::vector<int> familiesOf(const std::vector<IpPrefix>& addresses) {
     }
     return out;
 }
+
+// Clause `n` of `n` of conjunction `id`: the ports, for each family of `applied`.
+void portClauses(Clauses& clauses, Table table, int priority, uint32_t id, int n, const std::vector<IpPrefix>& applied,
+                 const std::vector<PortMatch>& ports) {
+    for (int family : familiesOf(applied)) {
+        for (const auto& port : ports) {
+            const auto t = transport(port.protocol, family);
+            if (port.first == 0) {
+                clauses.add(table, priority, t, id, n, n);
+                continue;
+            }
+            const char* field = port.protocol == Protocol::TCP ? "tcp_dst" : port.protocol == Protocol::UDP ? "udp_dst" : "sctp_dst";
+            for (const auto& m : portMasks(port.first, port.last)) clauses.add(table, priority, fmt::format("{},{}={}", t, field, m), id, n, n);
+        }
+    }
+}
+
+// The admin tiers' rules take the priorities from kAdminTop down, one each
+// (policy::kAdminRulesMax of them); the Service and node flows come first.
+constexpr int kFirst = 65000;
+constexpr int kAdminTop = 60000;
+static_assert(kAdminTop - policy::kAdminRulesMax > 0);
 
 }  // namespace
 
@@ -77,44 +101,51 @@ std::vector<Flow> renderPolicyStage(const policy::CompiledPolicy& policy, const 
     auto add = [&](Table table, int priority, std::string match, std::string actions, uint64_t cookie = 0) {
         flows.push_back({table, priority, cookie, std::move(match), std::move(actions)});
     };
-    const auto next = gotoTable(Table::IngressPolicy);
+    // Where a decided side goes on: egress allowed -> the ingress side; ingress allowed -> commit.
+    const auto egressDone = gotoTable(Table::AdminIngress);
     const auto done = gotoTable(Table::Commit);
 
     // Egress to a ClusterIP: judged when the kernel hands it back translated.
-    for (const auto& cidr : in.serviceCIDRs) add(Table::EgressPolicy, 250, addressMatch(cidr, false), next);
+    // Traffic from the node itself: allowed into its pods before any tier.
+    for (const auto& cidr : in.serviceCIDRs) add(Table::AdminEgress, kFirst, addressMatch(cidr, false), egressDone);
     for (const auto& a : in.nodeAddresses)
-        add(Table::IngressPolicy, 250, fmt::format("in_port={},{}", in.gatewayOfport, addressMatch(a.host(), true)), done);
+        add(Table::AdminIngress, kFirst, fmt::format("in_port={},{}", in.gatewayOfport, addressMatch(a.host(), true)), done);
 
     Clauses clauses;
     for (const CompiledRule& r : policy.rules) {
         const Table table = r.ingress ? Table::IngressPolicy : Table::EgressPolicy;
-        const auto allow = r.ingress ? done : next;
+        const auto allow = r.ingress ? done : egressDone;
         const uint64_t cookie = kCookiePolicyRule + r.id;
         const int n = 1 + !r.anyPeer + !r.anyPort;
         if (n == 1) {  // every peer, every port: the pods alone decide
             for (const auto& a : r.appliedTo) add(table, 150, addressMatch(a, !r.ingress), allow, cookie);
             continue;
         }
-        for (const auto& a : r.appliedTo) clauses.add(table, addressMatch(a, !r.ingress), r.id, 1, n);
+        for (const auto& a : r.appliedTo) clauses.add(table, 200, addressMatch(a, !r.ingress), r.id, 1, n);
         if (!r.anyPeer) {
-            for (const auto& p : r.peers) clauses.add(table, addressMatch(p, r.ingress), r.id, 2, n);
+            for (const auto& p : r.peers) clauses.add(table, 200, addressMatch(p, r.ingress), r.id, 2, n);
         }
-        if (!r.anyPort) {
-            for (int family : familiesOf(r.appliedTo)) {
-                for (const auto& port : r.ports) {
-                    const auto t = transport(port.protocol, family);
-                    if (port.first == 0) {
-                        clauses.add(table, t, r.id, n, n);
-                        continue;
-                    }
-                    const char* field = port.protocol == Protocol::TCP ? "tcp_dst" : port.protocol == Protocol::UDP ? "udp_dst" : "sctp_dst";
-                    for (const auto& m : portMasks(port.first, port.last)) clauses.add(table, fmt::format("{},{}={}", t, field, m), r.id, n, n);
-                }
-            }
-        }
+        if (!r.anyPort) portClauses(clauses, table, 200, r.id, n, r.appliedTo, r.ports);
         add(table, 200, fmt::format("conj_id={}", r.id), allow, cookie);
     }
-    for (auto& [key, actions] : clauses.actions) add(key.first, 200, key.second, join(actions, ","));
+    // The admin tiers: a conjunction a rule, each at its own priority in the
+    // order the rules decide. Allow ends the side, Deny drops, Pass goes on
+    // to NetworkPolicy (ANPs only: the baseline has none).
+    for (const auto& r : policy.admin) {
+        const bool baseline = r.tier == policy::Tier::Baseline;
+        const Table table = r.ingress ? (baseline ? Table::BaselineIngress : Table::AdminIngress)
+                                      : (baseline ? Table::BaselineEgress : Table::AdminEgress);
+        const int priority = kAdminTop - r.precedence;
+        const int n = 2 + !r.anyPort;
+        for (const auto& a : r.appliedTo) clauses.add(table, priority, addressMatch(a, !r.ingress), r.id, 1, n);
+        for (const auto& p : r.peers) clauses.add(table, priority, addressMatch(p, r.ingress), r.id, 2, n);
+        if (!r.anyPort) portClauses(clauses, table, priority, r.id, n, r.appliedTo, r.ports);
+        const auto action = r.action == policy::AdminAction::Deny ? std::string("drop")
+                            : r.action == policy::AdminAction::Allow ? (r.ingress ? done : egressDone)
+                                                                     : gotoTable(r.ingress ? Table::IngressPolicy : Table::EgressPolicy);
+        add(table, priority, fmt::format("conj_id={}", r.id), action, kCookiePolicyRule + r.id);
+    }
+    for (auto& [key, actions] : clauses.actions) add(std::get<0>(key), std::get<1>(key), std::get<2>(key), join(actions, ","));
     std::map<std::string, int> ports;
     for (const auto& [address, ofport] : in.podPorts) ports[address.str()] = ofport;
     auto portOf = [&](const IpPrefix& a) {
@@ -125,8 +156,13 @@ std::vector<Flow> renderPolicyStage(const policy::CompiledPolicy& policy, const 
         add(Table::EgressPolicy, 100, addressMatch(i.address, true), "drop", policyDropCookie(false, portOf(i.address)));
     for (const auto& i : policy.isolatedIngress)
         add(Table::IngressPolicy, 100, addressMatch(i.address, false), "drop", policyDropCookie(true, portOf(i.address)));
-    add(Table::EgressPolicy, 0, "", next);
-    add(Table::IngressPolicy, 0, "", done);
+    // What no rule of a tier decided goes on to the next tier.
+    add(Table::AdminEgress, 0, "", gotoTable(Table::EgressPolicy));
+    add(Table::EgressPolicy, 0, "", gotoTable(Table::BaselineEgress));
+    add(Table::BaselineEgress, 0, "", egressDone);
+    add(Table::AdminIngress, 0, "", gotoTable(Table::IngressPolicy));
+    add(Table::IngressPolicy, 0, "", gotoTable(Table::BaselineIngress));
+    add(Table::BaselineIngress, 0, "", done);
     return flows;
 }
 

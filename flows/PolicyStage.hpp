@@ -1,22 +1,32 @@
 #pragma once
-// The NetworkPolicy stage of br-int (standalone mode): tables EgressPolicy
-// (22: what this node's pods may send) and IngressPolicy (24: what they may
-// receive), between the conntrack lookup and the commit after them (28).
-// Only a new connection comes here (table 20 sends established and related
+// The policy stage of br-int (standalone mode): each side of a new
+// connection is judged by three tiers in turn, between the conntrack lookup
+// and the commit after them (Table::Commit):
+//
+//   egress (the sending pod)     AdminEgress -> EgressPolicy -> BaselineEgress
+//   ingress (the receiving pod)  AdminIngress -> IngressPolicy -> BaselineIngress
+//
+// AdminNetworkPolicy rules decide first, in their order (Allow ends the
+// side, Deny drops, Pass hands it to NetworkPolicy); NetworkPolicy decides a
+// pod that one of the direction selects; the BaselineAdminNetworkPolicy
+// decides what is left; what no tier decided is allowed. Only a new
+// connection comes here (Table::ConntrackState sends established and related
 // packets on), so the replies of an allowed connection pass both ways.
 //
 // Each compiled rule is one OpenFlow conjunction: clause 1 the pods it
 // applies to, clause 2 its peers, clause 3 its ports (a clause that would
 // match everything is left out), so a rule costs pods + peers + ports flows.
-// A pod selected by a policy of a direction and matched by no rule of it is
-// dropped there, one flow per pod address and direction (policyDropCookie).
+// NetworkPolicy rules share one priority (any of them allows); each admin
+// rule has its own, in the order the rules decide. A pod selected by a
+// NetworkPolicy of a direction and matched by no rule of it is dropped
+// there, one flow per pod address and direction (policyDropCookie).
 //
 // Egress to a Service's ClusterIP is judged after the node's kernel
 // translated it: the packet comes back from gw0 with the pod's source and
-// the backend's destination, and passes through table 22 again. Traffic
-// from the node itself (gw0 with one of the node's own addresses as source:
-// kubelet's probes, hostNetwork pods there) is allowed into the node's pods,
-// as every CNI does.
+// the backend's destination, and passes through the egress tables again.
+// Traffic from the node itself (gw0 with one of the node's own addresses as
+// source: kubelet's probes, hostNetwork pods there) is allowed into the
+// node's pods before any tier, as every CNI does.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,10 +47,10 @@ struct PolicyStageInputs {
     std::vector<std::pair<IpPrefix, int>> podPorts;
 };
 
-// The flows of tables EgressPolicy and IngressPolicy, unsorted: "priority=200,
-// ip,nw_src=10.244.1.5 actions=conjunction(3,1/3)" ... Cookies of the
-// conjunctions' flows are kCookiePolicyRule + the rule's id (its allowed
-// packets, per rule). What passes goes on to Table::Commit.
+// The flows of the six policy tables, unsorted: "priority=200,ip,
+// nw_src=10.244.1.5 actions=conjunction(3,1/3)" ... Cookies of the
+// conjunctions' flows are kCookiePolicyRule + the rule's id (the packets it
+// decided, per rule). What passes goes on to Table::Commit.
 std::vector<Flow> renderPolicyStage(const policy::CompiledPolicy& policy, const PolicyStageInputs& in);
 
 constexpr uint64_t kCookiePolicyIngressDrop = 0x6b05;

@@ -77,6 +77,23 @@ struct AdminPolicy {
 
 using AdminPolicies = std::map<std::string, AdminPolicy>;  // key: the name
 
+// A node as an egress `nodes` peer sees it: its labels select it, its
+// addresses (status.addresses, InternalIP and ExternalIP) are what it is.
+struct PolicyNode {
+    Labels labels;
+    std::vector<IpPrefix> addresses;  // host prefixes
+    bool operator==(const PolicyNode&) const = default;
+};
+
+// The cluster admin's tiers, next to the NetworkPolicies of a ClusterView.
+struct AdminTiers {
+    AdminPolicies admin;
+    std::optional<AdminPolicy> baseline;
+    std::map<std::string, PolicyNode> nodes;  // by name
+    bool empty() const { return admin.empty() && !baseline; }
+    bool operator==(const AdminTiers&) const = default;
+};
+
 // Throw kovs::Error naming the object and the field for an object refused
 // whole (malformed, priority out of range, a BANP not named "default", a
 // subject of neither or both kinds).

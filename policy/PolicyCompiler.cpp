@@ -57,6 +57,31 @@ bool hasNamedPort(const PolicyRule& r) {
     return std::any_of(r.ports.begin(), r.ports.end(), [](const PolicyPort& p) { return !p.named.empty(); });
 }
 
+bool podsMatch(const ClusterView& c, const NamespacedPods& s, const PolicyPod& pod) {
+    static const Labels kNone;
+    auto ns = c.namespaces.find(pod.namespaceName);
+    return s.namespaces.matches(ns == c.namespaces.end() ? kNone : ns->second.labels) && (!s.pods || s.pods->matches(pod.labels));
+}
+
+// An admin rule's ports on `target` (a named port is a container port of
+// the destination pod, whatever its protocol; nullptr: none resolve).
+std::vector<PortMatch> resolvePorts(const AdminRule& r, const PolicyPod* target) {
+    std::vector<PortMatch> out;
+    for (const auto& p : r.ports) {
+        if (p.named.empty()) {
+            out.push_back({p.protocol, p.first, p.last});
+            continue;
+        }
+        if (!target) continue;
+        for (const auto& cp : target->ports) {
+            if (cp.name == p.named) out.push_back({cp.protocol, cp.port, cp.port});
+        }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
 struct Compiler {
     ClusterView c;
     std::vector<const PolicyPod*> local;              // this node's pods
@@ -137,6 +162,92 @@ struct Compiler {
         for (const auto& [ip, pod] : peers) groups[resolvePorts(r, pod)].push_back(ip);
         for (auto& [ports, group] : groups) add(np, false, index, applied, false, std::move(group), r, ports);
     }
+
+    // --- AdminNetworkPolicy and BaselineAdminNetworkPolicy ---
+
+    // The peers of an admin rule, with the pod each address is (nullptr for
+    // a node's or a network's). With `podsInNetworks` (named ports, resolved
+    // per destination) a network also gives each pod address inside it.
+    std::vector<std::pair<IpPrefix, const PolicyPod*>> peersOf(const AdminTiers& t, const AdminRule& r, bool podsInNetworks) {
+        std::vector<std::pair<IpPrefix, const PolicyPod*>> peers;
+        for (const auto& peer : r.peers) {
+            switch (peer.kind) {
+                case AdminPeer::Kind::Namespaces:
+                case AdminPeer::Kind::Pods:
+                    for (const auto& [_, pod] : c.pods) {
+                        if (pod.hostNetwork || !podsMatch(c, peer.pods, pod)) continue;
+                        for (const auto& ip : pod.ips) peers.emplace_back(ip, &pod);
+                    }
+                    break;
+                case AdminPeer::Kind::Nodes:
+                    for (const auto& [_, node] : t.nodes) {
+                        if (!peer.nodes.matches(node.labels)) continue;
+                        for (const auto& ip : node.addresses) peers.emplace_back(ip, nullptr);
+                    }
+                    break;
+                case AdminPeer::Kind::Networks:
+                    for (const auto& n : peer.networks) {
+                        peers.emplace_back(n, nullptr);
+                        if (!podsInNetworks) continue;
+                        for (const auto& pa : podAddresses) {
+                            if (n.contains(pa.first)) peers.push_back(pa);
+                        }
+                    }
+                    break;
+            }
+        }
+        return peers;
+    }
+
+    void adminRule(const AdminTiers& t, const AdminPolicy& p, Tier tier, bool ingress, const AdminRule& r, int precedence,
+                   const std::vector<const PolicyPod*>& subjects) {
+        auto emit = [&](std::vector<IpPrefix> applied, std::vector<IpPrefix> peers, std::vector<PortMatch> ports) {
+            if (applied.empty() || peers.empty() || (!r.ports.empty() && ports.empty())) return;  // matches nothing here
+            sortUnique(applied);
+            sortUnique(peers);
+            out.admin.push_back({0, tier, ingress, r.action, precedence, p.name, r.name, std::move(applied), std::move(peers),
+                                 r.ports.empty(), std::move(ports)});
+        };
+        const bool named = std::any_of(r.ports.begin(), r.ports.end(), [](const AdminPort& x) { return !x.named.empty(); });
+        const auto peers = peersOf(t, r, named && !ingress);
+        if (named && !ingress) {  // the destinations' named ports: peers grouped by what they resolve to
+            std::vector<IpPrefix> applied;
+            for (const auto* pod : subjects) applied.insert(applied.end(), pod->ips.begin(), pod->ips.end());
+            std::map<std::vector<PortMatch>, std::vector<IpPrefix>> groups;
+            for (const auto& [ip, pod] : peers) groups[resolvePorts(r, pod)].push_back(ip);
+            for (auto& [ports, group] : groups) emit(applied, std::move(group), ports);
+            return;
+        }
+        std::vector<IpPrefix> peerIps;
+        for (const auto& [ip, _] : peers) peerIps.push_back(ip);
+        // The subjects grouped by what the ports resolve to on them (ingress: they are the destination).
+        std::map<std::vector<PortMatch>, std::vector<IpPrefix>> groups;
+        for (const auto* pod : subjects) {
+            auto& g = groups[resolvePorts(r, ingress ? pod : nullptr)];
+            g.insert(g.end(), pod->ips.begin(), pod->ips.end());
+        }
+        for (auto& [ports, applied] : groups) emit(std::move(applied), peerIps, ports);
+    }
+
+    // One tier's policies, in the order they decide (ANPs: by priority, then name).
+    void adminTier(const AdminTiers& t, Tier tier, std::vector<const AdminPolicy*> policies) {
+        std::stable_sort(policies.begin(), policies.end(), [](const AdminPolicy* a, const AdminPolicy* b) { return a->priority < b->priority; });
+        for (bool ingress : {true, false}) {
+            int precedence = 0;
+            for (const auto* p : policies) {
+                std::vector<const PolicyPod*> subjects;
+                for (const auto* pod : local) {
+                    if (podsMatch(c, p->subject, *pod)) subjects.push_back(pod);
+                }
+                if (subjects.empty()) continue;
+                const auto& rules = ingress ? p->ingress : p->egress;
+                for (const auto& r : rules) {
+                    if (precedence == kAdminRulesMax) ++out.adminLeftOut;
+                    else adminRule(t, *p, tier, ingress, r, precedence++, subjects);
+                }
+            }
+        }
+    }
 };
 
 }  // namespace
@@ -150,7 +261,7 @@ std::set<std::string> isolatingPolicies(const CompiledPolicy& policy, bool ingre
     return out;
 }
 
-CompiledPolicy compilePolicy(const ClusterView& cluster, const std::string& nodeName) {
+CompiledPolicy compilePolicy(const ClusterView& cluster, const std::string& nodeName, const AdminTiers* tiers) {
     Compiler k{cluster, {}, {}, {}};
     for (const auto& [_, pod] : cluster.pods) {
         if (pod.hostNetwork) continue;
@@ -178,8 +289,15 @@ CompiledPolicy compilePolicy(const ClusterView& cluster, const std::string& node
     }
     mergeIsolations(k.out.isolatedIngress);
     mergeIsolations(k.out.isolatedEgress);
+    if (tiers) {
+        std::vector<const AdminPolicy*> anps;
+        for (const auto& [_, p] : tiers->admin) anps.push_back(&p);
+        k.adminTier(*tiers, Tier::Admin, std::move(anps));
+        if (tiers->baseline) k.adminTier(*tiers, Tier::Baseline, {&*tiers->baseline});
+    }
     uint32_t id = 0;
     for (auto& r : k.out.rules) r.id = ++id;
+    for (auto& r : k.out.admin) r.id = ++id;
     return std::move(k.out);
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/IpPrefix.hpp"
+#include "policy/AdminPolicyModel.hpp"
 #include "policy/PolicyModel.hpp"
 
 namespace kovs::policy {
@@ -45,10 +46,37 @@ struct Isolation {
     bool operator==(const Isolation&) const = default;
 };
 
+// A rule of an AdminNetworkPolicy or of the BaselineAdminNetworkPolicy, for
+// this node's pods: the same three sets as a CompiledRule, and what a match
+// does. Rules of one tier and direction are ordered by `precedence` (0
+// decides first: ANPs by priority, then name, each one's rules as written);
+// the flows give each its own OpenFlow priority in that order.
+enum class Tier : uint8_t { Admin, Baseline };
+struct AdminCompiledRule {
+    uint32_t id = 0;  // the conjunction id, after the NetworkPolicy rules'
+    Tier tier = Tier::Admin;
+    bool ingress = true;
+    AdminAction action = AdminAction::Deny;
+    int precedence = 0;
+    std::string policy, rule;         // the ANP's (or BANP's) name and the rule's
+    std::vector<IpPrefix> appliedTo;  // this node's subject pods' addresses (host prefixes)
+    std::vector<IpPrefix> peers;      // never empty: an admin rule names its peers
+    bool anyPort = true;
+    std::vector<PortMatch> ports;
+    bool operator==(const AdminCompiledRule&) const = default;
+};
+
+// The rules one tier and direction can order on one node (OpenFlow has 16
+// bits of priority): past it, rules are left out and counted. The API allows
+// 100 rules per direction per policy, so this is 500 ANPs selecting pods here.
+constexpr int kAdminRulesMax = 50000;
+
 struct CompiledPolicy {
     std::vector<CompiledRule> rules;
     std::vector<Isolation> isolatedIngress, isolatedEgress;  // sorted by address, one each
-    bool active() const { return !isolatedIngress.empty() || !isolatedEgress.empty(); }
+    std::vector<AdminCompiledRule> admin;                    // both admin tiers, by tier, direction, precedence
+    int adminLeftOut = 0;                                    // rules past kAdminRulesMax
+    bool active() const { return !isolatedIngress.empty() || !isolatedEgress.empty() || !admin.empty(); }
     bool operator==(const CompiledPolicy&) const = default;
 };
 
@@ -57,7 +85,8 @@ struct CompiledPolicy {
 std::set<std::string> isolatingPolicies(const CompiledPolicy& policy, bool ingress, const std::vector<IpPrefix>& podAddresses);
 
 // The pods of `nodeName` (not hostNetwork, with an address) and what the
-// policies say about them.
-CompiledPolicy compilePolicy(const ClusterView& cluster, const std::string& nodeName);
+// policies say about them: the NetworkPolicies of `cluster`, and the admin
+// tiers where given.
+CompiledPolicy compilePolicy(const ClusterView& cluster, const std::string& nodeName, const AdminTiers* tiers = nullptr);
 
 }  // namespace kovs::policy

@@ -88,8 +88,8 @@ bool adminPeerMatches(const PolicyCluster& c, const AdminTiers& t, const AdminPe
         case AdminPeer::Kind::Nodes: {
             if (podOf(c, e) || e.nodeName.empty()) return false;  // a node's own address (hostNetwork pods are their node)
             static const Labels kNone;
-            auto it = t.nodeLabels.find(e.nodeName);
-            return peer.nodes.matches(it == t.nodeLabels.end() ? kNone : it->second);
+            auto it = t.nodes.find(e.nodeName);
+            return peer.nodes.matches(it == t.nodes.end() ? kNone : it->second.labels);
         }
         case AdminPeer::Kind::Networks:
             return std::any_of(peer.networks.begin(), peer.networks.end(), [&](const IpPrefix& n) { return n.contains(e.ip); });

@@ -35,13 +35,6 @@ struct Endpoint {
     std::string nodeName;  // the node it is, or that it runs on ("" outside the cluster)
 };
 
-// The cluster admin's tiers next to PolicyCluster's NetworkPolicies.
-struct AdminTiers {
-    AdminPolicies admin;
-    std::optional<AdminPolicy> baseline;
-    std::map<std::string, Labels> nodeLabels;  // by node name: what an egress `nodes` peer selects
-};
-
 // What decided a connection: the tier ("AdminNetworkPolicy",
 // "NetworkPolicy", "BaselineAdminNetworkPolicy"; "" when nothing selected
 // either side), the policy ("ns/name" for a NetworkPolicy), the rule's name

@@ -135,7 +135,7 @@ int main() {
     double renderMs = ms(Clock::now() - t0);
     const size_t total = rendered.flows.size();
     const auto stage = static_cast<size_t>(std::count_if(rendered.flows.begin(), rendered.flows.end(), [](const flows::Flow& f) {
-        return f.table == flows::Table::EgressPolicy || f.table == flows::Table::IngressPolicy;
+        return f.table >= flows::Table::AdminEgress && f.table <= flows::Table::BaselineIngress;
     }));
     std::printf("policy: %d pods over %d nodes, %d namespaces, %d policies; node n1 has %zu pods\n", kPods, kNodes, kNamespaces,
                 kPolicies, rendered.ports.size());

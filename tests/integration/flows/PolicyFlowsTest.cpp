@@ -1,4 +1,4 @@
-// NetworkPolicy in real OVS flows, held to the evaluator: two dual-stack
+// NetworkPolicy and the admin tiers in real OVS flows, held to the evaluator: two dual-stack
 // nodes' br-int tables (one vswitchd, a bridge per node), rendered by
 // FlowTable with the policy stage from PolicyCompiler, and every probe of the
 // upstream e2e suite's matrix (pods x/a .. z/c on two nodes, the node, an
@@ -21,6 +21,7 @@
 #include "flows/OpenFlowBridge.hpp"
 #include "ovs/UnixctlClient.hpp"
 #include "policy/PolicyEvaluator.hpp"
+#include "tests/support/AdminPolicyCases.hpp"
 #include "tests/support/OvsSandbox.hpp"
 #include "tests/support/PolicyCluster.hpp"
 
@@ -83,7 +84,7 @@ protected:
     // as the flow job installs them: whole the first time, then as the
     // difference to the table before (flowModsBetween, one `ovs-ofctl
     // bundle`), so every case after the first also proves those mods.
-    void install(const policy::PolicyCluster& c, bool withPolicy = true) {
+    void install(const policy::PolicyCluster& c, bool withPolicy = true, const policy::AdminTiers* tiers = nullptr) {
         for (const char* node : {"n1", "n2"}) {
             const int n = nodeIndex(node), other = 3 - n;
             flows::FlowInputs in;
@@ -99,7 +100,7 @@ protected:
                          {IpPrefix::parse(fmt::format("10.244.{}.0/24", other)), IpPrefix::parse(fmt::format("fd00:10:244:{}::/64", other))},
                          {peerIP}}};
             in.serviceCIDRs = {IpPrefix::parse("10.96.0.0/16"), IpPrefix::parse("fd00:10:96::/112")};
-            if (withPolicy) in.policy = policy::compilePolicy(c, node);
+            if (withPolicy) in.policy = policy::compilePolicy(c, node, tiers);
             auto rendered = flows::FlowTable::render(in);
             ASSERT_TRUE(rendered.skipped.empty()) << rendered.skipped.front();
             const auto file = ovs.dir() + "/flows-" + node;
@@ -131,8 +132,9 @@ protected:
         std::vector<std::string> wrong;  // "x/a -> y/b TCP/80: flows allow, evaluator denies"
     };
 
-    // Every probe of one family through the installed tables, against the evaluator on `c`.
-    Outcome probeAll(const policy::PolicyCluster& c, int family = AF_INET) {
+    // Every probe of one family through the installed tables, against the
+    // evaluator on `c` (and `tiers`, where given).
+    Outcome probeAll(const policy::PolicyCluster& c, int family = AF_INET, const policy::AdminTiers* tiers = nullptr) {
         const bool v6 = family == AF_INET6;
         auto ipOf = [&](const NetpolPod& p) { return v6 ? p.ip6 : p.ip; };
         const std::string outside = v6 ? kOutside6 : kOutside;
@@ -154,7 +156,8 @@ protected:
             };
             auto add = [&](const std::string& what, const policy::Endpoint& from, const policy::Endpoint& to, const std::string& srcNode,
                            const std::string& firstFlow, const std::string& dstNode, int dstOfport, const std::string& body) {
-                bool expected = policy::allowed(c, from, to, probe.protocol, probe.port);
+                bool expected = tiers ? policy::decide(c, *tiers, from, to, probe.protocol, probe.port).allowed
+                                      : policy::allowed(c, from, to, probe.protocol, probe.port);
                 std::string tunnel;
                 if (!dstNode.empty() && dstNode != srcNode)
                     tunnel = fmt::format("in_port=2,tun_src={},tun_dst={},dl_src={},{}", test::netpolNodeIP(srcNode),
@@ -173,6 +176,12 @@ protected:
                 }
                 add(s.ns + "/" + s.name + " -> outside", endpoint(s), {std::nullopt, IpPrefix::parse(outside), ""}, s.node,
                     fromPod + packet(ipOf(s), outside), "", 1, "");
+                if (v6) continue;
+                for (const char* node : {"n1", "n2"}) {  // the nodes' own addresses, through gw0
+                    const std::string ip = test::netpolNodeIP(node);
+                    add(s.ns + "/" + s.name + " -> node " + node, endpoint(s), {std::nullopt, IpPrefix::parse(ip), node}, s.node,
+                        fromPod + packet(ipOf(s), ip), "", 1, "");
+                }
             }
             for (const auto& d : pods) {
                 auto fromGw = fmt::format("in_port=1,dl_src={},", gwMac(d.node));
@@ -211,19 +220,22 @@ protected:
         return out;
     }
 
-    void check(const PolicyCase& pc) {
-        SCOPED_TRACE(pc.name);
-        auto c = test::netpolCluster(pc.policies, true);
-        install(c);
-        auto o = probeAll(c, AF_INET);
-        auto o6 = probeAll(c, AF_INET6);
+    void check(const PolicyCase& pc) { check(pc.name, pc.policies, {}); }
+    void check(const std::string& name, const std::vector<nlohmann::json>& policies, const std::vector<nlohmann::json>& admin) {
+        SCOPED_TRACE(name);
+        auto c = test::netpolCluster(policies, true);
+        const auto tiers = test::adminTiers(admin);
+        const auto* t = admin.empty() ? nullptr : &tiers;
+        install(c, true, t);
+        auto o = probeAll(c, AF_INET, t);
+        auto o6 = probeAll(c, AF_INET6, t);
         o.probes += o6.probes;
         o.allowed += o6.allowed;
         o.wrong.insert(o.wrong.end(), o6.wrong.begin(), o6.wrong.end());
         std::string first;
         for (size_t i = 0; i < o.wrong.size() && i < 12; ++i) first += "\n  " + o.wrong[i];
         EXPECT_TRUE(o.wrong.empty()) << o.wrong.size() << " of " << o.probes << " probes differ:" << first
-                                     << "\npolicies: " << nlohmann::json(pc.policies).dump();
+                                     << "\npolicies: " << nlohmann::json(policies).dump() << "\nadmin: " << nlohmann::json(admin).dump();
         totalProbes += o.probes;
         totalAllowed += o.allowed;
     }
@@ -251,6 +263,24 @@ TEST_F(PolicyFlowsTest, GeneratedCasesDecideAsTheEvaluator) {
     const char* count = std::getenv("KOVS_POLICY_CASES");
     for (const auto& pc : test::randomPolicyCases(seed ? std::stoul(seed) : 20261203u, count ? std::stoi(count) : 24)) check(pc);
     std::printf("generated cases: %d probes, %d allowed\n", totalProbes, totalAllowed);
+}
+
+// AdminNetworkPolicy and BaselineAdminNetworkPolicy, in cases shaped like
+// the policy-api conformance suite's, over the same probes (and the nodes'
+// own addresses, for egress `nodes` peers): OVS decides as the evaluator.
+TEST_F(PolicyFlowsTest, AdminTiersDecideAsTheEvaluator) {
+    for (const auto& ac : test::adminCases()) {
+        // Each case matters: with its tables rendered without the admin
+        // tiers, some probe decides other than the evaluator says.
+        auto c = test::netpolCluster(ac.policies, true);
+        const auto tiers = test::adminTiers(ac.admin);
+        install(c, true, nullptr);
+        EXPECT_FALSE(probeAll(c, AF_INET, &tiers).wrong.empty()) << ac.name << ": the admin tiers change no probe";
+        check(ac.name, ac.policies, ac.admin);
+    }
+    EXPECT_GT(totalAllowed, totalProbes / 2) << totalAllowed << " of " << totalProbes;
+    EXPECT_LT(totalAllowed, totalProbes * 19 / 20) << totalAllowed << " of " << totalProbes;
+    std::printf("admin tier cases: %d probes, %d allowed\n", totalProbes, totalAllowed);
 }
 
 // The test can fail: without the stage, a deny-all policy is not enforced

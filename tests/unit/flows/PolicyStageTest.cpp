@@ -51,27 +51,30 @@ TEST(PolicyStage, OneConjunctionPerRuleWithSharedClauses) {
     in.podPorts = {{IpPrefix::parse("10.244.1.5"), 5}, {IpPrefix::parse("10.244.1.6"), 6}};  // 10.244.1.7's port unknown
     auto lines = renderPolicyStage(twoRules(), in);
     const auto t = all(lines);
-    // Rule 1, ingress (table 24): pods, peers, ports.
-    EXPECT_TRUE(has(lines, "table=24,priority=200,ip,nw_dst=10.244.1.5 actions=conjunction(1,1/3)")) << t;
-    EXPECT_TRUE(has(lines, "table=24,priority=200,ip,nw_src=10.244.2.0/24 actions=conjunction(1,2/3)")) << t;
-    EXPECT_TRUE(has(lines, "table=24,priority=200,tcp,tcp_dst=0x50/0xfffe actions=conjunction(1,3/3)")) << t;
-    EXPECT_TRUE(has(lines, "table=24,priority=200,cookie=0x6b0000000001,conj_id=1 actions=goto_table:28")) << t;
+    // Rule 1, ingress (table 25): pods, peers, ports.
+    EXPECT_TRUE(has(lines, "table=25,priority=200,ip,nw_dst=10.244.1.5 actions=conjunction(1,1/3)")) << t;
+    EXPECT_TRUE(has(lines, "table=25,priority=200,ip,nw_src=10.244.2.0/24 actions=conjunction(1,2/3)")) << t;
+    EXPECT_TRUE(has(lines, "table=25,priority=200,tcp,tcp_dst=0x50/0xfffe actions=conjunction(1,3/3)")) << t;
+    EXPECT_TRUE(has(lines, "table=25,priority=200,cookie=0x6b0000000001,conj_id=1 actions=goto_table:28")) << t;
     // Rule 2, egress (table 22), every destination: two clauses.
     EXPECT_TRUE(has(lines, "table=22,priority=200,ip,nw_src=10.244.1.6 actions=conjunction(2,1/2)")) << t;
     EXPECT_TRUE(has(lines, "table=22,priority=200,udp,udp_dst=53 actions=conjunction(2,2/2)")) << t;
     EXPECT_TRUE(has(lines, "table=22,priority=200,cookie=0x6b0000000002,conj_id=2 actions=goto_table:24")) << t;
     // Rule 3: everything for its pods, no conjunction.
-    EXPECT_TRUE(has(lines, "table=24,priority=150,cookie=0x6b0000000003,ip,nw_dst=10.244.1.7 actions=goto_table:28")) << t;
+    EXPECT_TRUE(has(lines, "table=25,priority=150,cookie=0x6b0000000003,ip,nw_dst=10.244.1.7 actions=goto_table:28")) << t;
     // What no rule allows, per pod address and direction, each drop flow
     // with its pod's port in the top 16 bits of its cookie (none known: 0).
-    EXPECT_TRUE(has(lines, "table=24,priority=100,cookie=0x5000000006b05,ip,nw_dst=10.244.1.5 actions=drop")) << t;
-    EXPECT_TRUE(has(lines, "table=24,priority=100,cookie=0x6b05,ip,nw_dst=10.244.1.7 actions=drop")) << t;
+    EXPECT_TRUE(has(lines, "table=25,priority=100,cookie=0x5000000006b05,ip,nw_dst=10.244.1.5 actions=drop")) << t;
+    EXPECT_TRUE(has(lines, "table=25,priority=100,cookie=0x6b05,ip,nw_dst=10.244.1.7 actions=drop")) << t;
     EXPECT_TRUE(has(lines, "table=22,priority=100,cookie=0x6000000006b06,ip,nw_src=10.244.1.6 actions=drop")) << t;
-    // The node into its pods; ClusterIPs judged after DNAT; the rest passes.
-    EXPECT_TRUE(has(lines, "table=24,priority=250,in_port=1,ip,nw_src=10.244.1.1 actions=goto_table:28")) << t;
-    EXPECT_TRUE(has(lines, "table=22,priority=250,ip,nw_dst=10.96.0.0/16 actions=goto_table:24")) << t;
-    EXPECT_TRUE(has(lines, "table=22,priority=0 actions=goto_table:24")) << t;
-    EXPECT_TRUE(has(lines, "table=24,priority=0 actions=goto_table:28")) << t;
+    // The node into its pods and ClusterIPs (judged after DNAT) before any
+    // tier; what a tier did not decide goes on to the next.
+    EXPECT_TRUE(has(lines, "table=24,priority=65000,in_port=1,ip,nw_src=10.244.1.1 actions=goto_table:28")) << t;
+    EXPECT_TRUE(has(lines, "table=21,priority=65000,ip,nw_dst=10.96.0.0/16 actions=goto_table:24")) << t;
+    for (const char* line : {"table=21,priority=0 actions=goto_table:22", "table=22,priority=0 actions=goto_table:23",
+                             "table=23,priority=0 actions=goto_table:24", "table=24,priority=0 actions=goto_table:25",
+                             "table=25,priority=0 actions=goto_table:26", "table=26,priority=0 actions=goto_table:28"})
+        EXPECT_TRUE(has(lines, line)) << line << "\n" << t;
 }
 
 TEST(PolicyStage, ADropCookieNamesItsDirectionAndPodPort) {
@@ -102,10 +105,10 @@ TEST(PolicyStage, AClauseSharedByTwoRulesIsOneFlow) {
     p.rules[1].appliedTo.push_back(IpPrefix::parse("fd00:10:244:1::5"));
     auto lines = renderPolicyStage(p, {});
     const auto t = all(lines);
-    EXPECT_TRUE(has(lines, "table=24,priority=200,ip,nw_dst=10.244.1.5 actions=conjunction(1,1/2),conjunction(2,1/2)")) << t;
-    EXPECT_TRUE(has(lines, "table=24,priority=200,ipv6,ipv6_dst=fd00:10:244:1::5 actions=conjunction(1,1/2),conjunction(2,1/2)")) << t;
-    EXPECT_TRUE(has(lines, "table=24,priority=200,sctp actions=conjunction(2,2/2)")) << t;
-    EXPECT_TRUE(has(lines, "table=24,priority=200,sctp6 actions=conjunction(2,2/2)")) << t;
+    EXPECT_TRUE(has(lines, "table=25,priority=200,ip,nw_dst=10.244.1.5 actions=conjunction(1,1/2),conjunction(2,1/2)")) << t;
+    EXPECT_TRUE(has(lines, "table=25,priority=200,ipv6,ipv6_dst=fd00:10:244:1::5 actions=conjunction(1,1/2),conjunction(2,1/2)")) << t;
+    EXPECT_TRUE(has(lines, "table=25,priority=200,sctp actions=conjunction(2,2/2)")) << t;
+    EXPECT_TRUE(has(lines, "table=25,priority=200,sctp6 actions=conjunction(2,2/2)")) << t;
 }
 
 TEST(PolicyStage, TheTableHasAStageOnlyWhileAPolicySelectsALocalPod) {
@@ -115,19 +118,19 @@ TEST(PolicyStage, TheTableHasAStageOnlyWhileAPolicySelectsALocalPod) {
     in.gatewayAddresses = {IpPrefix::parse("10.244.1.1/24")};
     in.pods = {{"pod1", "0a:58:0a:f4:01:05", {"10.244.1.5/24"}, 7}};
     auto plain = FlowTable::render(in).text();
-    EXPECT_EQ(plain.find("table=22"), std::string::npos) << plain;
+    EXPECT_EQ(plain.find("table=21"), std::string::npos) << plain;
     EXPECT_NE(plain.find("table=20,priority=200,ct_state=+new+trk,in_port=1,ip"), std::string::npos) << plain;
 
     in.policy = twoRules();
     auto t = FlowTable::render(in).text();
     EXPECT_NE(t.find("table=10,priority=80,ip actions=ct(table=20,zone=107)\n"), std::string::npos) << "every IP packet: " << t;
     EXPECT_NE(t.find("table=20,priority=185,ct_state=+est+trk actions=goto_table:30\n"), std::string::npos) << t;
-    EXPECT_NE(t.find("table=20,priority=0 actions=goto_table:22\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("table=20,priority=0 actions=goto_table:21\n"), std::string::npos) << t;
     EXPECT_NE(t.find("table=28,priority=200,ct_state=+new+trk,in_port=1,ip actions=ct(commit,zone=107,exec(set_field:0x1/0x1->ct_mark)),goto_table:30\n"),
               std::string::npos) << t;
     EXPECT_NE(t.find("table=28,priority=100,ct_state=+new+trk,ip actions=ct(commit,zone=107),goto_table:30\n"), std::string::npos) << t;
     EXPECT_EQ(t.find("table=20,priority=200"), std::string::npos) << "the commit moved after the policy: " << t;
-    EXPECT_NE(t.find("table=24,priority=250,in_port=1,ip,nw_src=10.244.1.1 actions=goto_table:28\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("table=24,priority=65000,in_port=1,ip,nw_src=10.244.1.1 actions=goto_table:28\n"), std::string::npos) << t;
 }
 
 // A forged inner source from a known peer is dropped by table 40; with a

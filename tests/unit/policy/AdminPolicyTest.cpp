@@ -11,6 +11,7 @@
 #include "base/Error.hpp"
 #include "policy/AdminPolicyModel.hpp"
 #include "policy/PolicyEvaluator.hpp"
+#include "tests/support/AdminPolicyCases.hpp"
 #include "tests/support/PolicyCluster.hpp"
 
 using namespace kovs::policy;
@@ -21,17 +22,8 @@ using nlohmann::json;
 
 namespace {
 
-json anp(const std::string& name, int priority, const std::string& spec) {
-    auto s = json::parse(spec);
-    s["priority"] = priority;
-    return {{"apiVersion", "policy.networking.k8s.io/v1alpha1"}, {"kind", "AdminNetworkPolicy"}, {"metadata", {{"name", name}}}, {"spec", s}};
-}
-json banp(const std::string& spec, const std::string& name = "default") {
-    return {{"apiVersion", "policy.networking.k8s.io/v1alpha1"},
-            {"kind", "BaselineAdminNetworkPolicy"},
-            {"metadata", {{"name", name}}},
-            {"spec", json::parse(spec)}};
-}
+json anp(const std::string& name, int priority, const std::string& spec) { return kovs::test::adminPolicyObject(name, priority, spec); }
+json banp(const std::string& spec, const std::string& name = "default") { return kovs::test::baselinePolicyObject(spec, name); }
 
 // Subject: the pods of namespace x; one ingress rule from namespace `from`.
 std::string ingressFrom(const std::string& action, const std::string& from, const std::string& ports = "") {
@@ -210,7 +202,7 @@ TEST(AdminPolicyTiers, NamespaceAndPodSubjects) {
 
 TEST(AdminPolicyTiers, EgressToNetworksAndNodes) {
     Cluster k;
-    k.t.nodeLabels["n1"] = Labels{{"role", "infra"}};
+    k.t.nodes["n1"].labels = Labels{{"role", "infra"}};
     k.with(anp("egress", 1, R"({"subject": {"namespaces": {"matchLabels": {"ns": "x"}}},
         "egress": [{"name": "no-infra-nodes", "action": "Deny", "to": [{"nodes": {"matchLabels": {"role": "infra"}}}]},
                    {"name": "no-docs", "action": "Deny", "to": [{"networks": ["192.0.2.0/24"]}]}]})"));
