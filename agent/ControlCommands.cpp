@@ -17,9 +17,11 @@ nlohmann::json withCounts(nlohmann::json explained, const flows::FlowReconciler*
     for (bool ingress : {true, false}) {
         auto& d = explained[ingress ? "ingress" : "egress"];
         if (d.value("isolated", false)) d["dropped"] = ingress ? counts.droppedIngress : counts.droppedEgress;
-        for (auto& r : d["rules"]) {
-            auto it = counts.rulePackets.find(r.value("id", 0u));
-            r["packets"] = it == counts.rulePackets.end() ? 0 : it->second;
+        for (const char* list : {"rules", "admin"}) {
+            for (auto& r : d[list]) {
+                auto it = counts.rulePackets.find(r.value("id", 0u));
+                r["packets"] = it == counts.rulePackets.end() ? 0 : it->second;
+            }
         }
     }
     return explained;

@@ -128,23 +128,47 @@ void printPolicy(const nlohmann::json& p) {
     }
     for (const char* dir : {"ingress", "egress"}) {
         const auto& d = p[dir];
-        if (!d.value("isolated", false)) {
+        const auto admin = d.value("admin", nlohmann::json::array());
+        const bool isolated = d.value("isolated", false);
+        const std::string peers = std::string(dir) == "ingress" ? "from" : "to";
+        auto packets = [](const nlohmann::json& r, const char* verb) {
+            return r.contains("packets") ? fmt::format("  {} {} packets", verb, r.value("packets", 0)) : std::string();
+        };
+        // The admin tiers' rules of `tier`, in the order they decide.
+        auto adminRules = [&](const std::string& tier) {
+            for (const auto& r : admin) {
+                if (r.value("tier", "") != tier) continue;
+                std::cout << fmt::format("           {} {}{} rule {}: {} {} {}  ports {}{}\n",
+                                         tier == "AdminNetworkPolicy" ? "ANP" : "BANP", r.value("policy", "?"),
+                                         r.contains("priority") ? fmt::format(" (priority {})", r.value("priority", 0)) : "",
+                                         r.value("rule", "?"), r.value("action", "?"), peers, joined(r["peers"]), joined(r["ports"]),
+                                         packets(r, "decided"));
+            }
+        };
+        if (!isolated && admin.empty()) {
             std::cout << fmt::format("  {:<7}  open: no policy selects it\n", dir);
             continue;
         }
-        std::cout << fmt::format("  {:<7}  isolated by {}; what no rule below allows is dropped\n", dir, joined(d["policies"]));
-        if (!p.value("realizedHere", false)) {
-            std::cout << fmt::format("           (its rules are realized on {}: run kovsctl policy there)\n", p.value("podNode", "its node"));
-            continue;
+        if (!isolated) {
+            std::cout << fmt::format("  {:<7}  no NetworkPolicy selects it; the admin tiers' rules, in the order they decide:\n", dir);
+        } else {
+            std::cout << fmt::format("  {:<7}  isolated by {}; what no rule below allows is dropped\n", dir, joined(d["policies"]));
+            if (!p.value("realizedHere", false)) {
+                std::cout << fmt::format("           (its rules are realized on {}: run kovsctl policy there)\n", p.value("podNode", "its node"));
+                continue;
+            }
         }
-        if (d.contains("dropped"))
-            std::cout << fmt::format("           dropped {} packets no rule allowed (first packets of new connections)\n",
-                                     d.value("dropped", 0));
-        if (d["rules"].empty()) std::cout << "           no rule allows anything\n";
-        for (const auto& r : d["rules"])
-            std::cout << fmt::format("           rule {} of {} (conjunction {}): {} {}  ports {}{}\n", r.value("rule", 0), r.value("policy", "?"),
-                                     r.value("id", 0), std::string(dir) == "ingress" ? "from" : "to", joined(r["peers"]), joined(r["ports"]),
-                                     r.contains("packets") ? fmt::format("  allowed {} packets", r.value("packets", 0)) : "");
+        adminRules("AdminNetworkPolicy");
+        if (isolated) {
+            if (d.contains("dropped"))
+                std::cout << fmt::format("           dropped {} packets no rule allowed (first packets of new connections)\n",
+                                         d.value("dropped", 0));
+            if (d["rules"].empty()) std::cout << "           no rule allows anything\n";
+            for (const auto& r : d["rules"])
+                std::cout << fmt::format("           rule {} of {} (conjunction {}): {} {}  ports {}{}\n", r.value("rule", 0), r.value("policy", "?"),
+                                         r.value("id", 0), peers, joined(r["peers"]), joined(r["ports"]), packets(r, "allowed"));
+        }
+        adminRules("BaselineAdminNetworkPolicy");
     }
     printWarnings(p.value("warnings", nlohmann::json::object()));
 }

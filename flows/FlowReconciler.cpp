@@ -263,13 +263,15 @@ FlowReconciler::PolicyCounts FlowReconciler::policyCounts(const std::vector<IpPr
         if (auto it = dropsAt_.find({false, ofport}); it != dropsAt_.end()) out.droppedEgress += it->second;
     }
     if (!policy_) return out;
-    for (const auto& r : policy_->rules) {
-        bool applies = std::any_of(r.appliedTo.begin(), r.appliedTo.end(), [&](const IpPrefix& a) {
+    auto count = [&](uint32_t id, const std::vector<IpPrefix>& appliedTo) {
+        bool applies = std::any_of(appliedTo.begin(), appliedTo.end(), [&](const IpPrefix& a) {
             return std::find(podAddresses.begin(), podAddresses.end(), a) != podAddresses.end();
         });
-        auto it = rulePackets_.find(kCookiePolicyRule + r.id);
-        if (applies) out.rulePackets[r.id] = it == rulePackets_.end() ? 0 : it->second;
-    }
+        auto it = rulePackets_.find(kCookiePolicyRule + id);
+        if (applies) out.rulePackets[id] = it == rulePackets_.end() ? 0 : it->second;
+    };
+    for (const auto& r : policy_->rules) count(r.id, r.appliedTo);
+    for (const auto& r : policy_->admin) count(r.id, r.appliedTo);
     return out;
 }
 
@@ -325,6 +327,21 @@ void FlowReconciler::metrics(MetricsText& out) const {
                   "Packets a NetworkPolicy rule allowed on this node since its flows were installed (first packets of new "
                   "connections; as of the last read-back of the table).",
                   static_cast<double>(packets), {{"policy", policy}, {"direction", ingress ? "ingress" : "egress"}, {"rule", std::to_string(index)}});
+    }
+    // An admin rule's packets: what it decided (Allow, Deny or Pass), per rule name.
+    std::map<std::tuple<std::string, std::string, bool, std::string>, uint64_t> perAdminRule;
+    for (const auto& r : policy_->admin) {
+        auto it = rulePackets_.find(kCookiePolicyRule + r.id);
+        const char* tier = r.tier == policy::Tier::Admin ? "AdminNetworkPolicy" : "BaselineAdminNetworkPolicy";
+        perAdminRule[{tier, r.policy, r.ingress, r.rule}] += it == rulePackets_.end() ? 0 : it->second;
+    }
+    for (const auto& [rule, packets] : perAdminRule) {
+        const auto& [tier, policy, ingress, name] = rule;
+        out.gauge("kovs_policy_admin_rule_packets",
+                  "Packets an AdminNetworkPolicy or BaselineAdminNetworkPolicy rule decided on this node (its action: Allow, Deny or "
+                  "Pass; first packets of new connections; as of the last read-back of the table).",
+                  static_cast<double>(packets),
+                  {{"tier", tier}, {"policy", policy}, {"direction", ingress ? "ingress" : "egress"}, {"rule", name}});
     }
     // A drop at a pod isolated by several policies counts for each of them.
     std::map<std::pair<std::string, bool>, uint64_t> perPolicy;

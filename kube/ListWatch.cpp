@@ -99,8 +99,13 @@ void ListWatch::run() {
             if (needList) {
                 // What the list frees is handed back to the kernel by the
                 // agent's periodic malloc_trim (agent/main.cpp).
-                if (!list()) {
+                auto listed = list();
+                if (listed == Listed::Failed) {
                     if (!failed("list failed")) return;
+                    continue;
+                }
+                if (listed == Listed::Absent) {
+                    if (!sleep(opts_.backoffMax)) return;
                     continue;
                 }
                 needList = false;
@@ -117,6 +122,10 @@ void ListWatch::run() {
                     // listed in a tight loop: the relist waits its turn.
                     needList = true;
                     if (!failed("resourceVersion " + resourceVersion_ + " expired (410 Gone), relisting")) return;
+                    break;
+                case WatchEnd::NotServed:
+                    needList = true;
+                    if (!failed("no longer served (its CRD removed?), relisting")) return;
                     break;
                 case WatchEnd::Closed:
                     // A server that closes right away every time must not be hammered.
@@ -147,7 +156,7 @@ void ListWatch::upsert(const std::string& key, const json& object) {
     }
 }
 
-bool ListWatch::list() {
+ListWatch::Listed ListWatch::list() {
     std::string body;
     bool tooBig = false;
     std::string path = requestPath(false, "");
@@ -160,16 +169,24 @@ bool ListWatch::list() {
         if (!tooBig) body.append(d);
         return !tooBig;
     }, 60s);
-    if (r.interrupted) return false;
+    if (r.interrupted) return Listed::Failed;
     if (tooBig) {
         spdlog::error("Kubernetes {}: GET {}{}: the list is larger than {} KiB; refused", opts_.resource,
                       http_.server(), path, opts_.maxListBytes >> 10);
-        return false;
+        return Listed::Failed;
+    }
+    if (r.complete && r.status == 404 && opts_.optional) {
+        if (!absent_.exchange(true))
+            spdlog::info("Kubernetes {}: not served by {} (its CRD is not installed); looking again every {:g} s", opts_.resource,
+                         http_.server(), std::chrono::duration<double>(opts_.backoffMax).count());
+        store_.clear();
+        store_.publish();
+        return Listed::Absent;
     }
     if (!r.complete || r.status != 200) {
         spdlog::warn("Kubernetes {}: GET {}{}: HTTP {} {} {}", opts_.resource, http_.server(), path, r.status, r.error,
                      excerpt(body));
-        return false;
+        return Listed::Failed;
     }
     // Each item goes to the store as it is parsed. A list that turns out
     // malformed further on leaves its items in the store's batch, unpublished:
@@ -188,7 +205,7 @@ bool ListWatch::list() {
         });
     } catch (const Error& e) {
         spdlog::error("Kubernetes {}: GET {}{}: {}", opts_.resource, http_.server(), path, e.what());
-        return false;
+        return Listed::Failed;
     }
     body.clear();
     body.shrink_to_fit();
@@ -196,8 +213,9 @@ bool ListWatch::list() {
     ++lists_;
     spdlog::info("Kubernetes {}: listed {} object(s) at resourceVersion {}{}", opts_.resource, items,
                  resourceVersion_, skipped ? fmt::format(", {} skipped", skipped) : "");
+    absent_ = false;
     store_.publish();
-    return true;
+    return Listed::Ok;
 }
 
 bool ListWatch::applyLine(const std::string& line, WatchEnd& end) {
@@ -266,6 +284,7 @@ ListWatch::WatchEnd ListWatch::watch() {
     }, std::chrono::seconds(opts_.watchTimeoutSeconds + 60));
     if (r.interrupted) return WatchEnd::Stopped;
     if (r.status == 410) return WatchEnd::Gone;
+    if (r.status == 404 && opts_.optional) return WatchEnd::NotServed;
     if (r.status != 0 && r.status != 200) {
         spdlog::warn("Kubernetes {}: watch GET {}: HTTP {}: {}", opts_.resource, http_.server(), r.status,
                      excerpt(pending));

@@ -36,6 +36,11 @@ struct ListWatchOptions {
     std::string path;
     std::string labelSelector;  // "app=x,tier!=db" (sent URL-encoded)
     std::string fieldSelector;  // "spec.nodeName=kind-worker"
+    // A resource a CRD adds (AdminNetworkPolicy): a list answered 404 means
+    // it is not installed, which is no failure: the store is published empty
+    // (so it counts as listed), and the list is tried again every
+    // backoffMax until the CRD appears.
+    bool optional = false;
     // The object members the decoder reads, at any depth. Everything else is
     // dropped while parsing, with all it holds: a kind-shaped Node is ~5 KiB
     // of JSON and a Pod with managedFields more, and their full DOMs several
@@ -88,16 +93,18 @@ public:
     size_t failures() const { return failures_; }  // failed lists and watches
     size_t lists() const { return lists_; }        // successful lists
     size_t rejected() const { return rejected_; }  // objects that did not decode, ever
+    bool absent() const { return absent_; }        // an optional resource the server does not serve (yet)
     const ListWatchOptions& options() const { return opts_; }
 
     // The query string of a list (watch false) or a watch from `resourceVersion`.
     std::string requestPath(bool watch, const std::string& resourceVersion) const;
 
 private:
-    enum class WatchEnd { Closed, Gone, Broken, Garbage, Stopped };
+    enum class WatchEnd { Closed, Gone, NotServed, Broken, Garbage, Stopped };
+    enum class Listed { Ok, Failed, Absent };
 
     void run();
-    bool list();
+    Listed list();
     WatchEnd watch();
     bool applyLine(const std::string& line, WatchEnd& end);
     void upsert(const std::string& key, const nlohmann::json& object);
@@ -117,6 +124,7 @@ private:
     std::atomic<size_t> failures_{0};
     std::atomic<size_t> lists_{0};
     std::atomic<size_t> rejected_{0};
+    std::atomic<bool> absent_{false};
     std::thread worker_;
 };
 

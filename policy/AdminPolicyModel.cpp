@@ -161,6 +161,34 @@ AdminPolicy decode(const json& object, bool baseline) {
 AdminPolicy decodeAdminNetworkPolicy(const json& object) { return decode(object, false); }
 AdminPolicy decodeBaselineAdminNetworkPolicy(const json& object) { return decode(object, true); }
 
+PolicyNode decodePolicyNode(const json& object) {
+    const auto name = nameOf(object, "Node", false).second;
+    const auto what = "Node " + name;
+    PolicyNode node;
+    node.labels = labelsOf(object, what);
+    for (const auto& a : listMember(objectMember(object, "status", what), "addresses", what + ".status")) {
+        if (!a.is_object()) continue;
+        const auto type = a.value("type", "");
+        if ((type != "InternalIP" && type != "ExternalIP") || !a.contains("address") || !a["address"].is_string()) continue;
+        try {
+            node.addresses.push_back(IpPrefix::parse(a["address"].get<std::string>()).host());
+        } catch (const Error&) {
+            // Not an address (the API server does not check them): it cannot be matched.
+        }
+    }
+    return node;
+}
+
+const std::vector<std::string>& adminPolicyFields() {
+    static const std::vector<std::string> k{"spec.*"};
+    return k;
+}
+
+const std::vector<std::string>& policyNodeFields() {
+    static const std::vector<std::string> k{"labels.*", "status", "addresses", "type", "address"};
+    return k;
+}
+
 std::vector<std::vector<std::string>> samePriority(const AdminPolicies& policies) {
     std::map<int, std::vector<std::string>> byPriority;
     for (const auto& [name, p] : policies) byPriority[p.priority].push_back(name);

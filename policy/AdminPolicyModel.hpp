@@ -100,6 +100,16 @@ struct AdminTiers {
 AdminPolicy decodeAdminNetworkPolicy(const nlohmann::json& object);
 AdminPolicy decodeBaselineAdminNetworkPolicy(const nlohmann::json& object);
 
+// A Node object as an egress `nodes` peer needs it: labels, and its
+// InternalIP and ExternalIP addresses (one that does not parse is left out).
+PolicyNode decodePolicyNode(const nlohmann::json& object);
+
+// The members each decoder reads (kube::ListWatchOptions::fields): an
+// admin policy's whole spec (a member this version does not know must reach
+// the decoder, which then leaves its rule out), a Node's labels and addresses.
+const std::vector<std::string>& adminPolicyFields();
+const std::vector<std::string>& policyNodeFields();
+
 // ANPs of one priority, by the names of each such set: the API leaves their
 // order undefined (kovs takes them by name), so status warns of them.
 std::vector<std::vector<std::string>> samePriority(const AdminPolicies& policies);

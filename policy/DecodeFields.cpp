@@ -42,4 +42,14 @@ std::optional<Protocol> protocolOf(const std::string& name) {
 
 bool validPort(const nlohmann::json& v) { return v.is_number_integer() && v.get<long>() >= 1 && v.get<long>() <= 65535; }
 
+Labels labelsOf(const nlohmann::json& object, const std::string& what) {
+    Labels labels;
+    for (const auto& [k, v] : objectMember(objectMember(object, "metadata", what), "labels", what + ".metadata").items()) {
+        if (!v.is_string()) throw Error(what + ".metadata.labels." + k + ": expected a string");
+        labels[k] = v.get<std::string>();
+    }
+    labels.shrinkToFit();
+    return labels;
+}
+
 }  // namespace kovs::policy

@@ -22,5 +22,6 @@ std::pair<std::string, std::string> nameOf(const nlohmann::json& object, const c
 // "" is TCP, as the API defaults it; nullopt for a protocol kovs cannot match.
 std::optional<Protocol> protocolOf(const std::string& name);
 bool validPort(const nlohmann::json& v);  // an integer 1-65535
+Labels labelsOf(const nlohmann::json& object, const std::string& what);  // metadata.labels
 
 }  // namespace kovs::policy

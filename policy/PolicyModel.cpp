@@ -8,16 +8,6 @@ namespace {
 
 using nlohmann::json;
 
-Labels labelsOf(const json& object, const std::string& what) {
-    Labels labels;
-    for (const auto& [k, v] : objectMember(objectMember(object, "metadata", what), "labels", what + ".metadata").items()) {
-        if (!v.is_string()) throw Error(what + ".metadata.labels." + k + ": expected a string");
-        labels[k] = v.get<std::string>();
-    }
-    labels.shrinkToFit();
-    return labels;
-}
-
 // One `ports` entry. Throws kovs::Error for what it cannot read (a protocol
 // this version cannot match too); the caller leaves the port out.
 PolicyPort decodePort(const json& p, const std::string& what) {

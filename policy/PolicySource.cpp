@@ -2,18 +2,30 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/Strings.hpp"
+
 #include <algorithm>
 #include <chrono>
 
 namespace kovs::policy {
 namespace {
 
-kube::ListWatchOptions listWatch(kube::ListWatchOptions lw, const char* resource, const char* path, const std::vector<std::string>& fields) {
+kube::ListWatchOptions listWatch(kube::ListWatchOptions lw, const char* resource, const std::string& path, const std::vector<std::string>& fields,
+                                 bool optional = false) {
     lw.resource = resource;
     lw.path = path;
     lw.fields = fields;
+    lw.optional = optional;
     return lw;
 }
+
+// What an admin policy leaves out is logged as it is read, as for a NetworkPolicy.
+std::optional<AdminPolicy> logged(AdminPolicy p, const char* kind) {
+    for (const auto& w : p.warnings) spdlog::warn("{}: {}", kind, w);
+    return p;
+}
+
+constexpr const char* kPolicyApi = "/apis/policy.networking.k8s.io/v1alpha1/";
 
 }  // namespace
 
@@ -30,13 +42,26 @@ PolicySource::PolicySource(EventLoop& loop, kube::KubeCredentials creds, std::st
                     auto np = decodeNetworkPolicy(o);
                     for (const auto& w : np.warnings) spdlog::warn("networkPolicy: {}", w);
                     return std::optional<NetworkPolicy>(std::move(np));
-                }) {}
+                }),
+      admin_(loop, creds,
+             listWatch(tuning, "adminnetworkpolicies", std::string(kPolicyApi) + "adminnetworkpolicies", adminPolicyFields(), true),
+             [](const nlohmann::json& o) { return logged(decodeAdminNetworkPolicy(o), "adminNetworkPolicy"); }),
+      baseline_(loop, creds,
+                listWatch(tuning, "baselineadminnetworkpolicies", std::string(kPolicyApi) + "baselineadminnetworkpolicies",
+                          adminPolicyFields(), true),
+                [](const nlohmann::json& o) { return logged(decodeBaselineAdminNetworkPolicy(o), "baselineAdminNetworkPolicy"); }),
+      // The peer source lists Nodes too, for other members: its metrics keep "nodes".
+      nodes_(loop, creds, listWatch(tuning, "nodes (policy)", "/api/v1/nodes", policyNodeFields()),
+             [](const nlohmann::json& o) { return std::optional<PolicyNode>(decodePolicyNode(o)); }) {}
 
 void PolicySource::start(Callback onPolicy) {
     onPolicy_ = std::move(onPolicy);
     namespaces_.start([this](const auto&) { changed(); });
     pods_.start([this](const auto&) { changed(); });
     policies_.start([this](const auto&) { changed(); });
+    admin_.start([this](const auto&) { changed(); });
+    baseline_.start([this](const auto&) { changed(); });
+    nodes_.start([this](const auto&) { changed(); });
 }
 
 void PolicySource::stop() {
@@ -44,6 +69,9 @@ void PolicySource::stop() {
     namespaces_.stop();
     pods_.stop();
     policies_.stop();
+    admin_.stop();
+    baseline_.stop();
+    nodes_.stop();
 }
 
 // Informer deliveries come one resource at a time; one compile follows a burst.
@@ -57,12 +85,31 @@ void PolicySource::changed() {
     });
 }
 
+AdminTiers PolicySource::tiers() const {
+    AdminTiers t;
+    t.admin = admin_.snapshot().items;
+    const auto& b = baseline_.snapshot().items;
+    if (auto it = b.find("default"); it != b.end()) t.baseline = it->second;
+    t.nodes = nodes_.snapshot().items;
+    return t;
+}
+
 void PolicySource::compile() {
     const auto began = std::chrono::steady_clock::now();
-    auto compiled = compilePolicy(cluster(), nodeName_);
+    const auto t = tiers();
+    auto compiled = compilePolicy(cluster(), nodeName_, &t);
     lastCompileSeconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     ++compiles_;
     compiledPolicies_ = policies_.snapshot().items.size();
+    if (auto same = samePriority(t.admin); same != samePriority_) {
+        for (const auto& names : same)
+            spdlog::warn("adminNetworkPolicy: {} share priority {}: the API leaves their order undefined; kovs takes them by name",
+                         join(names, ", "), t.admin.at(names.front()).priority);
+        samePriority_ = std::move(same);
+    }
+    if (compiled.adminLeftOut && compiled.adminLeftOut != compiled_.adminLeftOut)
+        spdlog::error("adminNetworkPolicy: {} rules left out: more than {} in one tier and direction select pods of this node",
+                      compiled.adminLeftOut, kAdminRulesMax);
     if (compiles_ > 1 && compiled == compiled_) return;
     compiled_ = std::move(compiled);
     if (onPolicy_) onPolicy_(compiled_);
@@ -86,6 +133,10 @@ nlohmann::json PolicySource::explain(const std::string& podKey) const {
     out["addresses"] = nlohmann::json::array();
     for (const auto& ip : pod.ips) out["addresses"].push_back(ip.addressString());
     out["realizedHere"] = pod.nodeName == nodeName_ && !pod.hostNetwork;
+    auto appliesTo = [&](const std::vector<IpPrefix>& applied) {
+        return std::any_of(applied.begin(), applied.end(),
+                           [&](const IpPrefix& a) { return std::find(pod.ips.begin(), pod.ips.end(), a) != pod.ips.end(); });
+    };
     auto portText = [](const PortMatch& p) {
         std::string t = protocolName(p.protocol);
         if (p.first == 0) return t + "/any";
@@ -103,11 +154,7 @@ nlohmann::json PolicySource::explain(const std::string& podKey) const {
         }
         d["isolated"] = !d["policies"].empty();
         for (const auto& r : compiled_.rules) {
-            if (r.ingress != ingress) continue;
-            bool applies = std::any_of(r.appliedTo.begin(), r.appliedTo.end(), [&](const IpPrefix& a) {
-                return std::find(pod.ips.begin(), pod.ips.end(), a) != pod.ips.end();
-            });
-            if (!applies) continue;
+            if (r.ingress != ingress || !appliesTo(r.appliedTo)) continue;
             nlohmann::json rule{{"id", r.id}, {"policy", r.policy}, {"rule", r.rule}};
             if (r.anyPeer) {
                 rule["peers"] = "any";
@@ -123,14 +170,39 @@ nlohmann::json PolicySource::explain(const std::string& podKey) const {
             }
             d["rules"].push_back(std::move(rule));
         }
+        // The admin tiers' rules for it, in the order they decide.
+        d["admin"] = nlohmann::json::array();
+        for (const auto& r : compiled_.admin) {
+            if (r.ingress != ingress || !appliesTo(r.appliedTo)) continue;
+            nlohmann::json rule{{"id", r.id},
+                                {"tier", r.tier == Tier::Admin ? "AdminNetworkPolicy" : "BaselineAdminNetworkPolicy"},
+                                {"policy", r.policy},
+                                {"rule", r.rule},
+                                {"action", r.action == AdminAction::Allow ? "Allow" : r.action == AdminAction::Deny ? "Deny" : "Pass"},
+                                {"peers", nlohmann::json::array()}};
+            if (auto it = admin_.snapshot().items.find(r.policy); r.tier == Tier::Admin && it != admin_.snapshot().items.end())
+                rule["priority"] = it->second.priority;
+            for (const auto& p : r.peers) rule["peers"].push_back(p.str());
+            if (r.anyPort) {
+                rule["ports"] = "any";
+            } else {
+                rule["ports"] = nlohmann::json::array();
+                for (const auto& p : r.ports) rule["ports"].push_back(portText(p));
+            }
+            d["admin"].push_back(std::move(rule));
+        }
     }
     return out;
 }
 
 void PolicySource::status(nlohmann::json& out) const {
     auto& s = out["networkPolicy"];
-    s["listed"] = {{"namespaces", namespaces_.listed()}, {"pods", pods_.listed()},
-                   {"networkPolicies", policies_.listed()}};
+    s["listed"] = {{"namespaces", namespaces_.listed()},
+                   {"pods", pods_.listed()},
+                   {"networkPolicies", policies_.listed()},
+                   {"adminNetworkPolicies", admin_.listed()},
+                   {"baselineAdminNetworkPolicies", baseline_.listed()},
+                   {"nodes", nodes_.listed()}};
     s["namespaces"] = namespaces_.snapshot().items.size();
     s["pods"] = pods_.snapshot().items.size();
     s["policies"] = compiledPolicies_;
@@ -149,13 +221,36 @@ void PolicySource::status(nlohmann::json& out) const {
     unreadable("namespace", namespaces_.snapshot());
     unreadable("pod", pods_.snapshot());
     unreadable("networkpolicy", policies_.snapshot());
+    unreadable("adminnetworkpolicy", admin_.snapshot());
+    unreadable("baselineadminnetworkpolicy", baseline_.snapshot());
+    // The admin tiers: whether the cluster serves them (their CRDs), what
+    // this node realized, and what status must warn of.
+    auto& a = s["admin"];
+    a["served"] = {{"adminNetworkPolicies", !admin_.listWatch().absent()},
+                   {"baselineAdminNetworkPolicies", !baseline_.listWatch().absent()}};
+    a["policies"] = admin_.snapshot().items.size();
+    a["baseline"] = baseline_.snapshot().items.count("default") == 1;
+    a["rules"] = compiled_.admin.size();
+    a["rulesLeftOut"] = compiled_.adminLeftOut;
+    a["samePriority"] = samePriority_;
+    auto& aw = a["warnings"] = nlohmann::json::object();
+    for (const auto* snapshot : {&admin_.snapshot(), &baseline_.snapshot()}) {
+        for (const auto& [key, p] : snapshot->items) {
+            if (!p.warnings.empty()) aw[key] = p.warnings;
+        }
+    }
 }
 
 void PolicySource::metrics(MetricsText& m) const {
     namespaces_.metrics(m);
     pods_.metrics(m);
     policies_.metrics(m);
+    admin_.metrics(m);
+    baseline_.metrics(m);
+    nodes_.metrics(m);
     m.gauge("kovs_policy_rules", "NetworkPolicy rules realized for this node's pods.", static_cast<double>(compiled_.rules.size()));
+    m.gauge("kovs_policy_admin_rules", "AdminNetworkPolicy and BaselineAdminNetworkPolicy rules realized for this node's pods.",
+            static_cast<double>(compiled_.admin.size()));
     m.counter("kovs_policy_compiles_total", "NetworkPolicy compiles for this node.", static_cast<double>(compiles_));
 }
 
@@ -164,6 +259,9 @@ std::string PolicySource::notReady() const {
     if (!namespaces_.listed()) missing += " namespaces";
     if (!pods_.listed()) missing += " pods";
     if (!policies_.listed()) missing += " networkpolicies";
+    if (!admin_.listed()) missing += " adminnetworkpolicies";
+    if (!baseline_.listed()) missing += " baselineadminnetworkpolicies";
+    if (!nodes_.listed()) missing += " nodes";
     return missing.empty() ? "" : "networkPolicy: not listed yet:" + missing;
 }
 

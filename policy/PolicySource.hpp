@@ -1,14 +1,22 @@
 #pragma once
-// NetworkPolicy's inputs from the Kubernetes API: Namespaces, Pods and
-// NetworkPolicies, each listed and watched by a kube::Informer that keeps
-// only what the decoders read (policy/PolicyModel), viewed as one
-// cluster and compiled for this node (PolicyCompiler) on the loop,
-// once per burst of changes. An object that does not decode is skipped and
-// counted (kovs_kube_objects_rejected_total{resource}); a policy with parts
-// this version cannot express is compiled to allow less, and named in status.
+// The policy stage's inputs from the Kubernetes API, each listed and watched
+// by a kube::Informer that keeps only what the decoders read
+// (policy/PolicyModel, policy/AdminPolicyModel): Namespaces, Pods and
+// NetworkPolicies, and the policy API's tiers, AdminNetworkPolicies and the
+// BaselineAdminNetworkPolicy (with the Nodes their egress `nodes` peers
+// select). Viewed as one cluster and compiled for this node
+// (PolicyCompiler) on the loop, once per burst of changes. An object that
+// does not decode is skipped and counted
+// (kovs_kube_objects_rejected_total{resource}); a policy with parts this
+// version cannot express is compiled to allow less (an admin rule: left
+// out), and named in status.
 //
-// Nothing is delivered before all three have been listed once: the flow job
-// keeps the table it has meanwhile, so an agent restart never opens an
+// The policy API's resources come from CRDs, which a cluster may not have:
+// there a list answers 404, which counts as listed with nothing (looked for
+// again every backoffMax), never as an error.
+//
+// Nothing is delivered before all of them have been listed once: the flow
+// job keeps the table it has meanwhile, so an agent restart never opens an
 // isolated pod for a moment.
 #include <functional>
 #include <map>
@@ -27,7 +35,7 @@ class PolicySource : public Job {
 public:
     using Callback = std::function<void(const CompiledPolicy&)>;
 
-    // `tuning`: backoff, timeouts and limits for the three list/watches.
+    // `tuning`: backoff, timeouts and limits for the list/watches.
     PolicySource(EventLoop& loop, kube::KubeCredentials creds, std::string nodeName, kube::ListWatchOptions tuning = {});
     ~PolicySource() override { stop(); }
 
@@ -54,7 +62,10 @@ private:
     ClusterView cluster() const {
         return {namespaces_.snapshot().items, pods_.snapshot().items, policies_.snapshot().items};
     }
-    bool listed() const { return namespaces_.listed() && pods_.listed() && policies_.listed(); }
+    AdminTiers tiers() const;
+    bool listed() const {
+        return namespaces_.listed() && pods_.listed() && policies_.listed() && admin_.listed() && baseline_.listed() && nodes_.listed();
+    }
     void changed();
     void compile();
 
@@ -63,12 +74,15 @@ private:
     kube::Informer<PolicyNamespace> namespaces_;
     kube::Informer<PolicyPod> pods_;
     kube::Informer<NetworkPolicy> policies_;
+    kube::Informer<AdminPolicy> admin_, baseline_;
+    kube::Informer<PolicyNode> nodes_;
     Callback onPolicy_;
     bool pending_ = false;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
     CompiledPolicy compiled_;
     uint64_t compiles_ = 0;
-    size_t compiledPolicies_ = 0;  // the policies the last compile saw
+    size_t compiledPolicies_ = 0;  // the NetworkPolicies the last compile saw
+    std::vector<std::vector<std::string>> samePriority_;  // ANPs sharing a priority, as the last compile saw them
     double lastCompileSeconds_ = 0;
 };
 

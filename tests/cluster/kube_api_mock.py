@@ -56,6 +56,14 @@ managedFields, about 3 KiB, as the real server returns them):
   --preload FILE holds a JSON list of such objects from the start (the
   footprint benchmark's 1000 Pods and 200 NetworkPolicies).
 
+With --admin-network-policy, the policy API's cluster-scoped resources too,
+as if their CRDs were installed (without it they are 404, as on a cluster
+without them):
+
+  GET  /apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies,
+       .../baselineadminnetworkpolicies    the list, or the events
+  POST the same paths; PUT, PATCH, DELETE on .../NAME
+
 A request without `Authorization: Bearer <the token>` gets the API server's 401
 Status; other paths 404, other methods 405.
 
@@ -103,7 +111,14 @@ PEER_LINES = (
 # Resources the tests write (create, label, delete) and the agents list and
 # watch: resource -> (kind, apiVersion).
 WRITABLE = {"namespaces": ("Namespace", "v1"), "pods": ("Pod", "v1"),
-            "networkpolicies": ("NetworkPolicy", "networking.k8s.io/v1")}
+            "networkpolicies": ("NetworkPolicy", "networking.k8s.io/v1"),
+            "adminnetworkpolicies": ("AdminNetworkPolicy", "policy.networking.k8s.io/v1alpha1"),
+            "baselineadminnetworkpolicies": ("BaselineAdminNetworkPolicy", "policy.networking.k8s.io/v1alpha1")}
+# The policy API's cluster-scoped resources, served only with
+# --admin-network-policy (as if its CRDs were installed; else 404, as a
+# cluster without them answers).
+POLICY_API = "/apis/policy.networking.k8s.io/v1alpha1"
+ADMIN = ("adminnetworkpolicies", "baselineadminnetworkpolicies")
 NAME = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?"
 
 
@@ -179,8 +194,9 @@ def status(code, reason, message):
 class Api:
     """The Nodes, their resourceVersions and the events that changed them."""
 
-    def __init__(self, peers, shape, token, bookmark_interval, objects=None):
+    def __init__(self, peers, shape, token, bookmark_interval, objects=None, admin_policy=False):
         self.make = kind_node if shape == "kind" else minimal_node
+        self.admin_policy = admin_policy
         self.objects = objects
         self.token = token
         self.bookmark_interval = bookmark_interval
@@ -390,6 +406,8 @@ class Handler(BaseHTTPRequestHandler):
             self.pods(api, query)
             return
         collections = {"/api/v1/namespaces": "namespaces", "/apis/networking.k8s.io/v1/networkpolicies": "networkpolicies"}
+        if api.admin_policy:
+            collections.update({f"{POLICY_API}/{r}": r for r in ADMIN})
         if url.path in collections:
             if query.get("watch") in ("true", "1"):
                 self.watch(api, query, collections[url.path])
@@ -432,10 +450,13 @@ class Handler(BaseHTTPRequestHandler):
         m = (re.fullmatch(rf"/api/v1/(namespaces)(?:/({NAME}))?", path) or
              re.fullmatch(rf"/api/v1/namespaces/({NAME})/(pods)(?:/({NAME}))?", path) or
              re.fullmatch(rf"/apis/networking.k8s.io/v1/namespaces/({NAME})/(networkpolicies)(?:/({NAME}))?", path))
-        if not m:
+        admin = re.fullmatch(rf"{POLICY_API}/({'|'.join(ADMIN)})(?:/({NAME}))?", path) if api.admin_policy else None
+        if admin:
+            resource, namespace, name = admin[1], None, admin[2]
+        elif not m:
             self.send_json(405, status(405, "MethodNotAllowed", "the server does not allow this method"))
             return
-        if m.re.pattern.startswith("/api/v1/(namespaces)"):
+        elif m.re.pattern.startswith("/api/v1/(namespaces)"):
             resource, namespace, name = "namespaces", None, m[2]
         else:
             resource, namespace, name = m[3], m[1], m[4]
@@ -597,7 +618,9 @@ def main():
                    help="follow changes of the peers file: nodes join and leave, watchers get the events")
     p.add_argument("--node-shape", choices=("kind", "minimal"), default="kind")
     p.add_argument("--objects", help="directory of pods and ConfigMaps to serve (<ns>/<resource>/<name>.json)")
-    p.add_argument("--preload", help="JSON list of Namespaces, Pods and NetworkPolicies to hold from the start")
+    p.add_argument("--preload", help="JSON list of Namespaces, Pods, NetworkPolicies (and admin policies) to hold from the start")
+    p.add_argument("--admin-network-policy", action="store_true",
+                   help="serve AdminNetworkPolicies and the BaselineAdminNetworkPolicy (as if their CRDs were installed)")
     p.add_argument("--bookmark-interval", type=float, default=5.0, help="seconds between BOOKMARK events")
     p.add_argument("--ready-file", help="written once the socket listens")
     p.add_argument("--parent", type=int, help="exit when this process is gone")
@@ -610,7 +633,7 @@ def main():
             token = f.read().strip()
         if not token:
             sys.exit(f"kube_api_mock: {a.token_file}: empty token")
-        api = Api(read_peers(a.peers), a.node_shape, token, a.bookmark_interval, a.objects)
+        api = Api(read_peers(a.peers), a.node_shape, token, a.bookmark_interval, a.objects, a.admin_network_policy)
         if a.preload:
             kinds = {kind: resource for resource, (kind, _) in WRITABLE.items()}
             with open(a.preload, encoding="utf-8") as f:
@@ -619,7 +642,7 @@ def main():
                     resource = kinds.get(obj.get("kind"))
                     if resource is None:
                         raise ValueError(f"--preload: kind {obj.get('kind')!r} is not one of {sorted(kinds)}")
-                    code, reply = api.write("POST", resource, meta.get("namespace") if resource != "namespaces" else None,
+                    code, reply = api.write("POST", resource, meta.get("namespace") if resource not in ("namespaces",) + ADMIN else None,
                                             None, obj)
                     if code != 201:
                         raise ValueError(f"--preload: {meta.get('name')}: {reply.get('message')}")

@@ -96,3 +96,53 @@ TEST(Informer, NamespacedResourceWithSelectorsAndPerObjectDecoding) {
     EXPECT_EQ(seen.size(), reports + 1);
     pods.stop();
 }
+
+// A resource a CRD adds (AdminNetworkPolicy): not installed, its list is a
+// 404, which is no failure: the informer is listed with nothing, and looks
+// again every backoffMax. Installed later, its objects come; removed, they go.
+TEST(Informer, AnOptionalResourceNotServedIsListedEmptyUntilItIs) {
+    SelfSignedCert cert;
+    const std::string path = "/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies";
+    KubeApiTestServer api{cert, "s3cret", nullptr, path};
+    api.setServed(false);
+    kovs::EventLoop loop;
+    KubeCredentials creds;
+    creds.server = api.url();
+    creds.caFile = cert.certFile();
+    creds.token = "s3cret";
+    ListWatchOptions o;
+    o.resource = "adminnetworkpolicies";
+    o.path = path;
+    o.optional = true;
+    o.fields = {"status", "podIP"};
+    o.backoffInitial = 20ms;
+    o.backoffMax = 200ms;
+    Informer<PodIP> anps(loop, creds, o, decodePod);
+    std::vector<Snapshot<PodIP>> seen;
+    anps.start([&](const Snapshot<PodIP>& s) { seen.push_back(s); });
+    auto waitFor = [&](const std::function<bool()>& cond) {
+        auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (std::chrono::steady_clock::now() < deadline) {
+            if (loop.runUntil(cond, 10ms)) return true;
+        }
+        return cond();
+    };
+    ASSERT_TRUE(waitFor([&] { return anps.listed(); })) << "a 404 list of an optional resource counts as listed";
+    EXPECT_TRUE(seen.back().items.empty());
+    EXPECT_TRUE(anps.listWatch().absent());
+    EXPECT_EQ(anps.listWatch().failures(), 0u) << "not installed is no failure";
+    ASSERT_TRUE(waitFor([&] { return api.lists() >= 3; })) << "looked for again";
+    auto times = api.listTimes();
+    EXPECT_GE(times[2] - times[1], 150ms) << "every backoffMax, not in a tight loop";
+
+    api.setList(json::array({pod("", "anp-a", "5", "10.244.1.5")}), "10", "AdminNetworkPolicyList");
+    api.setServed(true);
+    ASSERT_TRUE(waitFor([&] { return !seen.empty() && seen.back().items.count("anp-a") == 1; })) << "the CRD installed: its objects come";
+    EXPECT_FALSE(anps.listWatch().absent());
+    ASSERT_TRUE(waitFor([&] { return api.watches() >= 1; }));
+
+    api.setServed(false);
+    ASSERT_TRUE(waitFor([&] { return seen.back().items.empty(); })) << "the CRD removed: its objects go";
+    EXPECT_TRUE(anps.listed());
+    anps.stop();
+}

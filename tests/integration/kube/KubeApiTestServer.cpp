@@ -70,8 +70,13 @@ KubeApiTestServer::KubeApiTestServer(const TestCert& cert, std::string token, co
             std::lock_guard lock(mutex_);
             listTimes_.push_back(std::chrono::steady_clock::now());
             listParams_.emplace_back(req.params.begin(), req.params.end());
+            if (notServed_) return notFound(res);
             res.set_content(listBody_, "application/json");
             return;
+        }
+        {
+            std::lock_guard lock(mutex_);
+            if (notServed_) return notFound(res);
         }
         size_t id;
         {
@@ -93,7 +98,7 @@ KubeApiTestServer::KubeApiTestServer(const TestCert& cert, std::string token, co
             cv_.wait_for(lock, 50ms, [this] { return stopping_ || !watchQueue_.empty(); });
             // Only the newest watch reads the script: a stream the client has
             // already dropped may not notice for a while and must not eat it.
-            if (stopping_ || id != watchParams_.size()) return false;
+            if (stopping_ || notServed_ || id != watchParams_.size()) return false;
             if (watchQueue_.empty()) return sink.is_writable();
             std::string chunk = std::move(watchQueue_.front());
             watchQueue_.pop_front();
@@ -105,6 +110,22 @@ KubeApiTestServer::KubeApiTestServer(const TestCert& cert, std::string token, co
     port_ = server_.bind_to_any_port("127.0.0.1");
     if (port_ <= 0) throw Error("test API server: cannot bind 127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
+}
+
+// What the API server answers for a resource no CRD defines (yet).
+void KubeApiTestServer::notFound(httplib::Response& res) {
+    res.status = 404;
+    res.set_content(R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",)"
+                    R"("message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404})",
+                    "application/json");
+}
+
+void KubeApiTestServer::setServed(bool served) {
+    {
+        std::lock_guard lock(mutex_);
+        notServed_ = !served;
+    }
+    cv_.notify_all();
 }
 
 KubeApiTestServer::~KubeApiTestServer() {

@@ -81,6 +81,9 @@ public:
     }
     // Cuts the current watch stream off without the terminating chunk.
     void abortWatch();
+    // false: the path answers 404 NotFound as for a CRD not installed (lists
+    // and new watches; an open watch stream ends), true (the default) again.
+    void setServed(bool served);
 
     int lists() const;
     // When each list was served, and its query parameters.
@@ -101,6 +104,7 @@ public:
 
 private:
     bool authorized(const httplib::Request& req, const TlsSeen& tls, httplib::Response& res);
+    static void notFound(httplib::Response& res);
     TlsSeen noteTls(const httplib::Request& req);
 
     std::string token_;
@@ -116,6 +120,7 @@ private:
     std::vector<std::map<std::string, std::string>> listParams_;
     std::vector<std::chrono::steady_clock::time_point> listTimes_;
     bool expireEveryWatch_ = false;
+    bool notServed_ = false;
     int unauthorized_ = 0;
     TlsSeen lastTls_;
     bool stopping_ = false;

@@ -42,7 +42,7 @@ TEST_F(KindFiles, ServiceAccountIsTheOneBoundToTheNodeReaderRole) {
 
     ASSERT_TRUE(docs_.count("ClusterRole/" + roleName)) << "roleRef names a missing ClusterRole " << roleName;
     auto rules = docs_["ClusterRole/" + roleName]["rules"];
-    ASSERT_EQ(rules.size(), 3u) << "nodes get/list/watch; namespaces, pods and networkpolicies list/watch: all kovs needs";
+    ASSERT_EQ(rules.size(), 4u) << "nodes get/list/watch; namespaces, pods, networkpolicies and the admin tiers list/watch: all kovs needs";
     EXPECT_EQ(strings(rules[0]["apiGroups"]), std::vector<std::string>{""});
     EXPECT_EQ(strings(rules[0]["resources"]), std::vector<std::string>{"nodes"});
     EXPECT_EQ(strings(rules[0]["verbs"]), (std::vector<std::string>{"get", "list", "watch"}));
@@ -53,6 +53,9 @@ TEST_F(KindFiles, ServiceAccountIsTheOneBoundToTheNodeReaderRole) {
     EXPECT_EQ(strings(rules[2]["apiGroups"]), std::vector<std::string>{"networking.k8s.io"});
     EXPECT_EQ(strings(rules[2]["resources"]), std::vector<std::string>{"networkpolicies"});
     EXPECT_EQ(strings(rules[2]["verbs"]), (std::vector<std::string>{"list", "watch"}));
+    EXPECT_EQ(strings(rules[3]["apiGroups"]), std::vector<std::string>{"policy.networking.k8s.io"});
+    EXPECT_EQ(strings(rules[3]["resources"]), (std::vector<std::string>{"adminnetworkpolicies", "baselineadminnetworkpolicies"}));
+    EXPECT_EQ(strings(rules[3]["verbs"]), (std::vector<std::string>{"list", "watch"}));
 }
 
 }  // namespace
