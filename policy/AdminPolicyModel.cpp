@@ -161,6 +161,11 @@ AdminPolicy decode(const json& object, bool baseline) {
 AdminPolicy decodeAdminNetworkPolicy(const json& object) { return decode(object, false); }
 AdminPolicy decodeBaselineAdminNetworkPolicy(const json& object) { return decode(object, true); }
 
+const AdminTiers& noAdminTiers() {
+    static const AdminTiers kNone;
+    return kNone;
+}
+
 PolicyNode decodePolicyNode(const json& object) {
     const auto name = nameOf(object, "Node", false).second;
     const auto what = "Node " + name;

@@ -85,14 +85,23 @@ struct PolicyNode {
     bool operator==(const PolicyNode&) const = default;
 };
 
-// The cluster admin's tiers, next to the NetworkPolicies of a ClusterView.
+// The cluster admin's tiers as the compiler reads them, next to a
+// ClusterView and, like it, held elsewhere: in the agent the informers'
+// stores, in tests an AdminTiers.
+struct AdminTiersView {
+    const AdminPolicies& admin;
+    const AdminPolicy* baseline;                     // nullptr: none
+    const std::map<std::string, PolicyNode>& nodes;  // by name
+};
+
 struct AdminTiers {
     AdminPolicies admin;
     std::optional<AdminPolicy> baseline;
     std::map<std::string, PolicyNode> nodes;  // by name
-    bool empty() const { return admin.empty() && !baseline; }
-    bool operator==(const AdminTiers&) const = default;
+    operator AdminTiersView() const { return {admin, baseline ? &*baseline : nullptr, nodes}; }
 };
+// No admin policies: what a cluster without the policy API's CRDs has.
+const AdminTiers& noAdminTiers();
 
 // Throw kovs::Error naming the object and the field for an object refused
 // whole (malformed, priority out of range, a BANP not named "default", a

@@ -168,7 +168,7 @@ struct Compiler {
     // The peers of an admin rule, with the pod each address is (nullptr for
     // a node's or a network's). With `podsInNetworks` (named ports, resolved
     // per destination) a network also gives each pod address inside it.
-    std::vector<std::pair<IpPrefix, const PolicyPod*>> peersOf(const AdminTiers& t, const AdminRule& r, bool podsInNetworks) {
+    std::vector<std::pair<IpPrefix, const PolicyPod*>> peersOf(const AdminTiersView& t, const AdminRule& r, bool podsInNetworks) {
         std::vector<std::pair<IpPrefix, const PolicyPod*>> peers;
         for (const auto& peer : r.peers) {
             switch (peer.kind) {
@@ -199,7 +199,7 @@ struct Compiler {
         return peers;
     }
 
-    void adminRule(const AdminTiers& t, const AdminPolicy& p, Tier tier, bool ingress, const AdminRule& r, int precedence,
+    void adminRule(const AdminTiersView& t, const AdminPolicy& p, Tier tier, bool ingress, const AdminRule& r, int precedence,
                    const std::vector<const PolicyPod*>& subjects) {
         auto emit = [&](std::vector<IpPrefix> applied, std::vector<IpPrefix> peers, std::vector<PortMatch> ports) {
             if (applied.empty() || peers.empty() || (!r.ports.empty() && ports.empty())) return;  // matches nothing here
@@ -230,7 +230,7 @@ struct Compiler {
     }
 
     // One tier's policies, in the order they decide (ANPs: by priority, then name).
-    void adminTier(const AdminTiers& t, Tier tier, std::vector<const AdminPolicy*> policies) {
+    void adminTier(const AdminTiersView& t, Tier tier, std::vector<const AdminPolicy*> policies) {
         std::stable_sort(policies.begin(), policies.end(), [](const AdminPolicy* a, const AdminPolicy* b) { return a->priority < b->priority; });
         for (bool ingress : {true, false}) {
             int precedence = 0;
@@ -261,7 +261,7 @@ std::set<std::string> isolatingPolicies(const CompiledPolicy& policy, bool ingre
     return out;
 }
 
-CompiledPolicy compilePolicy(const ClusterView& cluster, const std::string& nodeName, const AdminTiers* tiers) {
+CompiledPolicy compilePolicy(const ClusterView& cluster, const std::string& nodeName, const AdminTiersView& tiers) {
     Compiler k{cluster, {}, {}, {}};
     for (const auto& [_, pod] : cluster.pods) {
         if (pod.hostNetwork) continue;
@@ -289,12 +289,10 @@ CompiledPolicy compilePolicy(const ClusterView& cluster, const std::string& node
     }
     mergeIsolations(k.out.isolatedIngress);
     mergeIsolations(k.out.isolatedEgress);
-    if (tiers) {
-        std::vector<const AdminPolicy*> anps;
-        for (const auto& [_, p] : tiers->admin) anps.push_back(&p);
-        k.adminTier(*tiers, Tier::Admin, std::move(anps));
-        if (tiers->baseline) k.adminTier(*tiers, Tier::Baseline, {&*tiers->baseline});
-    }
+    std::vector<const AdminPolicy*> anps;
+    for (const auto& [_, p] : tiers.admin) anps.push_back(&p);
+    k.adminTier(tiers, Tier::Admin, std::move(anps));
+    if (tiers.baseline) k.adminTier(tiers, Tier::Baseline, {tiers.baseline});
     uint32_t id = 0;
     for (auto& r : k.out.rules) r.id = ++id;
     for (auto& r : k.out.admin) r.id = ++id;

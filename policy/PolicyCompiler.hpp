@@ -85,8 +85,7 @@ struct CompiledPolicy {
 std::set<std::string> isolatingPolicies(const CompiledPolicy& policy, bool ingress, const std::vector<IpPrefix>& podAddresses);
 
 // The pods of `nodeName` (not hostNetwork, with an address) and what the
-// policies say about them: the NetworkPolicies of `cluster`, and the admin
-// tiers where given.
-CompiledPolicy compilePolicy(const ClusterView& cluster, const std::string& nodeName, const AdminTiers* tiers = nullptr);
+// policies say about them: the NetworkPolicies of `cluster` and the admin tiers.
+CompiledPolicy compilePolicy(const ClusterView& cluster, const std::string& nodeName, const AdminTiersView& tiers = noAdminTiers());
 
 }  // namespace kovs::policy

@@ -152,8 +152,7 @@ Decision decide(const PolicyCluster& c, const AdminTiers& t, const Endpoint& fro
 }
 
 bool allowed(const PolicyCluster& c, const Endpoint& from, const Endpoint& to, Protocol protocol, int port) {
-    static const AdminTiers kNone;
-    return decide(c, kNone, from, to, protocol, port).allowed;
+    return decide(c, noAdminTiers(), from, to, protocol, port).allowed;
 }
 
 }  // namespace kovs::policy

@@ -85,19 +85,16 @@ void PolicySource::changed() {
     });
 }
 
-AdminTiers PolicySource::tiers() const {
-    AdminTiers t;
-    t.admin = admin_.snapshot().items;
+AdminTiersView PolicySource::tiers() const {
     const auto& b = baseline_.snapshot().items;
-    if (auto it = b.find("default"); it != b.end()) t.baseline = it->second;
-    t.nodes = nodes_.snapshot().items;
-    return t;
+    auto it = b.find("default");
+    return {admin_.snapshot().items, it == b.end() ? nullptr : &it->second, nodes_.snapshot().items};
 }
 
 void PolicySource::compile() {
     const auto began = std::chrono::steady_clock::now();
     const auto t = tiers();
-    auto compiled = compilePolicy(cluster(), nodeName_, &t);
+    auto compiled = compilePolicy(cluster(), nodeName_, t);
     lastCompileSeconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     ++compiles_;
     compiledPolicies_ = policies_.snapshot().items.size();
@@ -137,10 +134,19 @@ nlohmann::json PolicySource::explain(const std::string& podKey) const {
         return std::any_of(applied.begin(), applied.end(),
                            [&](const IpPrefix& a) { return std::find(pod.ips.begin(), pod.ips.end(), a) != pod.ips.end(); });
     };
-    auto portText = [](const PortMatch& p) {
-        std::string t = protocolName(p.protocol);
-        if (p.first == 0) return t + "/any";
-        return t + "/" + std::to_string(p.first) + (p.last != p.first ? "-" + std::to_string(p.last) : "");
+    auto portsText = [](bool any, const std::vector<PortMatch>& ports) {
+        if (any) return nlohmann::json("any");
+        auto out = nlohmann::json::array();
+        for (const auto& p : ports) {
+            std::string t = protocolName(p.protocol);
+            out.push_back(p.first == 0 ? t + "/any" : t + "/" + std::to_string(p.first) + (p.last != p.first ? "-" + std::to_string(p.last) : ""));
+        }
+        return out;
+    };
+    auto peersText = [](const std::vector<IpPrefix>& peers) {
+        auto out = nlohmann::json::array();
+        for (const auto& p : peers) out.push_back(p.str());
+        return out;
     };
     for (bool ingress : {true, false}) {
         auto& d = out[ingress ? "ingress" : "egress"];
@@ -155,20 +161,11 @@ nlohmann::json PolicySource::explain(const std::string& podKey) const {
         d["isolated"] = !d["policies"].empty();
         for (const auto& r : compiled_.rules) {
             if (r.ingress != ingress || !appliesTo(r.appliedTo)) continue;
-            nlohmann::json rule{{"id", r.id}, {"policy", r.policy}, {"rule", r.rule}};
-            if (r.anyPeer) {
-                rule["peers"] = "any";
-            } else {
-                rule["peers"] = nlohmann::json::array();
-                for (const auto& p : r.peers) rule["peers"].push_back(p.str());
-            }
-            if (r.anyPort) {
-                rule["ports"] = "any";
-            } else {
-                rule["ports"] = nlohmann::json::array();
-                for (const auto& p : r.ports) rule["ports"].push_back(portText(p));
-            }
-            d["rules"].push_back(std::move(rule));
+            d["rules"].push_back({{"id", r.id},
+                                  {"policy", r.policy},
+                                  {"rule", r.rule},
+                                  {"peers", r.anyPeer ? nlohmann::json("any") : peersText(r.peers)},
+                                  {"ports", portsText(r.anyPort, r.ports)}});
         }
         // The admin tiers' rules for it, in the order they decide.
         d["admin"] = nlohmann::json::array();
@@ -179,16 +176,10 @@ nlohmann::json PolicySource::explain(const std::string& podKey) const {
                                 {"policy", r.policy},
                                 {"rule", r.rule},
                                 {"action", r.action == AdminAction::Allow ? "Allow" : r.action == AdminAction::Deny ? "Deny" : "Pass"},
-                                {"peers", nlohmann::json::array()}};
+                                {"peers", peersText(r.peers)},
+                                {"ports", portsText(r.anyPort, r.ports)}};
             if (auto it = admin_.snapshot().items.find(r.policy); r.tier == Tier::Admin && it != admin_.snapshot().items.end())
                 rule["priority"] = it->second.priority;
-            for (const auto& p : r.peers) rule["peers"].push_back(p.str());
-            if (r.anyPort) {
-                rule["ports"] = "any";
-            } else {
-                rule["ports"] = nlohmann::json::array();
-                for (const auto& p : r.ports) rule["ports"].push_back(portText(p));
-            }
             d["admin"].push_back(std::move(rule));
         }
     }

@@ -62,7 +62,7 @@ private:
     ClusterView cluster() const {
         return {namespaces_.snapshot().items, pods_.snapshot().items, policies_.snapshot().items};
     }
-    AdminTiers tiers() const;
+    AdminTiersView tiers() const;
     bool listed() const {
         return namespaces_.listed() && pods_.listed() && policies_.listed() && admin_.listed() && baseline_.listed() && nodes_.listed();
     }

@@ -84,7 +84,7 @@ protected:
     // as the flow job installs them: whole the first time, then as the
     // difference to the table before (flowModsBetween, one `ovs-ofctl
     // bundle`), so every case after the first also proves those mods.
-    void install(const policy::PolicyCluster& c, bool withPolicy = true, const policy::AdminTiers* tiers = nullptr) {
+    void install(const policy::PolicyCluster& c, bool withPolicy = true, const policy::AdminTiers& tiers = policy::noAdminTiers()) {
         for (const char* node : {"n1", "n2"}) {
             const int n = nodeIndex(node), other = 3 - n;
             flows::FlowInputs in;
@@ -133,8 +133,8 @@ protected:
     };
 
     // Every probe of one family through the installed tables, against the
-    // evaluator on `c` (and `tiers`, where given).
-    Outcome probeAll(const policy::PolicyCluster& c, int family = AF_INET, const policy::AdminTiers* tiers = nullptr) {
+    // evaluator on `c` and `tiers`.
+    Outcome probeAll(const policy::PolicyCluster& c, int family = AF_INET, const policy::AdminTiers& tiers = policy::noAdminTiers()) {
         const bool v6 = family == AF_INET6;
         auto ipOf = [&](const NetpolPod& p) { return v6 ? p.ip6 : p.ip; };
         const std::string outside = v6 ? kOutside6 : kOutside;
@@ -156,8 +156,7 @@ protected:
             };
             auto add = [&](const std::string& what, const policy::Endpoint& from, const policy::Endpoint& to, const std::string& srcNode,
                            const std::string& firstFlow, const std::string& dstNode, int dstOfport, const std::string& body) {
-                bool expected = tiers ? policy::decide(c, *tiers, from, to, probe.protocol, probe.port).allowed
-                                      : policy::allowed(c, from, to, probe.protocol, probe.port);
+                bool expected = policy::decide(c, tiers, from, to, probe.protocol, probe.port).allowed;
                 std::string tunnel;
                 if (!dstNode.empty() && dstNode != srcNode)
                     tunnel = fmt::format("in_port=2,tun_src={},tun_dst={},dl_src={},{}", test::netpolNodeIP(srcNode),
@@ -225,10 +224,9 @@ protected:
         SCOPED_TRACE(name);
         auto c = test::netpolCluster(policies, true);
         const auto tiers = test::adminTiers(admin);
-        const auto* t = admin.empty() ? nullptr : &tiers;
-        install(c, true, t);
-        auto o = probeAll(c, AF_INET, t);
-        auto o6 = probeAll(c, AF_INET6, t);
+        install(c, true, tiers);
+        auto o = probeAll(c, AF_INET, tiers);
+        auto o6 = probeAll(c, AF_INET6, tiers);
         o.probes += o6.probes;
         o.allowed += o6.allowed;
         o.wrong.insert(o.wrong.end(), o6.wrong.begin(), o6.wrong.end());
@@ -274,8 +272,8 @@ TEST_F(PolicyFlowsTest, AdminTiersDecideAsTheEvaluator) {
         // tiers, some probe decides other than the evaluator says.
         auto c = test::netpolCluster(ac.policies, true);
         const auto tiers = test::adminTiers(ac.admin);
-        install(c, true, nullptr);
-        EXPECT_FALSE(probeAll(c, AF_INET, &tiers).wrong.empty()) << ac.name << ": the admin tiers change no probe";
+        install(c, true);
+        EXPECT_FALSE(probeAll(c, AF_INET, tiers).wrong.empty()) << ac.name << ": the admin tiers change no probe";
         check(ac.name, ac.policies, ac.admin);
     }
     EXPECT_GT(totalAllowed, totalProbes / 2) << totalAllowed << " of " << totalProbes;

@@ -41,6 +41,23 @@ std::optional<PodIP> decodePod(const json& p) {
     return PodIP{ip.get<std::string>(), p.at("metadata").contains("managedFields")};
 }
 
+KubeCredentials credentialsOf(const KubeApiTestServer& api, const SelfSignedCert& cert) {
+    KubeCredentials creds;
+    creds.server = api.url();
+    creds.caFile = cert.certFile();
+    creds.token = "s3cret";
+    return creds;
+}
+
+// Runs the loop until `cond` holds, for up to 10 s.
+bool runUntil(kovs::EventLoop& loop, const std::function<bool()>& cond) {
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (loop.runUntil(cond, 10ms)) return true;
+    }
+    return cond();
+}
+
 }  // namespace
 
 TEST(Informer, NamespacedResourceWithSelectorsAndPerObjectDecoding) {
@@ -49,10 +66,7 @@ TEST(Informer, NamespacedResourceWithSelectorsAndPerObjectDecoding) {
     api.setList({pod("x", "a", "5", "10.244.1.5"), pod("x", "b", "6", 42), pod("x", "c", "7", "10.244.1.7")}, "10",
                 "PodList");
     kovs::EventLoop loop;
-    KubeCredentials creds;
-    creds.server = api.url();
-    creds.caFile = cert.certFile();
-    creds.token = "s3cret";
+    auto creds = credentialsOf(api, cert);
     ListWatchOptions o;
     o.resource = "pods";
     o.path = "/api/v1/namespaces/x/pods";
@@ -63,13 +77,7 @@ TEST(Informer, NamespacedResourceWithSelectorsAndPerObjectDecoding) {
     Informer<PodIP> pods(loop, creds, o, decodePod);
     std::vector<Snapshot<PodIP>> seen;
     pods.start([&](const Snapshot<PodIP>& s) { seen.push_back(s); });
-    auto waitFor = [&](const std::function<bool()>& cond) {
-        auto deadline = std::chrono::steady_clock::now() + 10s;
-        while (std::chrono::steady_clock::now() < deadline) {
-            if (loop.runUntil(cond, 10ms)) return true;
-        }
-        return cond();
-    };
+    auto waitFor = [&](const std::function<bool()>& cond) { return runUntil(loop, cond); };
     ASSERT_TRUE(waitFor([&] { return !seen.empty(); }));
     EXPECT_EQ(api.listParams(0)["labelSelector"], "app=web,tier!=db");
     EXPECT_EQ(api.listParams(0)["fieldSelector"], "spec.nodeName=kind-worker");
@@ -106,10 +114,7 @@ TEST(Informer, AnOptionalResourceNotServedIsListedEmptyUntilItIs) {
     KubeApiTestServer api{cert, "s3cret", nullptr, path};
     api.setServed(false);
     kovs::EventLoop loop;
-    KubeCredentials creds;
-    creds.server = api.url();
-    creds.caFile = cert.certFile();
-    creds.token = "s3cret";
+    auto creds = credentialsOf(api, cert);
     ListWatchOptions o;
     o.resource = "adminnetworkpolicies";
     o.path = path;
@@ -120,13 +125,7 @@ TEST(Informer, AnOptionalResourceNotServedIsListedEmptyUntilItIs) {
     Informer<PodIP> anps(loop, creds, o, decodePod);
     std::vector<Snapshot<PodIP>> seen;
     anps.start([&](const Snapshot<PodIP>& s) { seen.push_back(s); });
-    auto waitFor = [&](const std::function<bool()>& cond) {
-        auto deadline = std::chrono::steady_clock::now() + 10s;
-        while (std::chrono::steady_clock::now() < deadline) {
-            if (loop.runUntil(cond, 10ms)) return true;
-        }
-        return cond();
-    };
+    auto waitFor = [&](const std::function<bool()>& cond) { return runUntil(loop, cond); };
     ASSERT_TRUE(waitFor([&] { return anps.listed(); })) << "a 404 list of an optional resource counts as listed";
     EXPECT_TRUE(seen.back().items.empty());
     EXPECT_TRUE(anps.listWatch().absent());
