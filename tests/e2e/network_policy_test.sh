@@ -45,6 +45,7 @@ source "$root/tests/cluster/lib/services.sh"   # DOCKER_HOST_IP
 [ -x "$KOVS_BUILD/tests/policy_truth" ] || fail "no $KOVS_BUILD/tests/policy_truth: build the tests first"
 
 nodes=2
+export KOVS_ADMIN_POLICY_API=1   # the kind-node provider's API server serves AdminNetworkPolicy too
 cluster_up "$nodes"
 declare -A at   # "x/a" -> "N P"
 keys=()
@@ -109,7 +110,8 @@ if [ "$KOVS_PROVIDER" = kind-node ]; then
     step "the API: namespaces x y z, the 9 Pods"
 else
     step "the API: Nodes, namespaces x y z, the 9 Pods; agents switched to it"
-    kube_api_up "$CLUSTER_DIR/peers.yaml" --node-shape kind
+    # Serving the policy API's kinds, as a cluster with its CRDs installed.
+    kube_api_up "$CLUSTER_DIR/peers.yaml" --node-shape kind --admin-network-policy
 fi
 for ns in x y z; do kube_api POST /api/v1/namespaces "{\"metadata\": {\"name\": \"$ns\", \"labels\": {\"ns\": \"$ns\"}}}" >/dev/null; done
 for k in "${keys[@]}"; do kube_api POST "/api/v1/namespaces/${k%/*}/pods" "$(pod_object "$k")" >/dev/null; done
@@ -127,11 +129,14 @@ done
 pass "every agent lists Namespaces, Pods and NetworkPolicies and is ready"
 
 # Every node compiled what the API holds now (`compiles` moved past $2's value
-# for node N) and its table is on the bridge.
+# for node N) and its table is on the bridge. WANT is the NetworkPolicies'
+# count, or "NP ANP BASELINE" (counts, and true/false for the BANP).
 synced() {
-    local n=$1 before=$2 want=$3
-    node_status "$n" | jq -e --argjson before "$before" --argjson want "$want" \
-        '.networkPolicy.compiles > $before and .networkPolicy.policies == $want and .flows.upToDate' >/dev/null
+    local n=$1 before=$2 np anp=0 banp=false
+    read -r np anp banp <<<"$3 ${4:-}"
+    node_status "$n" | jq -e --argjson before "$before" --argjson np "$np" --argjson anp "${anp:-0}" --argjson banp "${banp:-false}" \
+        '.networkPolicy.compiles > $before and .networkPolicy.policies == $np and .flows.upToDate and
+         .networkPolicy.admin.policies == $anp and .networkPolicy.admin.baseline == $banp' >/dev/null
 }
 compiles() { node_status "$1" | jq '.networkPolicy.compiles'; }
 # change DESCRIPTION WANT_POLICIES CMD...: runs CMD (API writes), then waits for every node.
@@ -226,7 +231,8 @@ truth() {
     jq -nc --argjson ns "$(kube_api GET /api/v1/namespaces | jq -c .items)" \
            --argjson pods "$(kube_api GET /api/v1/pods | jq -c .items)" \
            --argjson np "$(kube_api GET /apis/networking.k8s.io/v1/networkpolicies | jq -c .items)" \
-           --argjson probes "$probes" '{namespaces: $ns, pods: $pods, policies: $np, probes: $probes}' |
+           --argjson admin "$(admin_objects)" --argjson nodes "$(kube_api GET /api/v1/nodes | jq -c .items)" \
+           --argjson probes "$probes" '{namespaces: $ns, pods: $pods, policies: $np, admin: $admin, nodes: $nodes, probes: $probes}' |
         "$KOVS_BUILD/tests/policy_truth" | sort
 }
 # explain_misses DIFFS FAMILY: for each probe that differs, what both nodes
@@ -289,6 +295,12 @@ check() {
     done
 }
 
+# The ANPs and the BANP the API holds, each with its kind (a list's items carry none).
+policy_api=/apis/policy.networking.k8s.io/v1alpha1
+admin_objects() {
+    jq -sc 'add' <(kube_api GET "$policy_api/adminnetworkpolicies" | jq -c '[.items[] | . + {kind: "AdminNetworkPolicy"}]') \
+                 <(kube_api GET "$policy_api/baselineadminnetworkpolicies" | jq -c '[.items[] | . + {kind: "BaselineAdminNetworkPolicy"}]')
+}
 np_create() { kube_api POST "/apis/networking.k8s.io/v1/namespaces/$1/networkpolicies" "$2" >/dev/null; }
 np_delete_all() {
     local ns name
@@ -475,6 +487,51 @@ seed=${KOVS_POLICY_SEED:-20261205}
 echo "# ${KOVS_POLICY_E2E_CASES:-3} generated cases from seed $seed (KOVS_POLICY_SEED and KOVS_POLICY_E2E_CASES run others)"
 run_cases generated "$seed" "${KOVS_POLICY_E2E_CASES:-3}"
 [ "${KOVS_POLICY_E2E_UPSTREAM:-0}" != 1 ] || run_cases upstream upstream
+
+# AdminNetworkPolicy and BaselineAdminNetworkPolicy: the cases of
+# tests/support/AdminPolicyCases (shaped like sig-network's policy-api
+# conformance suite: priority order, Pass to NetworkPolicy and to the
+# baseline, an ANP Deny over a NetworkPolicy Allow, a baseline Deny under
+# one, named ports, port ranges, pod subjects, egress to networks and nodes,
+# two ANPs at one priority), each with its NetworkPolicies, as real
+# connections against the evaluator's three tiers. (The nodes case's peers
+# are node addresses, which this pod matrix does not probe:
+# integration_policy_flows does.)
+admin_delete_all() {
+    local r name
+    for r in adminnetworkpolicies baselineadminnetworkpolicies; do
+        kube_api GET "$policy_api/$r" | jq -r '.items[].metadata.name' |
+            while read -r name; do kube_api DELETE "$policy_api/$r/$name" >/dev/null; done
+    done
+}
+run_admin_cases() {
+    local c cases p n_np n_anp banp
+    mapfile -t cases < <("$KOVS_BUILD/tests/policy_truth" cases admin)
+    [ "${#cases[@]}" -gt 1 ] || fail "policy_truth cases admin gave no case"
+    apply_case() {
+        np_delete_all; admin_delete_all
+        jq -c '.policies[]' <<<"$1" | while read -r p; do np_create "$(jq -r .metadata.namespace <<<"$p")" "$p"; done
+        jq -c '.admin[]' <<<"$1" | while read -r p; do
+            if [ "$(jq -r .kind <<<"$p")" = BaselineAdminNetworkPolicy ]; then
+                kube_api POST "$policy_api/baselineadminnetworkpolicies" "$p" >/dev/null
+            else
+                kube_api POST "$policy_api/adminnetworkpolicies" "$p" >/dev/null
+            fi
+        done
+    }
+    for c in "${cases[@]}"; do
+        n_np=$(jq '.policies | length' <<<"$c")
+        n_anp=$(jq '[.admin[] | select(.kind == "AdminNetworkPolicy")] | length' <<<"$c")
+        banp=$(jq '[.admin[] | select(.kind == "BaselineAdminNetworkPolicy")] | length == 1' <<<"$c")
+        change "admin case $(jq -r .name <<<"$c")" "$n_np $n_anp $banp" apply_case "$c"
+        check "admin case $(jq -r .name <<<"$c") ($(jq -r '[.admin[] | "\(.kind | sub("AdminNetworkPolicy"; "ANP") | sub("BaselineANP"; "BANP")) \(.metadata.name)"] + [.policies[].metadata | "NP \(.namespace)/\(.name)"] | join(", ")' <<<"$c"))"
+    done
+    change "every admin policy deleted" "0 0 false" eval "np_delete_all; admin_delete_all"
+    node_status 1 | jq -e '.networkPolicy.admin.served.adminNetworkPolicies and .networkPolicy.admin.warnings == {}' >/dev/null ||
+        { node_status 1 | jq .networkPolicy.admin; fail "node 1's status does not show the admin tiers served, without warnings"; }
+    pass "admin tiers: ${#cases[@]} cases as real connections matched the evaluator; status shows the tiers served"
+}
+run_admin_cases
 
 # SCTP: the kernel here has no SCTP sockets, so crafted INIT chunks (scapy)
 # from y/a and z/a to x/a:81, where only namespace y may send SCTP 81. x/a

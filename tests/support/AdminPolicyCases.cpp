@@ -19,7 +19,7 @@ json baselinePolicyObject(const std::string& spec, const std::string& name) {
             {"spec", json::parse(spec)}};
 }
 
-policy::AdminTiers adminTiers(const std::vector<json>& objects) {
+policy::AdminTiers decodeAdminObjects(const std::vector<json>& objects) {
     policy::AdminTiers t;
     for (const auto& o : objects) {
         if (o.value("kind", "") == "BaselineAdminNetworkPolicy") {
@@ -29,6 +29,11 @@ policy::AdminTiers adminTiers(const std::vector<json>& objects) {
             t.admin[p.name] = p;
         }
     }
+    return t;
+}
+
+policy::AdminTiers adminTiers(const std::vector<json>& objects) {
+    auto t = decodeAdminObjects(objects);
     for (const char* node : {"n1", "n2"})
         t.nodes[node] = {{{"kubernetes.io/hostname", node}, {"role", node == std::string("n1") ? "infra" : "worker"}},
                          {IpPrefix::parse(netpolNodeIP(node))}};

@@ -20,7 +20,9 @@ namespace kovs::test {
 nlohmann::json adminPolicyObject(const std::string& name, int priority, const std::string& spec);
 nlohmann::json baselinePolicyObject(const std::string& spec, const std::string& name = "default");
 
-// The tiers of `objects` (ANPs and at most one BANP), with nodes n1 and n2:
+// The tiers of `objects` (ANPs and at most one BANP, told apart by kind).
+policy::AdminTiers decodeAdminObjects(const std::vector<nlohmann::json>& objects);
+// The same with nodes n1 and n2:
 // labels kubernetes.io/hostname and role (n1 "infra", n2 "worker"), their
 // addresses netpolNodeIP's.
 policy::AdminTiers adminTiers(const std::vector<nlohmann::json>& objects);

@@ -18,6 +18,7 @@
 
 #include "base/Error.hpp"
 #include "policy/PolicyEvaluator.hpp"
+#include "tests/support/AdminPolicyCases.hpp"
 #include "tests/support/PolicyCluster.hpp"
 
 using namespace kovs::policy;
@@ -31,9 +32,15 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (argc > 1) {
-            const bool upstream = argc == 3 && std::string(argv[2]) == "upstream";
-            if (std::string(argv[1]) != "cases" || (argc != 4 && !upstream))
-                throw kovs::Error("usage: policy_truth [cases SEED COUNT | cases upstream | addresses] (without: probes on stdin)");
+            const std::string which = argc == 3 ? argv[2] : "";
+            if (std::string(argv[1]) != "cases" || (argc != 4 && which != "upstream" && which != "admin"))
+                throw kovs::Error("usage: policy_truth [cases SEED COUNT | cases upstream | cases admin | addresses] (without: probes on stdin)");
+            if (which == "admin") {
+                for (const auto& c : kovs::test::adminCases())
+                    std::printf("%s\n", json{{"name", c.name}, {"policies", c.policies}, {"admin", c.admin}}.dump().c_str());
+                return 0;
+            }
+            const bool upstream = which == "upstream";
             auto cases = upstream ? kovs::test::netpolCases()
                                   : kovs::test::randomPolicyCases(static_cast<unsigned>(std::stoul(argv[2])), std::stoi(argv[3]));
             for (const auto& c : cases) std::printf("%s\n", json{{"name", c.name}, {"policies", c.policies}}.dump().c_str());
@@ -52,6 +59,8 @@ int main(int argc, char** argv) {
             auto np = decodeNetworkPolicy(o);
             c.policies[np.key()] = np;
         }
+        auto tiers = kovs::test::decodeAdminObjects(in.value("admin", json::array()).get<std::vector<json>>());
+        for (const auto& o : in.value("nodes", json::array())) tiers.nodes[o.at("metadata").at("name").get<std::string>()] = decodePolicyNode(o);
         // The pod's address of the probe's family (4 unless it says 6).
         auto endpoint = [&](const std::string& key, int family) {
             const auto& pod = c.pods.at(key);
@@ -66,7 +75,7 @@ int main(int argc, char** argv) {
             int port = p.at("port").get<int>();
             Protocol protocol = proto == "TCP" ? Protocol::TCP : proto == "UDP" ? Protocol::UDP : Protocol::SCTP;
             int family = p.value("family", 4);
-            bool ok = allowed(c, endpoint(from, family), endpoint(to, family), protocol, port);
+            bool ok = decide(c, tiers, endpoint(from, family), endpoint(to, family), protocol, port).allowed;
             std::printf("%s %s %s %d %s\n", from.c_str(), to.c_str(), proto.c_str(), port, ok ? "allow" : "deny");
         }
     } catch (const std::exception& e) {

@@ -18,7 +18,9 @@
 #                172.18.0.1:6443, reached from pods at the kubernetes Service
 #                address 10.96.0.1:443 (a DNAT rule in each node, kube-proxy's
 #                job): the Node objects kovs-node-init and the agent read, and
-#                the pods and ConfigMaps the runners read
+#                the pods and ConfigMaps the runners read; with
+#                KOVS_ADMIN_POLICY_API=1 also the policy API's kinds, as if
+#                their CRDs were installed (kovs-kind up --admin-network-policy)
 #   DaemonSet    kind-node-lifecycle.sh: one pod per node from the rendered
 #                DaemonSet, rolling updates one node at a time, uninstall
 #   pods         `ctr run --cni`: containerd's own CNI client (go-cni/libcni) runs
@@ -104,7 +106,7 @@ api_up() {
     in_underlay python3 "$KOVS_REPO/tests/cluster/kube_api_mock.py" --listen "$API_ADDR" --port "$API_PORT" \
         --cert "$d/apiserver.crt" --key "$d/apiserver.key" --token-file "$d/token" --peers "$CLUSTER_DIR/peers.yaml" \
         --watch-peers --node-shape kind --objects "$d/objects" --ready-file "$d/ready" --log "$d/requests.log" \
-        >"$d/mock.log" 2>&1 &
+        ${KOVS_ADMIN_POLICY_API:+--admin-network-policy} >"$d/mock.log" 2>&1 &
     disown   # cluster_down ends it with the namespace's other processes
     wait_for "the mock API server to listen" 15 test -s "$d/ready" ||
         { tail -5 "$d/mock.log" >&2; die "the mock API server did not start"; }
