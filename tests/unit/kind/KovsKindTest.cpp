@@ -3,7 +3,11 @@
 // stand-ins for docker, kind and kubectl.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
+#include <functional>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -212,6 +216,100 @@ TEST_F(KovsKindDryRun, BadArgumentsAreRejectedWithUsageErrors) {
     }
 }
 
+// --admin-network-policy: the policy API's CRDs (kovs's own file, or with
+// =FILE the user's) go in once the cluster exists and before kovs's
+// manifests, so every agent finds them when it starts; then the wait until
+// they are Established. A step only with the flag: without it up's steps
+// (those the kind-node provider runs) are as they were.
+const std::string kAnpWait = "kubectl --context kind-kovs wait --for=condition=Established --timeout 300s "
+                             "crd/adminnetworkpolicies.policy.networking.k8s.io "
+                             "crd/baselineadminnetworkpolicies.policy.networking.k8s.io";
+
+// The steps a dry run announces ("==> [N] TITLE"), and --list-steps' ids and titles.
+std::vector<std::string> announcedSteps(const std::string& out) {
+    std::vector<std::string> titles;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+        std::smatch m;
+        if (std::regex_match(line, m, std::regex("==> \\[[0-9]+\\] (.*)"))) titles.push_back(m[1]);
+    }
+    return titles;
+}
+std::pair<std::vector<std::string>, std::vector<std::string>> listedSteps(const std::string& out) {
+    std::vector<std::string> ids, titles;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+        auto tab = line.find('\t');
+        if (tab == std::string::npos) continue;
+        ids.push_back(line.substr(0, tab));
+        titles.push_back(line.substr(tab + 1));
+    }
+    return {ids, titles};
+}
+
+TEST_F(KovsKindDryRun, AdminNetworkPolicyInstallsTheCrdsBeforeTheManifests) {
+    const auto s = src_.string();
+    auto without = run({"up", "--dry-run"});
+    ASSERT_EQ(without.exitCode, 0) << without.err;
+    EXPECT_EQ(without.out.find("AdminNetworkPolicy"), std::string::npos) << without.out;
+    EXPECT_EQ(without.out.find("crd/"), std::string::npos) << without.out;
+    auto listedWithout = run({"up", "--list-steps"});
+    EXPECT_EQ(listedSteps(listedWithout.out).first,
+              (std::vector<std::string>{"preflight", "build_image", "create_network", "create_cluster", "load_image", "apply_manifests",
+                                        "wait_agents", "wait_nodes_ready", "smoke_test", "next_steps"}));
+
+    auto with = run({"up", "--dry-run", "--admin-network-policy"});
+    ASSERT_EQ(with.exitCode, 0) << with.err;
+    auto got = commands(with.out);
+    auto load = std::find(got.begin(), got.end(), "kind load docker-image kovs:dev --name kovs");
+    ASSERT_NE(load, got.end()) << with.out;
+    ASSERT_GE(got.end() - load, 4) << with.out;
+    EXPECT_EQ(load[1], "kubectl --context kind-kovs apply -f " + s + "/kind/admin-network-policy-crds.yaml");
+    EXPECT_EQ(load[2], kAnpWait);
+    EXPECT_EQ(load[3].rfind("kubectl kustomize " + s + "/kind/manifests | ", 0), 0u) << load[3];
+    EXPECT_NE(with.out.find("==> [6] install the AdminNetworkPolicy CRDs (kovs's own, kind/admin-network-policy-crds.yaml) "
+                            "and wait until they are Established\n"),
+              std::string::npos) << with.out;
+    EXPECT_NE(with.out.find("==> [7] apply the kovs manifests"), std::string::npos) << with.out;
+    EXPECT_NE(with.out.find("kubectl --context kind-kovs get anp,banp "), std::string::npos) << "next steps: " << with.out;
+
+    // --list-steps has the step where up runs it, with the title up announces.
+    auto listed = run({"up", "--list-steps", "--admin-network-policy"});
+    ASSERT_EQ(listed.exitCode, 0) << listed.err;
+    auto [ids, titles] = listedSteps(listed.out);
+    EXPECT_EQ(ids, (std::vector<std::string>{"preflight", "build_image", "create_network", "create_cluster", "load_image",
+                                             "admin_network_policy_crds", "apply_manifests", "wait_agents", "wait_nodes_ready",
+                                             "smoke_test", "next_steps"}));
+    EXPECT_EQ(titles, announcedSteps(with.out));
+}
+
+// =FILE: that file instead of kovs's (network-policy-api's standard-install.yaml,
+// say), printed as it would be typed; a relative path is made absolute, so
+// kubectl never takes it for an option, or a file named '-' for stdin.
+TEST_F(KovsKindDryRun, AdminNetworkPolicyFileAppliesThatFileInstead) {
+    TempDir dir;
+    const auto file = dir / "upstream install.yaml";
+    writeFile(file, "# network-policy-api's standard-install.yaml would be here\n");
+    auto r = run({"up", "--dry-run", "--admin-network-policy=" + file.string()});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    auto got = commands(r.out);
+    auto apply = std::find(got.begin(), got.end(), "kubectl --context kind-kovs apply -f '" + file.string() + "'");
+    ASSERT_NE(apply, got.end()) << r.out;
+    ASSERT_LT(apply + 1, got.end());
+    EXPECT_EQ(apply[1], kAnpWait);
+    EXPECT_NE(r.out.find("install the AdminNetworkPolicy CRDs (from " + file.string() + ") and wait"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("admin-network-policy-crds.yaml"), std::string::npos) << "kovs's own file too: " << r.out;
+
+    writeFile(dir / "-", "kind: CustomResourceDefinition\n");
+    auto rel = runScript({(bin_ / "bash").string(), "-c", "cd \"$1\" && shift && exec \"$@\"", "bash", dir.path(),
+                          (src_ / "kind/kovs-kind").string(), "up", "--dry-run", "--admin-network-policy=-"},
+                         env_);
+    ASSERT_EQ(rel.exitCode, 0) << rel.err;
+    auto relCommands = commands(rel.out);
+    EXPECT_NE(std::find(relCommands.begin(), relCommands.end(), "kubectl --context kind-kovs apply -f " + (dir / "-").string()),
+              relCommands.end()) << rel.out;
+}
+
 // Every missing tool is one FAIL line with its install hint; up stops after
 // the preflight, having built nothing.
 TEST_F(KovsKindDryRun, ForRealItNamesEachMissingToolWithAnInstallHint) {
@@ -281,6 +379,11 @@ protected:
                         "  *' kustomize '*) exec cat \"${@: -1}/kovs.yaml\" ;;\n"
                         "  *' apply -f - '*) t=$(cat); case $t in *'name: kovs-smoke'*) f=smoke-applied.yaml ;; *) f=applied.yaml ;; esac\n"
                         "     printf '%s\\n' \"$t\" > " + bin_.path() + "/$f ;;\n"
+                        // apply -f FILE (the AdminNetworkPolicy CRDs): what it got, into crds-applied.yaml.
+                        "  *' apply -f '*) cat \"${@: -1}\" > " + bin_.path() + "/crds-applied.yaml ;;\n"
+                        "  *' wait --for=condition=Established '*) exit ${FAKE_CRD_WAIT_RC:-0} ;;\n"
+                        // The CRDs the cluster has (FAKE_CRDS: kubectl's -o name lines).
+                        "  *' get crd '*) [ -z \"${FAKE_CRDS:-}\" ] || printf '%s\\n' $FAKE_CRDS ;;\n"
                         "  *' rollout status deployment/coredns '*) [ -z \"${FAKE_COREDNS_DOWN:-}\" ] || { echo 'Waiting for deployment rollout'; exit 1; } ;;\n"
                         "  *' rollout status daemonset/kovs-smoke '*) exit ${FAKE_SMOKE_ROLLOUT_RC:-0} ;;\n"
                         "  *' get pods --selector app.kubernetes.io/component=smoke-test '*)\n"
@@ -858,6 +961,223 @@ TEST_F(KovsKindWithFakeTools, IpFamilyPicksItsClusterConfigAndNeedsANetworkWithI
                                        "or pass --mtu N for a network of this cluster's own"});
     auto withV6 = run({"preflight", "--ip-family", "dual"}, {{"FAKE_NETWORK", "1500|true"}});
     EXPECT_EQ(withV6.exitCode, 0) << withV6.out;
+}
+
+// A bad --admin-network-policy is a usage error (exit 2) before anything
+// runs, in a dry run too: a file that is not there, not a regular file or not
+// readable, an empty '=', a file after the bare flag (its value goes after
+// '='), and any command but up.
+TEST_F(KovsKindWithFakeTools, ABadAdminNetworkPolicyFileIsAUsageErrorAndNothingRuns) {
+    TempDir dir;
+    const auto file = (dir / "standard-install.yaml").string(), missing = (dir / "nope.yaml").string();
+    writeFile(file, "kind: CustomResourceDefinition\n");
+    struct Case {
+        std::vector<std::string> args;
+        std::string message;
+    };
+    std::vector<Case> cases = {
+        {{"up", "--admin-network-policy=" + missing}, "kovs-kind: --admin-network-policy=" + missing + ": no such file (see --help)"},
+        {{"up", "--dry-run", "--admin-network-policy=" + missing}, "--admin-network-policy=" + missing + ": no such file"},
+        {{"up", "--admin-network-policy=" + dir.path()}, "--admin-network-policy=" + dir.path() + ": not a regular file"},
+        {{"up", "--admin-network-policy="}, "--admin-network-policy=: expected a file after '='"},
+        {{"up", "--admin-network-policy", file},
+         "--admin-network-policy takes its file after '=': --admin-network-policy=" + file + " (bare, it installs kovs's own CRDs)"},
+        {{"up", "--admin-network-policy", "crds"}, "--admin-network-policy takes its file after '=': --admin-network-policy=crds"},
+        {{"uninstall", "--admin-network-policy"}, "--admin-network-policy: only up takes it"},
+        {{"load", "--admin-network-policy=" + file}, "--admin-network-policy: only up takes it"},
+        {{"check", "--dry-run", "--admin-network-policy"}, "--admin-network-policy: only up takes it"},
+    };
+    if (::geteuid() != 0) {  // root reads any file
+        const auto locked = (dir / "locked.yaml").string();
+        writeFile(locked, "kind: CustomResourceDefinition\n");
+        fs::permissions(locked, fs::perms::none);
+        cases.push_back({{"up", "--admin-network-policy=" + locked}, "--admin-network-policy=" + locked + ": cannot read it"});
+    }
+    for (const auto& c : cases) {
+        auto r = run(c.args);
+        EXPECT_EQ(r.exitCode, 2) << c.message << ": " << r.err;
+        EXPECT_NE(r.err.find(c.message), std::string::npos) << "stderr: " << r.err;
+        EXPECT_TRUE(r.out.empty()) << "printed steps despite a bad argument: " << r.out;
+    }
+    EXPECT_EQ(calls(), std::vector<std::string>{}) << "ran something despite a bad argument";
+    // The bare flag before the command is the flag, not a file.
+    auto before = run({"--admin-network-policy", "up", "--list-steps"});
+    EXPECT_EQ(before.exitCode, 0) << before.err;
+    EXPECT_NE(before.out.find("admin_network_policy_crds\t"), std::string::npos) << before.out;
+}
+
+// The real path: kubectl applies kovs's CRD file (its content reached
+// kubectl) and waits for both CRDs, after kind made the cluster and before
+// kovs's manifests; with =FILE, the user's file. A file that does not make
+// both CRDs stops up before kovs's manifests, saying what to check.
+TEST_F(KovsKindWithFakeTools, UpAppliesTheAdminNetworkPolicyCrdsAndWaitsForThemBeforeKovs) {
+    const auto shipped = (src_ / "kind/admin-network-policy-crds.yaml").string();
+    auto r = run({"up", "--admin-network-policy"});
+    ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+    auto ran = calls();
+    auto first = [&](const std::string& prefix) {
+        return std::find_if(ran.begin(), ran.end(), [&](const std::string& c) { return c.rfind(prefix, 0) == 0; });
+    };
+    auto create = first("kind create cluster "), apply = first("kubectl --context kind-kovs apply -f " + shipped),
+         wait = std::find(ran.begin(), ran.end(), kAnpWait), kustomize = first("kubectl kustomize ");
+    ASSERT_NE(create, ran.end());
+    ASSERT_NE(apply, ran.end()) << "the CRDs were not applied";
+    ASSERT_NE(wait, ran.end()) << "not waited for";
+    ASSERT_NE(kustomize, ran.end());
+    EXPECT_LT(create, apply);
+    EXPECT_LT(apply, wait);
+    EXPECT_LT(wait, kustomize) << "kovs's manifests went in before the CRDs were Established";
+    EXPECT_EQ(*apply, "kubectl --context kind-kovs apply -f " + shipped);
+    EXPECT_EQ(readFile(bin_ / "crds-applied.yaml"), readFile(shipped));
+
+    TempDir dir;
+    const auto file = (dir / "standard-install.yaml").string();
+    writeFile(file, "# as network-policy-api ships it\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n");
+    fs::remove(log_);
+    auto user = run({"up", "--admin-network-policy=" + file});
+    ASSERT_EQ(user.exitCode, 0) << user.out << user.err;
+    ran = calls();
+    EXPECT_NE(std::find(ran.begin(), ran.end(), "kubectl --context kind-kovs apply -f " + file), ran.end());
+    EXPECT_NE(std::find(ran.begin(), ran.end(), kAnpWait), ran.end());
+    EXPECT_EQ(readFile(bin_ / "crds-applied.yaml"), readFile(file));
+    for (const auto& c : ran) EXPECT_EQ(c.find("admin-network-policy-crds.yaml"), std::string::npos) << c;
+
+    fs::remove(log_);
+    auto stuck = run({"up", "--admin-network-policy=" + file}, {{"FAKE_CRD_WAIT_RC", "1"}});
+    EXPECT_EQ(stuck.exitCode, 1) << stuck.out;
+    EXPECT_NE(stuck.err.find("the CRDs adminnetworkpolicies.policy.networking.k8s.io baselineadminnetworkpolicies.policy.networking.k8s.io "
+                             "are not Established after 300s (kubectl's error is above): does " + file + " define both"),
+              std::string::npos) << stuck.err;
+    ran = calls();
+    for (const auto& c : ran) EXPECT_EQ(c.find("kustomize"), std::string::npos) << "kovs applied without the CRDs: " << c;
+}
+
+// uninstall never deletes the CRDs (deleting one deletes every policy of its
+// kind, the users'): where the cluster has them it says so and how to delete
+// them; where it has none it says nothing of them.
+TEST_F(KovsKindWithFakeTools, UninstallKeepsTheAdminNetworkPolicyCrdsAndSaysHowToDeleteThem) {
+    const std::string note = "    (note: the AdminNetworkPolicy CRDs stay: your ANPs and BANP live in them. To delete them with every such "
+                             "policy: kubectl --context kind-kovs delete crd adminnetworkpolicies.policy.networking.k8s.io "
+                             "baselineadminnetworkpolicies.policy.networking.k8s.io)\n";
+    auto with = run({"uninstall"}, {{"FAKE_CRDS", "customresourcedefinition.apiextensions.k8s.io/adminnetworkpolicies.policy.networking.k8s.io "
+                                                  "customresourcedefinition.apiextensions.k8s.io/baselineadminnetworkpolicies.policy.networking.k8s.io"}});
+    ASSERT_EQ(with.exitCode, 0) << with.out << with.err;
+    EXPECT_NE(with.out.find(note), std::string::npos) << with.out;
+    for (const auto& c : calls()) {
+        if (c.find(" crd ") != std::string::npos)
+            EXPECT_EQ(c.rfind("kubectl --context kind-kovs get crd ", 0), 0u) << "uninstall did more than look at the CRDs: " << c;
+        EXPECT_EQ(c.find("admin-network-policy-crds.yaml"), std::string::npos) << c;
+    }
+    fs::remove(log_);
+    auto without = run({"uninstall"});
+    ASSERT_EQ(without.exitCode, 0) << without.err;
+    EXPECT_EQ(without.out.find("AdminNetworkPolicy"), std::string::npos) << without.out;
+    auto dry = run({"uninstall", "--dry-run"});
+    EXPECT_NE(dry.out.find("    (note: the AdminNetworkPolicy CRDs stay, where installed: your ANPs and BANP live in them. To delete them"),
+              std::string::npos) << dry.out;
+}
+
+// kind/admin-network-policy-crds.yaml, the CRDs kovs ships: the API's group,
+// version, kinds, names and scope, as the agent watches them
+// (policy/PolicySource.cpp) and kovs-kind waits for them; a structural schema
+// (a type on every node, the root's metadata unconstrained) that states
+// priority's range as the agent's decoder reads it and the BANP's one name.
+TEST(AdminNetworkPolicyCrds, AreTheApisResourcesAsTheAgentWatchesThem) {
+    const auto src = sourceDir();
+    auto docs = loadDocuments(src / "kind/admin-network-policy-crds.yaml");
+    ASSERT_EQ(docs.size(), 2u);
+    const std::string group = "policy.networking.k8s.io", version = "v1alpha1";
+    const auto watched = readFile(src / "policy/PolicySource.cpp");
+    EXPECT_NE(watched.find("\"/apis/" + group + "/" + version + "/\""), std::string::npos) << "the agent watches another API";
+    std::smatch max;
+    const auto decoder = readFile(src / "policy/AdminPolicyModel.cpp");
+    ASSERT_TRUE(std::regex_search(decoder, max, std::regex("kMaxPriority = ([0-9]+);"))) << "policy/AdminPolicyModel.cpp: no kMaxPriority";
+
+    // Every node of the schema has a type, or keeps what it holds as written.
+    std::function<void(const YAML::Node&, const std::string&)> structural = [&](const YAML::Node& n, const std::string& at) {
+        EXPECT_TRUE(n["type"].IsDefined()) << at << ": no type (not a structural schema)";
+        for (const auto& p : n["properties"]) structural(p.second, at + "." + p.first.as<std::string>());
+        if (n["items"]) structural(n["items"], at + "[]");
+    };
+    struct Want {
+        std::string kind, plural, shortName;
+        bool baseline;
+    };
+    for (const auto& w : {Want{"AdminNetworkPolicy", "adminnetworkpolicies", "anp", false},
+                          Want{"BaselineAdminNetworkPolicy", "baselineadminnetworkpolicies", "banp", true}}) {
+        const auto key = "CustomResourceDefinition/" + w.plural + "." + group;
+        ASSERT_TRUE(docs.count(key)) << "no " << key;
+        const auto& crd = docs[key];
+        EXPECT_EQ(crd["apiVersion"].as<std::string>(), "apiextensions.k8s.io/v1");
+        const auto& spec = crd["spec"];
+        EXPECT_EQ(spec["group"].as<std::string>(), group);
+        EXPECT_EQ(spec["scope"].as<std::string>(), "Cluster") << w.kind;
+        EXPECT_EQ(spec["names"]["kind"].as<std::string>(), w.kind);
+        EXPECT_EQ(spec["names"]["listKind"].as<std::string>(), w.kind + "List");
+        EXPECT_EQ(spec["names"]["plural"].as<std::string>(), w.plural);
+        std::string singular = w.kind;
+        std::transform(singular.begin(), singular.end(), singular.begin(), [](unsigned char c) { return std::tolower(c); });
+        EXPECT_EQ(spec["names"]["singular"].as<std::string>(), singular);
+        EXPECT_EQ(strings(spec["names"]["shortNames"]), std::vector<std::string>{w.shortName});
+        EXPECT_NE(watched.find("\"" + w.plural + "\""), std::string::npos) << "the agent does not watch " << w.plural;
+
+        ASSERT_EQ(spec["versions"].size(), 1u) << w.kind;
+        const auto& v = spec["versions"][0];
+        EXPECT_EQ(v["name"].as<std::string>(), version);
+        EXPECT_TRUE(v["served"].as<bool>());
+        EXPECT_TRUE(v["storage"].as<bool>());
+        EXPECT_TRUE(v["subresources"]["status"].IsMap()) << w.kind << ": implementations write status through its subresource";
+
+        const auto& root = v["schema"]["openAPIV3Schema"];
+        structural(root, w.kind);
+        EXPECT_EQ(root["type"].as<std::string>(), "object");
+        EXPECT_EQ(strings(root["required"]), (std::vector<std::string>{"metadata", "spec"}));
+        EXPECT_EQ(root["properties"]["apiVersion"]["type"].as<std::string>(), "string");
+        EXPECT_EQ(root["properties"]["kind"]["type"].as<std::string>(), "string");
+        EXPECT_EQ(root["properties"]["metadata"].size(), 1u) << "the root's metadata may constrain only name and generateName";
+        const auto& specSchema = root["properties"]["spec"];
+        EXPECT_TRUE(specSchema["x-kubernetes-preserve-unknown-fields"].as<bool>()) << "the agent, not the schema, reads the rules";
+        EXPECT_TRUE(root["properties"]["status"]["x-kubernetes-preserve-unknown-fields"].as<bool>());
+        for (const char* dir : {"ingress", "egress"}) {
+            EXPECT_EQ(specSchema["properties"][dir]["type"].as<std::string>(), "array") << w.kind << " " << dir;
+            EXPECT_EQ(specSchema["properties"][dir]["maxItems"].as<int>(), 100) << w.kind << " " << dir;
+        }
+        EXPECT_EQ(specSchema["properties"]["subject"]["type"].as<std::string>(), "object");
+
+        if (!w.baseline) {
+            EXPECT_EQ(strings(specSchema["required"]), (std::vector<std::string>{"priority", "subject"}));
+            const auto& priority = specSchema["properties"]["priority"];
+            EXPECT_EQ(priority["type"].as<std::string>(), "integer");
+            EXPECT_EQ(priority["minimum"].as<int>(), 0);
+            EXPECT_EQ(priority["maximum"].as<int>(), std::stoi(max[1])) << "the decoder's range (policy/AdminPolicyModel.cpp)";
+            bool column = false;
+            for (const auto& c : v["additionalPrinterColumns"])
+                column |= c["jsonPath"].as<std::string>() == ".spec.priority" && c["type"].as<std::string>() == "integer";
+            EXPECT_TRUE(column) << "kubectl get anp shows no priority";
+            EXPECT_FALSE(root["x-kubernetes-validations"].IsDefined());
+        } else {
+            EXPECT_EQ(strings(specSchema["required"]), std::vector<std::string>{"subject"});
+            EXPECT_FALSE(specSchema["properties"]["priority"].IsDefined()) << "a BANP has no priority";
+            ASSERT_EQ(root["x-kubernetes-validations"].size(), 1u);
+            EXPECT_EQ(root["x-kubernetes-validations"][0]["rule"].as<std::string>(), "self.metadata.name == 'default'");
+        }
+    }
+
+    // Kubernetes' own YAML reading is not yaml-cpp's: Python's YAML 1.1 loader
+    // (as strict about a plain scalar's ": " as Kubernetes' go-yaml) reads the
+    // same names.
+    auto py = kovs::runProcess({"python3", "-c",
+                                "import sys, yaml\n"
+                                "for d in yaml.safe_load_all(open(sys.argv[1])):\n"
+                                "    n = d['spec']['names']\n"
+                                "    print(d['metadata']['name'], d['spec']['group'], d['spec']['scope'], n['kind'], n['plural'],\n"
+                                "          d['spec']['versions'][0]['name'])\n",
+                                (src / "kind/admin-network-policy-crds.yaml").string()});
+    ASSERT_TRUE(py.ok()) << py.err;
+    EXPECT_EQ(py.out,
+              "adminnetworkpolicies.policy.networking.k8s.io policy.networking.k8s.io Cluster AdminNetworkPolicy adminnetworkpolicies v1alpha1\n"
+              "baselineadminnetworkpolicies.policy.networking.k8s.io policy.networking.k8s.io Cluster BaselineAdminNetworkPolicy "
+              "baselineadminnetworkpolicies v1alpha1\n");
 }
 
 }  // namespace
