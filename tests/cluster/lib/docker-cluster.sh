@@ -52,7 +52,19 @@ KOVS_NODE_PACKAGES=(
     ovn-central ovn-host   # tests/cluster/lib/ovn.sh: a real OVN datapath next to kovs
 )
 
+# The container engine the nodes run on: docker (a private dockerd), or
+# podman (KOVS_ENGINE=podman, kind's KIND_EXPERIMENTAL_PROVIDER=podman; the
+# kind-node provider only: private-podman.sh).
+KOVS_ENGINE=${KOVS_ENGINE:-docker}
+case $KOVS_ENGINE in
+    docker) ;;
+    podman) [ "${KOVS_PROVIDER:-}" = kind-node ] || die "KOVS_ENGINE=podman: only the kind-node provider runs on podman (got provider ${KOVS_PROVIDER:-docker})" ;;
+    *) die "KOVS_ENGINE=$KOVS_ENGINE: expected docker or podman" ;;
+esac
 dk() { docker -H "unix://$KOVS_DOCKER_SOCK" "$@"; }
+# Arguments every `dk run` of a node gets from the engine (podman: rlimits,
+# cgroup parent, /dev/console: private-podman.sh).
+engine_run_args() { :; }
 dockerhost_ns() { echo "$CLUSTER_PREFIX-dockerhost"; }
 node_container() { echo "$CLUSTER_PREFIX-n$1"; }
 
@@ -81,8 +93,13 @@ in_pod() {
 }
 in_underlay() { ip netns exec "$(dockerhost_ns)" "$@"; }
 
-# shellcheck source=private-dockerd.sh
-source "$(dirname "${BASH_SOURCE[0]}")/private-dockerd.sh"
+if [ "$KOVS_ENGINE" = podman ]; then
+    # shellcheck source=private-podman.sh
+    source "$(dirname "${BASH_SOURCE[0]}")/private-podman.sh"
+else
+    # shellcheck source=private-dockerd.sh
+    source "$(dirname "${BASH_SOURCE[0]}")/private-dockerd.sh"
+fi
 # shellcheck source=node-image.sh
 source "$(dirname "${BASH_SOURCE[0]}")/node-image.sh"
 
@@ -92,6 +109,7 @@ docker_prepare() {
     [ "$_docker_prepared" -eq 1 ] && return 0
     dockerd_start
     node_image_ensure
+    [ "$KOVS_ENGINE" = docker ] || podman_cache_save "$KOVS_NODE_IMAGE"
     _docker_prepared=1
 }
 
@@ -104,9 +122,13 @@ underlay_up() {
     # 172.18/16 is always free), with its IPv6 ULA in ipv6 and dual clusters.
     local v6=()
     [ "$IP_FAMILY" = ipv4 ] || v6=(--ipv6 --subnet fc00:f853:ccd:e793::/64 --gateway fc00:f853:ccd:e793::1)
+    # podman's CNI bridge masquerades by default and takes the MTU as "mtu"
+    # (kind's podman provider makes its network so).
+    local opts=(--opt com.docker.network.bridge.enable_ip_masquerade=true --opt com.docker.network.driver.mtu="$UNDERLAY_MTU")
+    [ "$KOVS_ENGINE" = docker ] || opts=(--opt mtu="$UNDERLAY_MTU")
     dk network create --driver bridge --subnet 172.18.0.0/16 --gateway 172.18.0.1 "${v6[@]}" \
-        --opt com.docker.network.bridge.enable_ip_masquerade=true --opt com.docker.network.driver.mtu="$UNDERLAY_MTU" \
-        --label "kovs.cluster=$CLUSTER_PREFIX" "$DOCKER_NETWORK" >/dev/null
+        "${opts[@]}" --label "kovs.cluster=$CLUSTER_PREFIX" "$DOCKER_NETWORK" >/dev/null
+    [ "$KOVS_ENGINE" = docker ] || podman_bridge_up
 }
 
 # `docker run` arguments of node N's address(es) on the network, as kind's

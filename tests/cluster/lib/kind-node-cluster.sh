@@ -29,6 +29,13 @@
 # cluster_up runs the steps of `kind/kovs-kind up` (kovs-kind up --list-steps),
 # each by a kind_step_<id> function below, so both stay one sequence.
 # Select it with KOVS_PROVIDER=kind-node.
+#
+# KOVS_ENGINE=podman runs the same nodes on rootful podman instead of the
+# private dockerd (private-podman.sh: its own storage, config and namespaces),
+# as kind does with KIND_EXPERIMENTAL_PROVIDER=podman, which is then set for
+# every kovs-kind this provider runs; the kovs image is built by podman and
+# loaded by `kovs-kind load` itself (its podman path: podman save, kind load
+# image-archive), with stand-ins for kind and kubectl (kind_stub_dir).
 
 # shellcheck source=docker-cluster.sh
 source "$(dirname "${BASH_SOURCE[0]}")/docker-cluster.sh"
@@ -49,6 +56,9 @@ KOVS_KUBELET_DIR=/opt/kovs-kubelet
 # kovs-cni as containerd runs it: installed by the DaemonSet's init container.
 KOVS_BIN=/opt/cni/bin
 KOVS_NODE_IMAGE_REPO=kovs-kind-node
+# podman names a local image localhost/NAME (and lists it so, which
+# node_image_ensure compares with the tag it keeps).
+[ "$KOVS_ENGINE" = docker ] || KOVS_NODE_IMAGE_REPO=localhost/kovs-kind-node
 KOVS_NODE_RUNS_KOVS=0
 KOVS_NODE_PACKAGES=(
     containerd runc containernetworking-plugins iproute2 iptables conntrack ethtool
@@ -63,6 +73,7 @@ API_ADDR=172.18.0.1 API_PORT=6443
 # The kubernetes Service, as kind's kube-proxy makes it reachable from every node.
 API_SERVICE_IP=10.96.0.1 API_SERVICE_PORT=443
 _steps_done=()
+[ "$KOVS_ENGINE" = docker ] || export KIND_EXPERIMENTAL_PROVIDER=podman
 
 in_node() { local n=$1; shift; dk exec -i "$(node_container "$n")" "$@"; }
 ctr_in() { local n=$1; shift; in_node "$n" ctr --namespace k8s.io "$@"; }
@@ -115,8 +126,9 @@ api_up() {
 # --- nodes --------------------------------------------------------------------
 
 node_up() {
-    local n=$1 c addresses; c=$(node_container "$n")
+    local n=$1 c addresses engine_args; c=$(node_container "$n")
     mapfile -t addresses < <(node_address_args "$n")
+    mapfile -t engine_args < <(engine_run_args)
     mkdir -p "$(node_dir "$n")" "$(kubelet_dir "$n")"
     # kind's node container, less --privileged (refused here): the capabilities
     # OVS and runc need; seccomp and AppArmor unconfined as kind's privileged
@@ -126,7 +138,7 @@ node_up() {
     # container's own overlay root).
     dk run -d --name "$c" --hostname "node$n" \
         --label "kovs.cluster=$CLUSTER_PREFIX" --label "kovs.node=$n" --label kovs.provider=kind-node \
-        "${addresses[@]}" \
+        "${addresses[@]}" "${engine_args[@]}" \
         --cap-add NET_ADMIN --cap-add SYS_ADMIN --cap-add NET_RAW --cap-add IPC_LOCK --cap-add SYS_NICE \
         --cap-add SYS_PTRACE \
         --device /dev/net/tun --init \
@@ -155,8 +167,9 @@ kubelet_start() {
 # --- the steps of kind/kovs-kind up ---------------------------------------------
 
 kind_step_preflight() {
-    local b
-    for b in dockerd debootstrap socat openssl python3 jq busybox "$KOVS_BUILD_CLI"; do
+    local b engine_bins=(dockerd "$KOVS_BUILD_CLI")
+    [ "$KOVS_ENGINE" = docker ] || engine_bins=(podman)
+    for b in "${engine_bins[@]}" debootstrap socat openssl python3 jq busybox; do
         command -v "$b" >/dev/null || die "$b not found: the kind-node provider needs it (scripts/install-deps.sh installs it)"
     done
     python3 -c 'import yaml' 2>/dev/null || die "python3-yaml not found: the kubelet runner reads the manifests with it"
@@ -173,8 +186,35 @@ kind_step_create_cluster() {
 }
 kind_step_load_image() {
     local n
+    if [ "$KOVS_ENGINE" = podman ]; then
+        kovs_kind_load_podman || return 1
+        for n in $(seq 1 "$CLUSTER_NODES"); do image_load "$n" "$KOVS_POD_IMAGE"; done
+        return 0
+    fi
     for n in $(seq 1 "$CLUSTER_NODES"); do image_load "$n" "$KOVS_IMAGE"; image_load "$n" "$KOVS_POD_IMAGE"; done
 }
+# On podman, the image goes in as kovs-kind loads it: `kovs-kind load
+# --no-build` (the load_image of up: architecture checked with podman image
+# inspect and podman exec, podman save into /tmp/kovs-kind-NAME.tar, kind load
+# image-archive), with kind's and kubectl's stand-ins (kind_stub_dir). Then
+# the image kubelet will look for must be in every node: the DaemonSet's
+# image: kovs:dev means docker.io/library/kovs:dev to kubelet.
+kovs_kind_load_podman() {
+    local stub out n want=$KOVS_IMAGE
+    stub=$(kind_stub_dir)
+    [[ $want == */* ]] || want=library/$want
+    [[ ${want%%/*} == *[.:]* || ${want%%/*} == localhost ]] || want=docker.io/$want
+    out=$(PATH="$stub:$PATH" "$KOVS_REPO/kind/kovs-kind" load --no-build --name "$(kind_cluster_name)" --image "$KOVS_IMAGE" 2>&1) ||
+        { printf '%s\n' "$out" | sed 's/^/      /' >&2; _log "kovs-kind load --no-build failed (KIND_EXPERIMENTAL_PROVIDER=podman)"; return 1; }
+    printf '%s\n' "$out" | sed 's/^/      /' >&2
+    for n in $(seq 1 "$CLUSTER_NODES"); do
+        ctr_in "$n" images ls -q | grep -qxF "$want" && continue
+        _log "node $n: after kovs-kind load, containerd has $(ctr_in "$n" images ls -q | grep -v '^sha256:' | tr '\n' ' '), not $want, the image the DaemonSet's image: $KOVS_IMAGE names for kubelet"
+        return 1
+    done
+}
+# The kind cluster name kovs-kind is given (kind's names are lower case).
+kind_cluster_name() { echo "${CLUSTER_PREFIX,,}"; }
 # kubectl apply: the objects go to the API server, its DaemonSet controller
 # makes a pod per node, and each node's kubelet picks its pod up.
 kind_step_apply_manifests() {
@@ -257,14 +297,49 @@ node_kovsctl() { local n=$1; shift; in_node "$n" /opt/kovs/bin/kovsctl "$@"; }
 # A directory for PATH with a `kind` that answers `kind get nodes` with this
 # cluster's node containers (they are not kind's): kovs-kind's doctor, status
 # and trace then reach them through docker exec, as on a kind cluster.
+# With podman, also this cluster's `podman` (private-podman.sh), `kind load
+# image-archive` as kind's loader runs it (the archive into every node's
+# containerd: ctr images import --all-platforms --digests, k8s.io namespace),
+# and a kubectl whose rollout answers (kovs-kind load restarts the DaemonSet,
+# which the provider applies after the load).
 kind_stub_dir() {
     local d=$CLUSTER_DIR/kind-stub n names=""
     for n in $(seq 1 "$CLUSTER_NODES"); do names+=" $(node_container "$n")"; done
     mkdir -p "$d"
-    cat > "$d/kind" <<STUB
+    if [ "$KOVS_ENGINE" = docker ]; then
+        cat > "$d/kind" <<STUB
 #!/bin/sh
 [ "\$1 \$2" = "get nodes" ] && printf '%s\\n'$names
 STUB
+    else
+        ln -sf "$KOVS_PODMAN_BIN" "$d/podman"
+        cat > "$d/kind" <<STUB
+#!/bin/sh
+# kind's stand-in for kovs cluster $CLUSTER_PREFIX (tests/cluster/lib/kind-node-cluster.sh)
+echo "kind \$*" >> '$CLUSTER_DIR/kind-stub.calls'
+case "\$1 \$2" in
+    "version ") echo "kind (stand-in: tests/cluster/lib/kind-node-cluster.sh)" ;;
+    "get clusters") echo '$(kind_cluster_name)' ;;
+    "get nodes") printf '%s\\n'$names ;;
+    "load image-archive")
+        [ "\$4 \$5" = '--name $(kind_cluster_name)' ] || { echo "ERROR: no nodes found for cluster \"\$5\"" >&2; exit 1; }
+        for node in$names; do
+            '$KOVS_PODMAN_BIN' exec -i "\$node" ctr --namespace=k8s.io images import --all-platforms --digests - < "\$3" >/dev/null || exit 1
+        done ;;
+    *) echo "kind stand-in: \$* is not handled" >&2; exit 1 ;;
+esac
+STUB
+        cat > "$d/kubectl" <<STUB
+#!/bin/sh
+echo "kubectl \$*" >> '$CLUSTER_DIR/kind-stub.calls'
+case " \$* " in
+    *" version --client "*) echo "Client Version: (stand-in)" ;;
+    *" rollout "*) echo "daemonset.apps/kovs-agent (stand-in: the provider applies the DaemonSet next)" ;;
+    *) echo "kubectl stand-in: \$* is not handled" >&2; exit 1 ;;
+esac
+STUB
+        chmod +x "$d/kubectl"
+    fi
     chmod +x "$d/kind"
     echo "$d"
 }
@@ -410,6 +485,7 @@ node_debug() {
 }
 
 cluster_hint() {
+    if [ "$KOVS_ENGINE" = podman ]; then echo "$KOVS_PODMAN_BIN exec -it $(node_container 1) ctr -n k8s.io tasks ls"; return; fi
     echo "DOCKER_HOST=unix://$KOVS_DOCKER_SOCK docker exec -it $(node_container 1) ctr -n k8s.io tasks ls"
 }
 
@@ -429,8 +505,10 @@ _node_containers_down() {
 cluster_down() {
     local n
     apt_relay_down
+    local label='{{.Label "kovs.node"}}'
+    [ "$KOVS_ENGINE" = docker ] || label='{{index .Labels "kovs.node"}}'
     if _dockerd_ours; then
-        for n in $(dk ps --filter "label=kovs.cluster=$CLUSTER_PREFIX" --format '{{.Label "kovs.node"}}' 2>/dev/null); do
+        for n in $(dk ps --filter "label=kovs.cluster=$CLUSTER_PREFIX" --format "$label" 2>/dev/null); do
             _node_containers_down "$n"
         done
         local c; c=$(dk ps -aq --filter "label=kovs.cluster=$CLUSTER_PREFIX")

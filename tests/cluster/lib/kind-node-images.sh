@@ -29,6 +29,20 @@ KOVS_POD_IMAGE=kovs-pod:1
 KOVS_BUILD_CLI=${KOVS_BUILD_CLI:-/usr/bin/docker}
 
 dk_build() { DOCKER_BUILDKIT=1 "$KOVS_BUILD_CLI" -H "unix://$KOVS_DOCKER_SOCK" build "$@"; }
+# With podman, its own build (buildah): stages the target does not need are
+# skipped too (--skip-unused-stages, the default); nothing is pulled (the
+# bases are local); rlimits and cgroup parent as the nodes'.
+if [ "$KOVS_ENGINE" = podman ]; then
+    dk_build() {
+        local a=() x
+        # --progress is BuildKit's; podman build has no such option.
+        while [ $# -gt 0 ]; do
+            if [ "$1" = --progress ]; then shift 2; else a+=("$1"); shift; fi
+        done
+        mapfile -t x < <(engine_build_args)
+        dk build "${x[@]}" --pull=never "${a[@]}"
+    }
+fi
 
 # The Debian tag kind/Dockerfile builds from (its DEBIAN_TAG default) and the suite in it.
 _dockerfile_debian_tag() {
@@ -83,6 +97,7 @@ EOF
     find "$rootfs/usr/share/locale" -mindepth 1 -maxdepth 1 -not -name locale.alias -exec rm -rf {} +
     _debian_import "$rootfs" "debian:$tag-slim" "$suite"
     _debootstrap_done
+    [ "$KOVS_ENGINE" = docker ] || podman_cache_save "debian:$tag" "debian:$tag-slim"
     _log "  base images built in $(( $(date +%s) - t0 ))s"
 }
 
@@ -189,6 +204,14 @@ pod_image_ensure() {
 # the k8s.io namespace kubelet's pods use.
 image_load() {
     local n=$1 image=$2
+    if [ "$KOVS_ENGINE" = podman ]; then
+        # podman names a local image localhost/NAME and saves it so; the
+        # harness's own images go in under the name a pod spec's NAME means
+        # (docker.io/library/NAME), as with docker. (kovs:dev goes through
+        # kovs-kind's own podman path: kind_step_load_image.)
+        dk tag "$image" "docker.io/library/$image" || die "podman tag $image docker.io/library/$image failed"
+        image=docker.io/library/$image
+    fi
     dk save "$image" | dk exec -i "$(node_container "$n")" ctr --namespace k8s.io images import --digests - >/dev/null ||
         die "loading $image into node $n's containerd failed"
 }

@@ -173,6 +173,23 @@ kind_uninstall_delete_manifests() {
     return $rc
 }
 
+# kovs_leftovers N: what kovs left on node N, one line each; nothing when it
+# left nothing (the node has no nft binary: nft_tables.py asks netlink).
+# shellcheck disable=SC2016
+kovs_leftovers() {
+    local tables
+    tables=$(in_node "$1" python3 - < "$KOVS_REPO/tests/cluster/nft_tables.py") || echo "(the nftables tables could not be listed)"
+    grep -x "ip kovs" <<<"$tables" | sed 's/^/table /'
+    in_node "$1" sh -c '
+        for l in gw0 br-int br-phy ovs-netdev kovs-shim; do ip link show "$l" >/dev/null 2>&1 && echo "link $l"; done
+        for f in /etc/cni/net.d/10-kovs.conflist /opt/cni/bin/kovs /opt/kovs /var/lib/kovs /run/kovs /var/log/kovs \
+                 /run/openvswitch /var/log/openvswitch /run/systemd/network/10-kovs-*; do
+            [ -e "$f" ] && echo "$f"
+        done
+        ip route | grep -q "^10\.244\." && echo "routes to pod CIDRs: $(ip route | grep "^10\.244\." | tr "\n" ";")"
+        true'
+}
+
 # image_derive NEW: a new image made from KOVS_IMAGE (a layer-free LABEL, so a
 # different image id), as a release would be, for a rollout to a new image.
 image_derive() {

@@ -840,7 +840,9 @@ TEST_F(KovsKindWithFakeTools, PodmanThroughKindsProviderSwitch) {
     ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
     auto ran = calls();
     for (const char* want : {"podman build --file ", "podman network create --driver bridge --opt mtu=9000 ", "network=kind-ci",
-                             "podman save --output /tmp/kovs-kind-ci.tar kovs:dev", "kind load image-archive /tmp/kovs-kind-ci.tar --name ci"}) {
+                             "podman tag kovs:dev docker.io/library/kovs:dev",
+                             "podman save --output /tmp/kovs-kind-ci.tar docker.io/library/kovs:dev",
+                             "kind load image-archive /tmp/kovs-kind-ci.tar --name ci"}) {
         EXPECT_TRUE(std::any_of(ran.begin(), ran.end(), [&](const std::string& c) { return c.rfind(want, 0) == 0; }))
             << "not run: " << want;
     }
