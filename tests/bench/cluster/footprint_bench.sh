@@ -15,8 +15,10 @@
 #              which the file source never does.
 #  policy      the same again, the API also holding 1000 Pods (shaped like
 #              kind's, managedFields included) over the nodes in 50
-#              namespaces and 200 NetworkPolicies, which the agents list and
-#              watch to enforce them (target <= 12 MiB).
+#              namespaces, 200 NetworkPolicies, and (served as if the policy
+#              API's CRDs were installed) 50 AdminNetworkPolicies and the
+#              BaselineAdminNetworkPolicy, which the agents list and watch to
+#              enforce them (target <= 12 MiB, issues 25 and 48).
 #
 # The peer list holds 3 real nodes and 97 fake ones. The fakes are addresses
 # on one namespace plugged into the underlay bridge, so they answer ARP: each
@@ -30,6 +32,9 @@
 #   KOVS_BENCH_FOOTPRINT_SECONDS  idle window (default 30: one full 30 s resync falls inside)
 #   KOVS_BENCH_FOOTPRINT_SOURCES  phases to measure: "file", "kubernetes", "policy" or several
 #                                 (default "file kubernetes policy"; always run in that order)
+#   KOVS_BENCH_FOOTPRINT_ANPS     AdminNetworkPolicies in the policy phase (default 50; 0: no
+#                                 policy API served, as on a cluster without its CRDs: the
+#                                 phase as it was before issue 48, for comparison)
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=../../cluster/lib/kube-api.sh
@@ -38,12 +43,16 @@ source "$root/tests/cluster/lib/kube-api.sh"
 nodes=${KOVS_BENCH_FOOTPRINT_NODES:-3}
 peers=${KOVS_BENCH_FOOTPRINT_PEERS:-100}
 window=${KOVS_BENCH_FOOTPRINT_SECONDS:-30}
+anps=${KOVS_BENCH_FOOTPRINT_ANPS:-50}
 [[ $nodes =~ ^[1-9]$ ]] || die "KOVS_BENCH_FOOTPRINT_NODES: expected 1-9, got '$nodes'"
 if ! [[ $peers =~ ^[0-9]+$ ]] || (( peers < nodes || peers > 250 )); then
     die "KOVS_BENCH_FOOTPRINT_PEERS: expected $nodes-250, got '$peers'"
 fi
 if ! [[ $window =~ ^[0-9]+$ ]] || (( window < 5 )); then
     die "KOVS_BENCH_FOOTPRINT_SECONDS: expected at least 5, got '$window'"
+fi
+if ! [[ $anps =~ ^[0-9]+$ ]] || (( anps > 1000 )); then
+    die "KOVS_BENCH_FOOTPRINT_ANPS: expected 0-1000, got '$anps'"
 fi
 sources=${KOVS_BENCH_FOOTPRINT_SOURCES:-file kubernetes policy}
 declare -A measure=()
@@ -214,19 +223,27 @@ if [ -n "${measure[kubernetes]:-}" ]; then
     measure_idle kubernetes "peers from the Kubernetes API ($peers nodes, HTTPS, $list_kib KiB NodeList, then a watch): the target, as kind users run it"
 fi
 
-# 1000 Pods over the nodes in 50 namespaces, 200 NetworkPolicies selecting some of them.
+# 1000 Pods over the nodes in 50 namespaces, 200 NetworkPolicies selecting
+# some of them; $anps AdminNetworkPolicies (namespace and pod subjects; Allow,
+# Deny and Pass rules over namespaces, pods, networks and nodes with port
+# numbers, ranges and named ports: bench_policy's shapes) and, with any, the
+# BaselineAdminNetworkPolicy.
 policy_objects() {
-    python3 - "$peers" <<'PY'
+    python3 - "$peers" "$anps" <<'PY'
 import json, sys
-peers = int(sys.argv[1])
-out = [{"kind": "Namespace", "metadata": {"name": f"ns{n}", "labels": {"team": f"t{n % 5}"}}} for n in range(50)]
+peers, anps = int(sys.argv[1]), int(sys.argv[2])
+envs = ["prod", "staging", "dev"]  # the admin tiers' subjects (left out without them: the phase as it was)
+out = [{"kind": "Namespace", "metadata": {"name": f"ns{n}", "labels": {"team": f"t{n % 5}", **({"env": envs[n % 3]} if anps else {})}}}
+       for n in range(50)]
 for i in range(1000):
     node = i % peers + 1
     ip = f"10.244.{node}.{i // peers + 2}"
     out.append({"kind": "Pod", "metadata": {"name": f"pod{i}", "namespace": f"ns{i % 50}",
                 "labels": {"app": f"a{i % 20}", "tier": ["fe", "be", "db"][i % 3], "pod-template-hash": "5d8f7c9b6d"}},
                 "spec": {"nodeName": f"node{node}", "containers": [{"name": "app", "image": "registry.k8s.io/e2e-test-images/agnhost:2.47",
-                         "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]}]},
+                         "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}] +
+                                  # the admin rules' named port (left out without them: the phase as it was)
+                                  ([{"name": "metrics", "containerPort": 9000 + i % 4, "protocol": "TCP"}] if anps else [])}]},
                 "status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}]}})
 for k in range(200):
     spec = {"podSelector": {"matchLabels": {"app": f"a{k % 20}"}},
@@ -237,6 +254,47 @@ for k in range(200):
         spec["policyTypes"] = ["Ingress", "Egress"]
         spec["egress"] = [{"to": [{"podSelector": {"matchLabels": {"tier": "db"}}}], "ports": [{"protocol": "TCP", "port": 5432}]}]
     out.append({"kind": "NetworkPolicy", "metadata": {"name": f"p{k}", "namespace": f"ns{k % 50}"}, "spec": spec})
+
+
+def labels(key, value):
+    return {"matchLabels": {key: value}}
+
+
+def team(t):
+    return f"t{t % 5}"
+
+
+actions = ["Allow", "Deny", "Pass"]
+for k in range(anps):
+    env = labels("env", envs[k // 2 % 3])
+    subject = ({"pods": {"namespaceSelector": env, "podSelector": labels("tier", ["fe", "be", "db"][k // 2 % 3])}} if k % 2
+               else {"namespaces": env})
+    ingress = [{"name": "from-team", "action": actions[k % 3], "from": [{"namespaces": labels("team", team(k + 1))}],
+                "ports": [{"portNumber": {"protocol": "TCP", "port": 8080}}]},
+               {"name": "from-frontends", "action": actions[(k + 1) % 3],
+                "from": [{"pods": {"namespaceSelector": labels("env", envs[(k + 1) % 3]),
+                                   "podSelector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["fe"]}]}}}],
+                "ports": [{"namedPort": "metrics"}]}]
+    egress = [{"name": "to-databases", "action": actions[(k + 2) % 3],
+               "to": [{"pods": {"namespaceSelector": labels("team", team(k + 2)), "podSelector": labels("tier", "db")}}],
+               "ports": [{"portRange": {"protocol": "TCP", "start": 5432, "end": 5439}}]}]
+    if k % 5 == 0:
+        egress.append({"name": "no-private-networks", "action": "Deny", "to": [{"networks": ["192.168.0.0/16", "172.16.0.0/12"]}]})
+    if k % 10 == 1:
+        egress.append({"name": "to-kubelets", "action": "Allow", "to": [{"nodes": labels("kubernetes.io/os", "linux")}],
+                       "ports": [{"portNumber": {"protocol": "TCP", "port": 10250}}]})
+    out.append({"kind": "AdminNetworkPolicy", "metadata": {"name": f"anp{k}"},
+                "spec": {"priority": 20 * k % 1000, "subject": subject, "ingress": ingress, "egress": egress}})
+if anps:
+    out.append({"kind": "BaselineAdminNetworkPolicy", "metadata": {"name": "default"}, "spec": {
+        "subject": {"namespaces": {}},
+        "ingress": [{"name": "allow-monitoring", "action": "Allow", "from": [{"namespaces": labels("team", "t0")}],
+                     "ports": [{"namedPort": "metrics"}]},
+                    {"name": "deny-cluster", "action": "Deny", "from": [{"namespaces": {}}]}],
+        "egress": [{"name": "allow-dns", "action": "Allow",
+                    "to": [{"pods": {"namespaceSelector": labels("kubernetes.io/metadata.name", "ns0"), "podSelector": labels("app", "a0")}}],
+                    "ports": [{"portNumber": {"protocol": "UDP", "port": 53}}, {"portNumber": {"protocol": "TCP", "port": 53}}]},
+                   {"name": "deny-internet", "action": "Deny", "to": [{"networks": ["0.0.0.0/0"]}]}]}})
 print(json.dumps(out))
 PY
 }
@@ -244,13 +302,18 @@ PY
 if [ -n "${measure[policy]:-}" ]; then
     policy_objects > "$CLUSTER_DIR/policy-objects.json"
     kube_api_down
-    kube_api_up "$CLUSTER_DIR/peers.yaml" --preload "$CLUSTER_DIR/policy-objects.json"
+    admin_api=() admin_what=""
+    if (( anps > 0 )); then
+        admin_api=(--admin-network-policy) admin_what=", $anps AdminNetworkPolicies and a BaselineAdminNetworkPolicy"
+    fi
+    kube_api_up "$CLUSTER_DIR/peers.yaml" --preload "$CLUSTER_DIR/policy-objects.json" "${admin_api[@]}"
     t0=$(date +%s%N)
     agents_on_api "ready with the peers, pods and policies from the API"
-    rules=$(in_node 1 "$KOVS_BIN/kovsctl" --config "$(node_dir 1)/agent.yaml" status --json | jq -r '"\(.networkPolicy.pods) pods, \(.networkPolicy.policies) policies, \(.networkPolicy.rules) rules for its own pods, compiled in \(.networkPolicy.lastCompileSeconds * 1000 | floor) ms"')
-    printf 'all %d agents restarted with 1000 pods and 200 policies in the API and ready, %.1f s after the restart; node1: %s\n' \
-        "$real_nodes" "$(( ($(date +%s%N) - t0) / 1000000 ))e-3" "$rules"
-    measure_idle policy "peers, 1000 Pods and 200 NetworkPolicies from the Kubernetes API: the target with NetworkPolicy" 12
+    rules=$(in_node 1 "$KOVS_BIN/kovsctl" --config "$(node_dir 1)/agent.yaml" status --json | jq -r '.networkPolicy |
+        "\(.pods) pods, \(.policies) policies, \(.admin.policies) ANPs (baseline: \(.admin.baseline)); \(.rules) NetworkPolicy and \(.admin.rules) admin rules for its own pods, compiled in \(.lastCompileSeconds * 1000 | floor) ms"')
+    printf 'all %d agents restarted with 1000 pods, 200 policies%s in the API and ready, %.1f s after the restart; node1: %s\n' \
+        "$real_nodes" "$admin_what" "$(( ($(date +%s%N) - t0) / 1000000 ))e-3" "$rules"
+    measure_idle policy "peers, 1000 Pods, 200 NetworkPolicies$admin_what from the Kubernetes API: the target with NetworkPolicy" 12
 fi
 
 echo
