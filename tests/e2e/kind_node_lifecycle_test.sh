@@ -177,30 +177,14 @@ for n in 1 2; do out=$(original "$n") || fail "node $n after the uninstall: $out
 echo "  uninstall: every kovs pod ended in $(( t1 - t0 )) ms; node->node gap $(probe_gap nn12 "$t0" "$(( t1 + 1000 ))") ms, API server side->node 2 $(probe_gap api2 "$t0" "$(( t1 + 1000 ))") ms"
 pass "the DaemonSet deleted: every node has its original addressing on eth0 and is reachable"
 
-# What kovs left on node N, one line each; nothing when it left nothing.
-# (The node has no nft binary: nft_tables.py asks netlink.)
-# shellcheck disable=SC2016
-leftovers() {
-    local tables
-    tables=$(in_node "$1" python3 - < "$KOVS_REPO/tests/cluster/nft_tables.py") || echo "(the nftables tables could not be listed)"
-    grep -x "ip kovs" <<<"$tables" | sed 's/^/table /'
-    in_node "$1" sh -c '
-        for l in gw0 br-int br-phy ovs-netdev kovs-shim; do ip link show "$l" >/dev/null 2>&1 && echo "link $l"; done
-        for f in /etc/cni/net.d/10-kovs.conflist /opt/cni/bin/kovs /opt/kovs /var/lib/kovs /run/kovs /var/log/kovs \
-                 /run/openvswitch /var/log/openvswitch /run/systemd/network/10-kovs-*; do
-            [ -e "$f" ] && echo "$f"
-        done
-        ip route | grep -q "^10\.244\." && echo "routes to pod CIDRs: $(ip route | grep "^10\.244\." | tr "\n" ";")"
-        true'
-}
-left=$(leftovers 2)
+left=$(kovs_leftovers 2)   # kind-node-lifecycle.sh
 [ -n "$left" ] || fail "node 2 has nothing of kovs left after the DaemonSet alone was deleted: the check below could not see a leftover"
 echo "  left on node 2 by deleting the DaemonSet alone: $(tr '\n' ',' <<<"$left")"
 t0=$(ms_now)
 kind_uninstall || fail "kovs-kind uninstall failed"
 t1=$(ms_now)
 for n in 1 2; do
-    left=$(leftovers "$n")
+    left=$(kovs_leftovers "$n")
     [ -z "$left" ] || fail "node $n after kovs-kind uninstall still has: $(tr '\n' ',' <<<"$left")"
     out=$(original "$n") || fail "node $n after kovs-kind uninstall: $out"
 done
