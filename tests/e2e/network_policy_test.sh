@@ -132,8 +132,8 @@ pass "every agent lists Namespaces, Pods and NetworkPolicies and is ready"
 # for node N) and its table is on the bridge. WANT is the NetworkPolicies'
 # count, or "NP ANP BASELINE" (counts, and true/false for the BANP).
 synced() {
-    local n=$1 before=$2 np anp=0 banp=false
-    read -r np anp banp <<<"$3 ${4:-}"
+    local n=$1 before=$2 np anp banp
+    read -r np anp banp <<<"$3"
     node_status "$n" | jq -e --argjson before "$before" --argjson np "$np" --argjson anp "${anp:-0}" --argjson banp "${banp:-false}" \
         '.networkPolicy.compiles > $before and .networkPolicy.policies == $np and .flows.upToDate and
          .networkPolicy.admin.policies == $anp and .networkPolicy.admin.baseline == $banp' >/dev/null
