@@ -13,6 +13,8 @@ const char* stageName(int table) {
         case Table::PodNeighbour: return "a pod's neighbour discovery";
         case Table::Conntrack: return "conntrack lookup";
         case Table::ConntrackState: return "Services reply path";
+        case Table::PolicySources: return "admin policy address sets: source";
+        case Table::PolicyDestinations: return "admin policy address sets: destination";
         case Table::AdminEgress: return "AdminNetworkPolicy egress";
         case Table::EgressPolicy: return "NetworkPolicy egress";
         case Table::BaselineEgress: return "BaselineAdminNetworkPolicy egress";
@@ -32,6 +34,15 @@ std::string gotoTable(Table t) { return fmt::format("goto_table:{}", number(t));
 std::string resubmit(Table t) { return fmt::format("resubmit(,{})", number(t)); }
 
 std::string field(Reg r) { return fmt::format("NXM_NX_REG{}[]", static_cast<int>(r)); }
+
+std::string matchBit(Reg first, int bit) {
+    const uint32_t mask = 1u << (bit % 32);
+    return fmt::format("reg{}={:#x}/{:#x}", static_cast<int>(first) + bit / 32, mask, mask);
+}
+
+std::string loadRegister(Reg first, int index, uint32_t value) {
+    return fmt::format("load:{:#x}->NXM_NX_REG{}[]", value, static_cast<int>(first) + index);
+}
 
 std::string matchMark(CtMark m) {
     const auto bit = static_cast<uint32_t>(m);

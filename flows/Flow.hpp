@@ -18,13 +18,15 @@ enum class Table : uint8_t {
     PodNeighbour = 5,
     Conntrack = 10,
     ConntrackState = 20,
-    AdminEgress = 21,
-    EgressPolicy = 22,
-    BaselineEgress = 23,
-    AdminIngress = 24,
-    IngressPolicy = 25,
-    BaselineIngress = 26,
-    Commit = 28,
+    PolicySources = 21,
+    PolicyDestinations = 22,
+    AdminEgress = 23,
+    EgressPolicy = 24,
+    BaselineEgress = 25,
+    AdminIngress = 26,
+    IngressPolicy = 27,
+    BaselineIngress = 28,
+    Commit = 29,
     Forward = 30,
     NeighbourReply = 31,
     FromTunnel = 40,
@@ -41,9 +43,16 @@ std::string resubmit(Table t);   // "resubmit(,31)"
 
 // The registers, by what a stage keeps in them.
 enum class Reg : uint8_t {
-    Scratch = 0,  // a value held while two fields are swapped (the ARP reply)
+    Scratch = 0,          // a value held while two fields are swapped (the ARP reply)
+    SourceSets = 1,       // reg1..reg7: the admin address sets a new connection's source is in, a bit each
+    DestinationSets = 8,  // reg8..reg14: those its destination is in
 };
-std::string field(Reg r);  // "NXM_NX_REG0[]"
+constexpr int kSetRegisters = 7;  // of each of SourceSets and DestinationSets
+std::string field(Reg r);         // "NXM_NX_REG0[]"
+// Bit `bit` of the run of registers from `first`: "reg2=0x8/0x8".
+std::string matchBit(Reg first, int bit);
+// The `index`th register of the run from `first` loaded whole: "load:0x9->NXM_NX_REG2[]".
+std::string loadRegister(Reg first, int index, uint32_t value);
 
 // The bits of ct_mark, by what they say of a connection.
 enum class CtMark : uint32_t {

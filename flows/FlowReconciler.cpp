@@ -271,7 +271,7 @@ FlowReconciler::PolicyCounts FlowReconciler::policyCounts(const std::vector<IpPr
         if (applies) out.rulePackets[id] = it == rulePackets_.end() ? 0 : it->second;
     };
     for (const auto& r : policy_->rules) count(r.id, r.appliedTo);
-    for (const auto& r : policy_->admin) count(r.id, r.appliedTo);
+    for (const auto& r : policy_->admin) count(r.id, policy_->adminSets[r.subjects].addresses);
     return out;
 }
 

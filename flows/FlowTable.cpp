@@ -121,7 +121,7 @@ void conntrack(Flows& f, const Plan& p, bool serviceReplyPath, bool policy) {
             f.add(Table::Conntrack, 110, fmt::format("icmp6,icmp_type={}", type), forward);
     }
     // A new connection from the node's kernel is committed with a mark; with
-    // a policy stage, after it (table 28), with every other new connection.
+    // a policy stage, after it (Table::Commit), with every other new connection.
     const Table commitTable = policy ? Table::Commit : Table::ConntrackState;
     for (const auto& gateway : p.gateways) {
         const auto x = fieldsOf(gateway.family);
@@ -145,7 +145,7 @@ void conntrack(Flows& f, const Plan& p, bool serviceReplyPath, bool policy) {
         }
     }
     if (policy) {
-        // From the tunnel only what table 40 will deliver is committed: a
+        // From the tunnel only what Table::FromTunnel will deliver is committed: a
         // forged inner source must leave no connection behind whose "replies"
         // would pass this node's egress policy unjudged.
         for (const auto& peer : p.peers) {
@@ -162,7 +162,7 @@ void conntrack(Flows& f, const Plan& p, bool serviceReplyPath, bool policy) {
         f.add(Table::Commit, 140, fmt::format("ct_state=+new+trk,in_port={}", p.tun), forward);
         // Only a new connection (or a packet conntrack finds invalid) is judged.
         for (const char* state : {"+est+trk", "+rel+trk"}) f.add(Table::ConntrackState, 185, fmt::format("ct_state={}", state), forward);
-        f.add(Table::ConntrackState, 0, "", gotoTable(Table::AdminEgress));
+        f.add(Table::ConntrackState, 0, "", gotoTable(Table::PolicySources));
         f.add(Table::Commit, 0, "", forward);
         return;
     }
@@ -172,7 +172,7 @@ void conntrack(Flows& f, const Plan& p, bool serviceReplyPath, bool policy) {
 
 // Tables 21 to 26.
 void policyStage(Flows& f, const Plan& p, const FlowInputs& in) {
-    PolicyStageInputs stage{p.gw, {}, in.serviceCIDRs, {}};
+    PolicyStageInputs stage{p.gw, {}, in.serviceCIDRs, {}, in.adminSetBits};
     for (const auto& g : p.gateways) stage.nodeAddresses.push_back(g.host());
     for (const auto& a : in.nodeAddresses) appendUnique(stage.nodeAddresses, a.host());
     for (const auto& pod : p.pods) {

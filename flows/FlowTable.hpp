@@ -51,6 +51,7 @@
 #include "base/IpPrefix.hpp"
 #include "flows/Flow.hpp"
 #include "flows/FlowDump.hpp"
+#include "flows/PolicyStage.hpp"
 #include "policy/PolicyCompiler.hpp"
 
 namespace kovs::flows {
@@ -102,6 +103,7 @@ struct FlowInputs {
     policy::CompiledPolicy policy;
     std::vector<IpPrefix> nodeAddresses;  // the node's own besides gw0's: allowed into its pods like gw0's
     std::vector<IpPrefix> serviceCIDRs;   // egress to them is judged after the kernel's DNAT
+    int adminSetBits = PolicyStageInputs::kAdminSetBits;  // PolicyStageInputs::adminSetBits
 };
 
 class FlowTable {

@@ -5,6 +5,7 @@
 #include "base/Strings.hpp"
 #include "flows/FlowFields.hpp"
 
+#include <array>
 #include <map>
 #include <tuple>
 
@@ -67,8 +68,55 @@ void portClauses(Clauses& clauses, Table table, int priority, uint32_t id, int n
 // The admin tiers' rules take the priorities from kAdminTop down, one each
 // (policy::kAdminRulesMax of them); the Service and node flows come first.
 constexpr int kFirst = 65000;
-constexpr int kAdminTop = 60000;
-static_assert(kAdminTop - policy::kAdminRulesMax > 0);
+constexpr int kAdminTop = 64000;
+static_assert(kAdminTop - policy::kAdminRulesMax >= 0 && kAdminTop < kFirst);
+
+// The admin address sets of one side: each set's bit (-1: none left), and
+// the flows that classify a packet's address into the sets it is in.
+struct SetBits {
+    std::vector<int> bit;  // by policy.adminSets index
+};
+
+SetBits assignBits(const std::vector<policy::AddressSet>& sets, int perSide) {
+    SetBits out;
+    int used[2] = {0, 0};
+    for (const auto& s : sets) out.bit.push_back(used[s.source] < perSide ? used[s.source]++ : -1);
+    return out;
+}
+
+// One flow per address of the sets with a bit on `source`'s side, loading
+// every bit of the sets holding it. An address inside a set's prefix (a pod
+// in a `networks` peer) is in that set too: the longest prefix decides,
+// with the bits of every prefix around it.
+void classify(std::vector<Flow>& flows, const std::vector<policy::AddressSet>& sets, const SetBits& bits, bool source) {
+    using Bits = std::array<uint32_t, kSetRegisters>;
+    std::map<IpPrefix, Bits, policy::PrefixLess> own;
+    for (size_t i = 0; i < sets.size(); ++i) {
+        if (sets[i].source != source || bits.bit[i] < 0) continue;
+        for (const auto& a : sets[i].addresses) own[a][bits.bit[i] / 32] |= 1u << (bits.bit[i] % 32);
+    }
+    std::vector<std::pair<IpPrefix, Bits>> prefixes;  // the sets' networks, whose bits the addresses inside them take
+    for (const auto& [a, b] : own) {
+        if (a.prefixLen < a.maxPrefixLen()) prefixes.emplace_back(a, b);
+    }
+    const Table table = source ? Table::PolicySources : Table::PolicyDestinations;
+    const Reg first = source ? Reg::SourceSets : Reg::DestinationSets;
+    const auto next = gotoTable(source ? Table::PolicyDestinations : Table::AdminEgress);
+    for (const auto& [a, b] : own) {
+        Bits all = b;
+        for (const auto& [p, pb] : prefixes) {
+            if (p.prefixLen < a.prefixLen && p.contains(a)) {
+                for (int r = 0; r < kSetRegisters; ++r) all[r] |= pb[r];
+            }
+        }
+        std::string actions;
+        for (int r = 0; r < kSetRegisters; ++r) {
+            if (all[r]) actions += loadRegister(first, r, all[r]) + ",";
+        }
+        flows.push_back({table, 100 + a.prefixLen, 0, addressMatch(a, source), actions + next});
+    }
+    flows.push_back({table, 0, 0, "", next});
+}
 
 }  // namespace
 
@@ -129,17 +177,29 @@ std::vector<Flow> renderPolicyStage(const policy::CompiledPolicy& policy, const 
         add(table, 200, fmt::format("conj_id={}", r.id), allow, cookie);
     }
     // The admin tiers: a conjunction a rule, each at its own priority in the
-    // order the rules decide. Allow ends the side, Deny drops, Pass goes on
-    // to NetworkPolicy (ANPs only: the baseline has none).
+    // order the rules decide, its subjects and peers by their sets' bits.
+    // Allow ends the side, Deny drops, Pass goes on to NetworkPolicy (ANPs
+    // only: the baseline has none).
+    const auto bits = assignBits(policy.adminSets, in.adminSetBits);
+    classify(flows, policy.adminSets, bits, true);
+    classify(flows, policy.adminSets, bits, false);
+    auto sideClause = [&](Table table, int priority, int set, uint32_t id, int clause, int n) {
+        const auto& s = policy.adminSets[set];
+        if (bits.bit[set] >= 0) {
+            clauses.add(table, priority, matchBit(s.source ? Reg::SourceSets : Reg::DestinationSets, bits.bit[set]), id, clause, n);
+            return;
+        }
+        for (const auto& a : s.addresses) clauses.add(table, priority, addressMatch(a, s.source), id, clause, n);
+    };
     for (const auto& r : policy.admin) {
         const bool baseline = r.tier == policy::Tier::Baseline;
         const Table table = r.ingress ? (baseline ? Table::BaselineIngress : Table::AdminIngress)
                                       : (baseline ? Table::BaselineEgress : Table::AdminEgress);
         const int priority = kAdminTop - r.precedence;
         const int n = 2 + !r.anyPort;
-        for (const auto& a : r.appliedTo) clauses.add(table, priority, addressMatch(a, !r.ingress), r.id, 1, n);
-        for (const auto& p : r.peers) clauses.add(table, priority, addressMatch(p, r.ingress), r.id, 2, n);
-        if (!r.anyPort) portClauses(clauses, table, priority, r.id, n, r.appliedTo, r.ports);
+        sideClause(table, priority, r.subjects, r.id, 1, n);
+        sideClause(table, priority, r.peers, r.id, 2, n);
+        if (!r.anyPort) portClauses(clauses, table, priority, r.id, n, policy.adminSets[r.subjects].addresses, r.ports);
         const auto action = r.action == policy::AdminAction::Deny ? std::string("drop")
                             : r.action == policy::AdminAction::Allow ? (r.ingress ? done : egressDone)
                                                                      : gotoTable(r.ingress ? Table::IngressPolicy : Table::EgressPolicy);

@@ -16,8 +16,15 @@
 // Each compiled rule is one OpenFlow conjunction: clause 1 the pods it
 // applies to, clause 2 its peers, clause 3 its ports (a clause that would
 // match everything is left out), so a rule costs pods + peers + ports flows.
-// NetworkPolicy rules share one priority (any of them allows); each admin
-// rule has its own, in the order the rules decide. A pod selected by a
+// NetworkPolicy rules share one priority (any of them allows), so their
+// clauses share flows. Each admin rule has its own priority, in the order
+// the rules decide, and OVS completes a conjunction only within one: so
+// before any tier a new connection's source and destination are classified
+// into the admin address sets (Table::PolicySources, ::PolicyDestinations:
+// one flow per address, loading a register bit per set it is in), and an
+// admin rule's subjects and peers are one flow each, matching its sets'
+// bits. A set past the registers' 224 bits a side is matched by its
+// addresses instead. A pod selected by a
 // NetworkPolicy of a direction and matched by no rule of it is dropped
 // there, one flow per pod address and direction (policyDropCookie).
 //
@@ -45,9 +52,14 @@ struct PolicyStageInputs {
     // This node's pods' addresses (host prefixes) with their OpenFlow ports:
     // a drop flow's cookie names its pod by the port.
     std::vector<std::pair<IpPrefix, int>> podPorts;
+    // How many admin address sets of each side get a register bit, in the
+    // order they were compiled; rules on the others match their addresses.
+    // All that fit; tests take fewer, to hold the fallback to the same truth.
+    int adminSetBits = kAdminSetBits;
+    static constexpr int kAdminSetBits = 32 * kSetRegisters;
 };
 
-// The flows of the six policy tables, unsorted: "priority=200,ip,
+// The flows of the eight policy tables, unsorted: "priority=200,ip,
 // nw_src=10.244.1.5 actions=conjunction(3,1/3)" ... Cookies of the
 // conjunctions' flows are kCookiePolicyRule + the rule's id (the packets it
 // decided, per rule). What passes goes on to Table::Commit.

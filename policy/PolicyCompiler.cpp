@@ -8,11 +8,17 @@ namespace kovs::policy {
 namespace {
 
 void sortUnique(std::vector<IpPrefix>& v) {
-    std::sort(v.begin(), v.end(), [](const IpPrefix& a, const IpPrefix& b) {
-        return std::tie(a.family, a.bytes, a.prefixLen) < std::tie(b.family, b.bytes, b.prefixLen);
-    });
+    std::sort(v.begin(), v.end(), PrefixLess{});
     v.erase(std::unique(v.begin(), v.end()), v.end());
 }
+
+// Admin address sets by what they hold.
+struct SetLess {
+    bool operator()(const AddressSet& a, const AddressSet& b) const {
+        if (a.source != b.source) return a.source < b.source;
+        return std::lexicographical_compare(a.addresses.begin(), a.addresses.end(), b.addresses.begin(), b.addresses.end(), PrefixLess{});
+    }
+};
 
 // One entry per address, with every policy that isolates it.
 void mergeIsolations(std::vector<Isolation>& v) {
@@ -87,6 +93,15 @@ struct Compiler {
     std::vector<const PolicyPod*> local;              // this node's pods
     std::vector<std::pair<IpPrefix, const PolicyPod*>> podAddresses;  // every pod's address, with its pod
     CompiledPolicy out;
+    std::map<AddressSet, int, SetLess> setIndex;  // adminSets' indices
+
+    int addressSet(bool source, std::vector<IpPrefix> addresses) {
+        sortUnique(addresses);
+        AddressSet set{source, std::move(addresses)};
+        auto [it, added] = setIndex.try_emplace(set, static_cast<int>(out.adminSets.size()));
+        if (added) out.adminSets.push_back(std::move(set));
+        return it->second;
+    }
 
     // The peers of `r` as (address set, the pod they belong to or nullptr).
     // With `podsInBlocks` (named ports, resolved per destination pod) an
@@ -201,12 +216,16 @@ struct Compiler {
 
     void adminRule(const AdminTiersView& t, const AdminPolicy& p, Tier tier, bool ingress, const AdminRule& r, int precedence,
                    const std::vector<const PolicyPod*>& subjects) {
+        int group = 0;
         auto emit = [&](std::vector<IpPrefix> applied, std::vector<IpPrefix> peers, std::vector<PortMatch> ports) {
             if (applied.empty() || peers.empty() || (!r.ports.empty() && ports.empty())) return;  // matches nothing here
-            sortUnique(applied);
-            sortUnique(peers);
-            out.admin.push_back({0, tier, ingress, r.action, precedence, p.name, r.name, std::move(applied), std::move(peers),
-                                 r.ports.empty(), std::move(ports)});
+            if (group == kAdminGroupsMax) {
+                ++out.adminLeftOut;
+                return;
+            }
+            const int subjects = addressSet(!ingress, std::move(applied)), peerSet = addressSet(ingress, std::move(peers));
+            out.admin.push_back({adminRuleId(tier, ingress, precedence, group++), tier, ingress, r.action, precedence, p.name, r.name,
+                                 subjects, peerSet, r.ports.empty(), std::move(ports)});
         };
         const bool named = std::any_of(r.ports.begin(), r.ports.end(), [](const AdminPort& x) { return !x.named.empty(); });
         const auto peers = peersOf(t, r, named && !ingress);
@@ -229,7 +248,8 @@ struct Compiler {
         for (auto& [ports, applied] : groups) emit(std::move(applied), peerIps, ports);
     }
 
-    // One tier's policies, in the order they decide (ANPs: by priority, then name).
+    // One tier's policies, in the order they decide (ANPs: by priority, then
+    // name; each from its priority's band).
     void adminTier(const AdminTiersView& t, Tier tier, std::vector<const AdminPolicy*> policies) {
         std::stable_sort(policies.begin(), policies.end(), [](const AdminPolicy* a, const AdminPolicy* b) { return a->priority < b->priority; });
         for (bool ingress : {true, false}) {
@@ -240,9 +260,9 @@ struct Compiler {
                     if (podsMatch(c, p->subject, *pod)) subjects.push_back(pod);
                 }
                 if (subjects.empty()) continue;
-                const auto& rules = ingress ? p->ingress : p->egress;
-                for (const auto& r : rules) {
-                    if (precedence == kAdminRulesMax) ++out.adminLeftOut;
+                if (tier == Tier::Admin) precedence = std::max(precedence, p->priority * kAdminBand);
+                for (const auto& r : ingress ? p->ingress : p->egress) {
+                    if (precedence >= kAdminRulesMax) ++out.adminLeftOut;
                     else adminRule(t, *p, tier, ingress, r, precedence++, subjects);
                 }
             }
@@ -295,8 +315,18 @@ CompiledPolicy compilePolicy(const ClusterView& cluster, const std::string& node
     if (tiers.baseline) k.adminTier(tiers, Tier::Baseline, {tiers.baseline});
     uint32_t id = 0;
     for (auto& r : k.out.rules) r.id = ++id;
-    for (auto& r : k.out.admin) r.id = ++id;
     return std::move(k.out);
+}
+
+bool PrefixLess::operator()(const IpPrefix& a, const IpPrefix& b) const {
+    return std::tie(a.family, a.bytes, a.prefixLen) < std::tie(b.family, b.bytes, b.prefixLen);
+}
+
+static_assert(kAdminRulesMax <= 0x10000 && kAdminGroupsMax <= 0x1000, "adminRuleId's fields");
+
+uint32_t adminRuleId(Tier tier, bool ingress, int precedence, int group) {
+    return 0x80000000u | (tier == Tier::Baseline ? 0x20000000u : 0u) | (ingress ? 0x10000000u : 0u) | static_cast<uint32_t>(precedence) << 12 |
+           static_cast<uint32_t>(group);
 }
 
 }  // namespace kovs::policy

@@ -46,36 +46,61 @@ struct Isolation {
     bool operator==(const Isolation&) const = default;
 };
 
+// The addresses that the subjects or the peers of admin rules are, one set
+// for each distinct list: the flows classify a packet's source and
+// destination into sets once (a register bit each, flows/PolicyStage), so a
+// rule costs a few flows however many pods it selects, and a label change
+// moves one address between sets instead of rewriting every rule naming it.
+struct PrefixLess {  // by family, address, then length
+    bool operator()(const IpPrefix& a, const IpPrefix& b) const;
+};
+struct AddressSet {
+    bool source = true;               // matched on the packet's source (ingress peers, egress subjects), else its destination
+    std::vector<IpPrefix> addresses;  // sorted (PrefixLess), unique; never empty
+    bool operator==(const AddressSet&) const = default;
+};
+
 // A rule of an AdminNetworkPolicy or of the BaselineAdminNetworkPolicy, for
-// this node's pods: the same three sets as a CompiledRule, and what a match
-// does. Rules of one tier and direction are ordered by `precedence` (0
-// decides first: ANPs by priority, then name, each one's rules as written);
-// the flows give each its own OpenFlow priority in that order.
+// this node's pods: its subjects, its peers and its ports, and what a match
+// does. Rules of one tier and direction decide in the order of
+// `precedence` (0 first). An ANP's rules start at its priority's band,
+// priority x kAdminBand (past the end of the band before, where that one
+// ran over), so an ANP added or removed does not move the others' rules.
 enum class Tier : uint8_t { Admin, Baseline };
 struct AdminCompiledRule {
-    uint32_t id = 0;  // the conjunction id, after the NetworkPolicy rules'
+    uint32_t id = 0;  // adminRuleId: its conjunction id and cookie
     Tier tier = Tier::Admin;
     bool ingress = true;
     AdminAction action = AdminAction::Deny;
     int precedence = 0;
-    std::string policy, rule;         // the ANP's (or BANP's) name and the rule's
-    std::vector<IpPrefix> appliedTo;  // this node's subject pods' addresses (host prefixes)
-    std::vector<IpPrefix> peers;      // never empty: an admin rule names its peers
+    std::string policy, rule;  // the ANP's (or BANP's) name and the rule's
+    int subjects = 0;          // this node's subject pods' addresses: an index into CompiledPolicy::adminSets
+    int peers = 0;             // the peers' (never empty: an admin rule names its peers), the same
     bool anyPort = true;
     std::vector<PortMatch> ports;
     bool operator==(const AdminCompiledRule&) const = default;
 };
 
-// The rules one tier and direction can order on one node (OpenFlow has 16
-// bits of priority): past it, rules are left out and counted. The API allows
-// 100 rules per direction per policy, so this is 500 ANPs selecting pods here.
-constexpr int kAdminRulesMax = 50000;
+// Rule priorities: a band for each of the API's 1001 ANP priorities (it
+// allows 100 rules per direction, so a larger ANP runs into the next band),
+// 64000 in all, which leaves OpenFlow's 16 bits room for the stage's own.
+// Rules past the end are left out and counted.
+constexpr int kAdminBand = 60;
+constexpr int kAdminRulesMax = 64000;
+
+// An admin rule's id from where it decides (tier, direction, precedence) and
+// which of its named-port groups it is: it stays while the rule does, so a
+// change elsewhere does not rewrite its flows. NetworkPolicy rules are
+// numbered from 1, below every admin id.
+uint32_t adminRuleId(Tier tier, bool ingress, int precedence, int group);
+constexpr int kAdminGroupsMax = 4096;
 
 struct CompiledPolicy {
     std::vector<CompiledRule> rules;
     std::vector<Isolation> isolatedIngress, isolatedEgress;  // sorted by address, one each
     std::vector<AdminCompiledRule> admin;                    // both admin tiers, by tier, direction, precedence
-    int adminLeftOut = 0;                                    // rules past kAdminRulesMax
+    std::vector<AddressSet> adminSets;                       // what admin rules' subjects and peers index, in first use
+    int adminLeftOut = 0;                                    // rules past kAdminRulesMax (or kAdminGroupsMax)
     bool active() const { return !isolatedIngress.empty() || !isolatedEgress.empty() || !admin.empty(); }
     bool operator==(const CompiledPolicy&) const = default;
 };

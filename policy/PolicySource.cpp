@@ -105,8 +105,9 @@ void PolicySource::compile() {
         samePriority_ = std::move(same);
     }
     if (compiled.adminLeftOut && compiled.adminLeftOut != compiled_.adminLeftOut)
-        spdlog::error("adminNetworkPolicy: {} rules left out: more than {} in one tier and direction select pods of this node",
-                      compiled.adminLeftOut, kAdminRulesMax);
+        spdlog::error("adminNetworkPolicy: {} rules left out: past the last of {} rule priorities of a tier and direction here, or "
+                      "past {} named-port groups of one rule",
+                      compiled.adminLeftOut, kAdminRulesMax, kAdminGroupsMax);
     if (compiles_ > 1 && compiled == compiled_) return;
     compiled_ = std::move(compiled);
     if (onPolicy_) onPolicy_(compiled_);
@@ -170,13 +171,13 @@ nlohmann::json PolicySource::explain(const std::string& podKey) const {
         // The admin tiers' rules for it, in the order they decide.
         d["admin"] = nlohmann::json::array();
         for (const auto& r : compiled_.admin) {
-            if (r.ingress != ingress || !appliesTo(r.appliedTo)) continue;
+            if (r.ingress != ingress || !appliesTo(compiled_.adminSets[r.subjects].addresses)) continue;
             nlohmann::json rule{{"id", r.id},
                                 {"tier", r.tier == Tier::Admin ? "AdminNetworkPolicy" : "BaselineAdminNetworkPolicy"},
                                 {"policy", r.policy},
                                 {"rule", r.rule},
                                 {"action", r.action == AdminAction::Allow ? "Allow" : r.action == AdminAction::Deny ? "Deny" : "Pass"},
-                                {"peers", peersText(r.peers)},
+                                {"peers", peersText(compiled_.adminSets[r.peers].addresses)},
                                 {"ports", portsText(r.anyPort, r.ports)}};
             if (auto it = admin_.snapshot().items.find(r.policy); r.tier == Tier::Admin && it != admin_.snapshot().items.end())
                 rule["priority"] = it->second.priority;
@@ -222,6 +223,7 @@ void PolicySource::status(nlohmann::json& out) const {
     a["policies"] = admin_.snapshot().items.size();
     a["baseline"] = baseline_.snapshot().items.count("default") == 1;
     a["rules"] = compiled_.admin.size();
+    a["addressSets"] = compiled_.adminSets.size();
     a["rulesLeftOut"] = compiled_.adminLeftOut;
     a["samePriority"] = samePriority_;
     auto& aw = a["warnings"] = nlohmann::json::object();

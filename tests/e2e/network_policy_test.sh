@@ -555,9 +555,9 @@ sctp_case() {
     seen_z=$(grep -cxF "$(ip_of z/a)" "$CLUSTER_DIR/sctp.seen" || true)
     [ "$seen_y" -ge 1 ] && [ "$seen_z" = 0 ] ||
         fail "SCTP into x/a: expected y/a's INITs and none of z/a's, saw $seen_y from y/a and $seen_z from z/a: $(cat "$CLUSTER_DIR/sctp.seen")"
-    allowed=$(in_node "$xn" ovs-ofctl dump-flows "unix:$(node_dir "$xn")/run/br-int.mgmt" table=25 | grep conj_id= |
+    allowed=$(in_node "$xn" ovs-ofctl dump-flows "unix:$(node_dir "$xn")/run/br-int.mgmt" table=27 | grep conj_id= |
               sed -n 's/.*n_packets=\([0-9]*\).*/\1/p' | paste -sd+ | bc)
-    [ "${allowed:-0}" -ge 1 ] || fail "no packet counted on table 25's conjunction of the SCTP rule on node $xn"
+    [ "${allowed:-0}" -ge 1 ] || fail "no packet counted on table 27's conjunction of the SCTP rule on node $xn"
     pass "SCTP (crafted INITs): x/a saw $seen_y from y/a and none from z/a; the rule's conjunction counted $allowed"
 }
 if [ "$KOVS_PROVIDER" = kind-node ]; then

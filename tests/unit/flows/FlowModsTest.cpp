@@ -27,13 +27,13 @@ TEST(FlowMods, OnlyWhatChangedAsDeletesAndAdds) {
     auto desired = kTable;
     desired[3].actions = "conjunction(1,1/2),conjunction(2,1/2)";  // changed actions
     desired.erase(desired.begin() + 2);
-    desired.push_back({Table::IngressPolicy, 0, 0, "", "goto_table:28"});
+    desired.push_back({Table::IngressPolicy, 0, 0, "", "goto_table:29"});
     auto mods = flowModsBetween(kTable, desired);
     ASSERT_TRUE(mods);
     EXPECT_EQ(*mods,
-              "flow delete_strict table=25,priority=100,ip,nw_dst=10.244.1.5\n"
-              "flow add table=25,priority=200,ip,nw_dst=10.244.1.5 actions=conjunction(1,1/2),conjunction(2,1/2)\n"
-              "flow add table=25,priority=0 actions=goto_table:28\n");
+              "flow delete_strict table=27,priority=100,ip,nw_dst=10.244.1.5\n"
+              "flow add table=27,priority=200,ip,nw_dst=10.244.1.5 actions=conjunction(1,1/2),conjunction(2,1/2)\n"
+              "flow add table=27,priority=0 actions=goto_table:29\n");
 }
 
 TEST(FlowMods, AChangedCookieIsAnAddOfTheSameMatch) {
@@ -41,7 +41,7 @@ TEST(FlowMods, AChangedCookieIsAnAddOfTheSameMatch) {
     desired[2].cookie = 0x10006b05;
     auto mods = flowModsBetween(kTable, desired);
     ASSERT_TRUE(mods);
-    EXPECT_EQ(*mods, "flow add table=25,priority=100,cookie=0x10006b05,ip,nw_dst=10.244.1.5 actions=drop\n");
+    EXPECT_EQ(*mods, "flow add table=27,priority=100,cookie=0x10006b05,ip,nw_dst=10.244.1.5 actions=drop\n");
 }
 
 TEST(FlowMods, TheWholeTableOnlyWhereNothingIsInstalled) {

@@ -60,11 +60,11 @@ bridge("br-int")
     thaw
         Resuming from table 20
 20. priority 0
-    goto_table:22
-22. conj_id=7,ip, priority 200, cookie 0x6b0000000007
     goto_table:24
+22. conj_id=7,ip, priority 200, cookie 0x6b0000000007
+    goto_table:26
 24. priority 0
-    goto_table:28
+    goto_table:29
 28. ip, priority 0
     ct(commit,zone=107)
     drop
@@ -92,7 +92,7 @@ bridge("br-int")
     thaw
         Resuming from table 20
 20. priority 0
-    goto_table:22
+    goto_table:24
 22. ip,nw_src=10.244.1.5, priority 100, cookie 0x6b06
     drop
 

@@ -8,8 +8,11 @@
 // pods a, b, c; tests/support/PolicyCluster.hpp).
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "base/Error.hpp"
 #include "policy/AdminPolicyModel.hpp"
+#include "policy/PolicyCompiler.hpp"
 #include "policy/PolicyEvaluator.hpp"
 #include "tests/support/AdminPolicyCases.hpp"
 #include "tests/support/PolicyCluster.hpp"
@@ -223,4 +226,67 @@ TEST(AdminPolicyTiers, OnePriorityTwiceIsTakenByNameAndReported) {
     k.with(anp("b-allow", 7, ingressFrom("Allow", "y"))).with(anp("a-deny", 7, ingressFrom("Deny", "y"))).with(anp("c", 8, ingressFrom("Allow", "y")));
     EXPECT_EQ(k.tcp("y/a", "x/a").policy, "a-deny");
     EXPECT_EQ(samePriority(k.t.admin), (std::vector<std::vector<std::string>>{{"a-deny", "b-allow"}}));
+}
+
+// --- compiled for a node: where rules decide, and the address sets ---
+
+namespace {
+const AdminCompiledRule& ruleNamed(const CompiledPolicy& p, const std::string& policy) {
+    for (const auto& r : p.admin) {
+        if (r.policy == policy) return r;
+    }
+    throw std::runtime_error("no compiled rule of " + policy);
+}
+}  // namespace
+
+// An ANP's rules start at its priority's band: adding one at another
+// priority, or a NetworkPolicy rule, moves no other rule and changes no id
+// (so the flows of the others stay as they are).
+TEST(AdminPolicyCompile, ARuleKeepsItsPlaceAndIdWhenOthersComeAndGo) {
+    Cluster k;
+    k.with(anp("deny-y", 10, ingressFrom("Deny", "y"))).with(anp("allow-z", 20, ingressFrom("Allow", "z")));
+    const auto before = compilePolicy(k.c, "n1", k.t);
+    EXPECT_EQ(ruleNamed(before, "deny-y").precedence, 10 * kAdminBand);
+    EXPECT_EQ(ruleNamed(before, "allow-z").precedence, 20 * kAdminBand);
+    k.with(anp("pass-x", 15, ingressFrom("Pass", "x")));
+    k.c = netpolCluster({policyObject("x", "from-y", json::parse(R"({"podSelector": {}, "ingress": [{"from": [{"namespaceSelector": {}}]}]})"))});
+    const auto after = compilePolicy(k.c, "n1", k.t);
+    ASSERT_FALSE(after.rules.empty());
+    EXPECT_EQ(ruleNamed(after, "allow-z").precedence, ruleNamed(before, "allow-z").precedence);
+    EXPECT_EQ(ruleNamed(after, "allow-z").id, ruleNamed(before, "allow-z").id);
+    EXPECT_EQ(ruleNamed(after, "pass-x").precedence, 15 * kAdminBand);
+    for (const auto& r : after.admin) EXPECT_GT(r.id, after.rules.back().id) << "admin ids are above every NetworkPolicy rule's";
+}
+
+// Two ANPs at one priority share its band, by name; one with more rules
+// than a band runs into the next, and the next ANP starts after it.
+TEST(AdminPolicyCompile, APriorityShareAndAnOverflowKeepTheOrder) {
+    Cluster k;
+    std::string rules;
+    for (int i = 0; i <= kAdminBand; ++i) {
+        rules += std::string(i ? "," : "") + R"({"name": "r)" + std::to_string(i) + R"(", "action": "Deny", "from": [{"namespaces": {}}]})";
+    }
+    k.with(anp("a-big", 3, R"({"subject": {"namespaces": {"matchLabels": {"ns": "x"}}}, "ingress": [)" + rules + "]}"));
+    k.with(anp("a-next", 4, ingressFrom("Allow", "y"))).with(anp("b-same", 3, ingressFrom("Allow", "z")));
+    const auto p = compilePolicy(k.c, "n1", k.t);
+    EXPECT_EQ(ruleNamed(p, "a-big").precedence, 3 * kAdminBand);
+    EXPECT_EQ(ruleNamed(p, "b-same").precedence, 3 * kAdminBand + kAdminBand + 1) << "after a-big's 61 rules, by name";
+    EXPECT_EQ(ruleNamed(p, "a-next").precedence, 3 * kAdminBand + kAdminBand + 2) << "pushed past its band's start";
+}
+
+// Rules naming the same addresses share one set; a subject set and a peer
+// set are kept apart by the side of the packet they are matched on.
+TEST(AdminPolicyCompile, RulesNamingTheSameAddressesShareASet) {
+    Cluster k;
+    k.with(anp("deny-y", 1, ingressFrom("Deny", "y"))).with(anp("allow-y", 2, ingressFrom("Allow", "y", R"([{"portNumber": {"protocol": "TCP", "port": 80}}])")));
+    const auto p = compilePolicy(k.c, "n1", k.t);
+    const auto& d = ruleNamed(p, "deny-y");
+    const auto& a = ruleNamed(p, "allow-y");
+    EXPECT_EQ(d.peers, a.peers);
+    EXPECT_EQ(d.subjects, a.subjects);
+    EXPECT_NE(d.peers, d.subjects);
+    EXPECT_TRUE(p.adminSets[d.peers].source) << "ingress peers are sources";
+    EXPECT_FALSE(p.adminSets[d.subjects].source);
+    EXPECT_EQ(p.adminSets.size(), 2u);
+    for (const auto& ip : p.adminSets[d.peers].addresses) EXPECT_EQ(ip.str().rfind("10.244.", 0), 0u) << ip.str();
 }
