@@ -170,7 +170,7 @@ void conntrack(Flows& f, const Plan& p, bool serviceReplyPath, bool policy) {
     f.add(Table::ConntrackState, 0, "", forward);
 }
 
-// Tables 21 to 26.
+// Tables 21 to 28.
 void policyStage(Flows& f, const Plan& p, const FlowInputs& in) {
     PolicyStageInputs stage{p.gw, {}, in.serviceCIDRs, {}, in.adminSetBits};
     for (const auto& g : p.gateways) stage.nodeAddresses.push_back(g.host());

@@ -71,16 +71,12 @@ constexpr int kFirst = 65000;
 constexpr int kAdminTop = 64000;
 static_assert(kAdminTop - policy::kAdminRulesMax >= 0 && kAdminTop < kFirst);
 
-// The admin address sets of one side: each set's bit (-1: none left), and
-// the flows that classify a packet's address into the sets it is in.
-struct SetBits {
-    std::vector<int> bit;  // by policy.adminSets index
-};
-
-SetBits assignBits(const std::vector<policy::AddressSet>& sets, int perSide) {
-    SetBits out;
+// Each admin address set's register bit, by its index (-1: none left on its
+// side), in the order the sets were compiled.
+std::vector<int> assignBits(const std::vector<policy::AddressSet>& sets, int perSide) {
+    std::vector<int> out;
     int used[2] = {0, 0};
-    for (const auto& s : sets) out.bit.push_back(used[s.source] < perSide ? used[s.source]++ : -1);
+    for (const auto& s : sets) out.push_back(used[s.source] < perSide ? used[s.source]++ : -1);
     return out;
 }
 
@@ -88,12 +84,12 @@ SetBits assignBits(const std::vector<policy::AddressSet>& sets, int perSide) {
 // every bit of the sets holding it. An address inside a set's prefix (a pod
 // in a `networks` peer) is in that set too: the longest prefix decides,
 // with the bits of every prefix around it.
-void classify(std::vector<Flow>& flows, const std::vector<policy::AddressSet>& sets, const SetBits& bits, bool source) {
+void classify(std::vector<Flow>& flows, const std::vector<policy::AddressSet>& sets, const std::vector<int>& bits, bool source) {
     using Bits = std::array<uint32_t, kSetRegisters>;
     std::map<IpPrefix, Bits, policy::PrefixLess> own;
     for (size_t i = 0; i < sets.size(); ++i) {
-        if (sets[i].source != source || bits.bit[i] < 0) continue;
-        for (const auto& a : sets[i].addresses) own[a][bits.bit[i] / 32] |= 1u << (bits.bit[i] % 32);
+        if (sets[i].source != source || bits[i] < 0) continue;
+        for (const auto& a : sets[i].addresses) own[a][bits[i] / 32] |= 1u << (bits[i] % 32);
     }
     std::vector<std::pair<IpPrefix, Bits>> prefixes;  // the sets' networks, whose bits the addresses inside them take
     for (const auto& [a, b] : own) {
@@ -185,8 +181,8 @@ std::vector<Flow> renderPolicyStage(const policy::CompiledPolicy& policy, const 
     classify(flows, policy.adminSets, bits, false);
     auto sideClause = [&](Table table, int priority, int set, uint32_t id, int clause, int n) {
         const auto& s = policy.adminSets[set];
-        if (bits.bit[set] >= 0) {
-            clauses.add(table, priority, matchBit(s.source ? Reg::SourceSets : Reg::DestinationSets, bits.bit[set]), id, clause, n);
+        if (bits[set] >= 0) {
+            clauses.add(table, priority, matchBit(s.source ? Reg::SourceSets : Reg::DestinationSets, bits[set]), id, clause, n);
             return;
         }
         for (const auto& a : s.addresses) clauses.add(table, priority, addressMatch(a, s.source), id, clause, n);
