@@ -56,9 +56,10 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-# The cluster benchmarks measure the product against its targets (agent RSS
-# and CPU, throughput), so they run binaries without sanitizers (gcc -O2, the
-# build docs/benchmarks.md quotes); so does the kovs image the kind-node e2e
+# The cluster benchmarks and bench_policy measure the product against its
+# targets (agent RSS and CPU, throughput, a change enforced), so they run
+# binaries without sanitizers (gcc -O2, the build docs/benchmarks.md
+# quotes); so does the kovs image the kind-node e2e
 # tests build from kind/Dockerfile (it ships a static kovs-cni, which a
 # sanitizer build cannot link). The sanitizers stay on for everything else.
 if [[ " $suites " == *" bench "* || " $suites " == *" e2e "* ]]; then
@@ -67,7 +68,7 @@ if [[ " $suites " == *" bench "* || " $suites " == *" e2e "* ]]; then
   if [ ! -f "$product/build.ninja" ]; then
     CC="${cc_prefix}gcc" CXX="${cc_prefix}g++" meson setup "$product" --buildtype=debugoptimized -Dsanitize=false -Dfuzz=false >/dev/null
   fi
-  ninja -C "$product" agent/kovs-agent ctl/kovsctl cni/kovs-cni tests/bench/kovs-connect-probe
+  ninja -C "$product" agent/kovs-agent ctl/kovsctl cni/kovs-cni tests/bench/kovs-connect-probe tests/bench/bench_policy
   export KOVS_BENCH_BUILD=$root/$product KOVS_IMAGE_BUILD=$root/$product
 fi
 if [ -n "$cc_prefix" ]; then
