@@ -126,24 +126,44 @@ PY
 fi
 
 fuzz_passed=0 fuzz_failed=0
+# One target for fuzz_seconds: its output in $build/NAME.log, "ok" or
+# "FAILED" in $build/NAME.result.
+fuzz_one() {
+  local f=$1 name corpus seeds dict=()
+  name=$(basename "$f")
+  corpus=$(mktemp -d)
+  seeds="$root/tests/fuzz/corpus/${name#fuzz_}"
+  case $name in fuzz_cni_config|fuzz_jsonrpc|fuzz_tunnel_peers) dict=(-dict="$root/tests/fuzz/dict/json.dict") ;; esac
+  if "$f" -max_total_time="$fuzz_seconds" -print_final_stats=1 "${dict[@]}" "$corpus" ${seeds:+$( [ -d "$seeds" ] && echo "$seeds")} \
+       >"$build/$name.log" 2>&1; then
+    echo ok > "$build/$name.result"
+  else
+    echo FAILED > "$build/$name.result"
+  fi
+  rm -rf "$corpus"
+}
 if [[ " $suites " == *" fuzz "* ]]; then
-  step "fuzz (${fuzz_seconds}s per target)"
-  for f in "$build"/tests/fuzz/fuzz_*; do
-    [ -f "$f" ] && [ -x "$f" ] || continue
+  step "fuzz (${fuzz_seconds}s per target, two at a time)"
+  # A libFuzzer run is one process on one core: two at once use the machine's two.
+  targets=()
+  for f in "$build"/tests/fuzz/fuzz_*; do [ -f "$f" ] && [ -x "$f" ] && targets+=("$f"); done
+  running=0
+  for f in "${targets[@]}"; do
+    rm -f "$build/$(basename "$f").result"
+    if [ "$running" -ge 2 ]; then wait -n || true; running=$((running - 1)); fi
+    fuzz_one "$f" &
+    running=$((running + 1))
+  done
+  wait
+  for f in "${targets[@]}"; do
     name=$(basename "$f")
-    corpus=$(mktemp -d)
-    seeds="$root/tests/fuzz/corpus/${name#fuzz_}"
-    dict=()
-    case $name in fuzz_cni_config|fuzz_jsonrpc|fuzz_tunnel_peers) dict=(-dict="$root/tests/fuzz/dict/json.dict") ;; esac
-    if "$f" -max_total_time="$fuzz_seconds" -print_final_stats=1 "${dict[@]}" "$corpus" ${seeds:+$( [ -d "$seeds" ] && echo "$seeds")} \
-         >"$build/$name.log" 2>&1; then
+    if [ "$(cat "$build/$name.result" 2>/dev/null)" = ok ]; then
       echo "fuzz $name: ok ($(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$build/$name.log" | grep -o '[0-9]*$') runs)"
       fuzz_passed=$((fuzz_passed + 1))
     else
       echo "fuzz $name: FAILED, see $build/$name.log"; tail -30 "$build/$name.log"
       fuzz_failed=$((fuzz_failed + 1)); failed=1
     fi
-    rm -rf "$corpus"
   done
 fi
 

@@ -32,14 +32,14 @@
 #                the same from before the client's write (curl and TLS).
 #
 #   KOVS_BENCH_THROUGHPUT_SECONDS  iperf3 seconds per run (default 5, plus 1 s omitted)
-#   KOVS_BENCH_THROUGHPUT_REPEATS  rounds of the three arms (default 5; 9 with KOVS_PROFILE=full)
+#   KOVS_BENCH_THROUGHPUT_REPEATS  rounds of the three arms (default 3, CI's profile; 9 with KOVS_PROFILE=full)
 #   KOVS_BENCH_POLICY_CHANGES      (default 20)
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=../../cluster/lib/kube-api.sh
 source "$root/tests/cluster/lib/kube-api.sh"
 
-KOVS_BENCH_THROUGHPUT_REPEATS=${KOVS_BENCH_THROUGHPUT_REPEATS:-$([ "${KOVS_PROFILE:-ci}" = full ] && echo 9 || echo 5)}
+KOVS_BENCH_THROUGHPUT_REPEATS=${KOVS_BENCH_THROUGHPUT_REPEATS:-$([ "${KOVS_PROFILE:-ci}" = full ] && echo 9 || echo 3)}
 throughput_knobs
 changes=${KOVS_BENCH_POLICY_CHANGES:-20}
 [[ $changes =~ ^[1-9][0-9]*$ ]] || die "KOVS_BENCH_POLICY_CHANGES: expected a positive number, got '$changes'"
