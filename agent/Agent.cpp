@@ -171,6 +171,10 @@ void Agent::startPeers() {
         policy_ = std::make_unique<policy::PolicySource>(loop_, kubeCredentials(config_), config_.node.name);
         jobs_.push_back(policy_.get());
         policy_->start([this](const policy::CompiledPolicy& p) { flows_->setPolicy(p); });
+        policyLog_ = std::make_unique<flows::PolicyLogger>(loop_, flows::PolicyLogFlows::of(*flows_), policyLogOptions(config_),
+                                                           [this](const IpPrefix& a) { return policy_->podAt(a); });
+        jobs_.push_back(policyLog_.get());
+        policyLog_->start();
     }
     peerSource_ = makePeerSource(loop_, config_);
     if (peerSource_) {
@@ -185,7 +189,7 @@ void Agent::startServers() {
     jobs_.push_back(&cni_);
     statusServer_ = std::make_unique<StatusServer>(loop_, config_.statusSocket,
                                                    controlCommands({[this] { return status(); }, cni_, flows_.get(), policy_.get(), flows_ ? unixctl_.get() : nullptr,
-                                                                    config_.node.name}));
+                                                                    config_.node.name, policyLog_.get()}));
     healthServer_ = std::make_unique<HealthServer>(loop_, config_.metricsAddress,
                                                    HealthHandlers{[this] { return readiness(); }, [this] { return metrics(); }});
 }

@@ -25,6 +25,7 @@
 #include "bridge/BridgeReconciler.hpp"
 #include "egress/EgressReconciler.hpp"
 #include "flows/FlowReconciler.hpp"
+#include "flows/PolicyLogger.hpp"
 #include "gateway/GatewayGuard.hpp"
 #include "gateway/NetworkdDropinGuard.hpp"
 #include "offload/OffloadGuard.hpp"
@@ -87,6 +88,7 @@ private:
     std::unique_ptr<tunnel::TunnelReconciler> tunnel_;
     std::unique_ptr<policy::PolicySource> policy_;
     std::unique_ptr<flows::FlowReconciler> flows_;
+    std::unique_ptr<flows::PolicyLogger> policyLog_;
     std::unique_ptr<egress::EgressReconciler> egress_;
     std::unique_ptr<daemons::SocketBufferSizer> socketBuffers_;
     std::unique_ptr<PeerFanout> peers_;

@@ -316,6 +316,8 @@ Config parseConfig(const std::string& text) {
     auto policy = top.sub("networkPolicy");
     c.networkPolicy.configured = policy.has("enforce");
     policy.flag("enforce", c.networkPolicy.enforce);
+    if (policy.has("logRate")) c.networkPolicy.logRate = static_cast<int>(policy.integer("logRate", 1, 100000));
+    if (policy.has("logEntries")) c.networkPolicy.logEntries = static_cast<int>(policy.integer("logEntries", 1, 100000));
     policy.rejectUnknown();
     if (c.networkPolicy.configured && c.networkPolicy.enforce) {
         if (c.mode == Config::Mode::Companion)

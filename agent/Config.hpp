@@ -94,6 +94,11 @@ struct Config {
         // Kubernetes API, which the policies, pods and namespaces come from too.
         bool enforce = true;
         bool configured = false;  // the file set `enforce`
+        // Policy logging (docs/policy.md): packets of logged decisions a
+        // second that reach the agent (br-int's meter), entries kept for
+        // `kovsctl policy log`.
+        int logRate = 100;
+        int logEntries = 1000;
     } networkPolicy;
 
     struct Peers {

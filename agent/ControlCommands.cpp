@@ -59,7 +59,18 @@ StatusServer::Handler controlCommands(ControlTargets t) {
             return reply(withCounts(t.policy->explain(pod), t.flows));
         }
         if (cmd == "trace") return traceCommand({t.flows, t.policy, t.vswitchd, t.node}, req, reply);
-        throw Error("unknown command '" + cmd + "' (known: status, cni-report, port-ready, policy, trace)");
+        if (cmd == "policy-log") {
+            if (!t.policyLog)
+                throw Error("NetworkPolicy is not enforced on this node, so nothing is logged (docs/policy.md, Policy logging)");
+            const auto after = req.value("after", nlohmann::json(0));
+            const auto limit = req.value("limit", nlohmann::json(1000));
+            if (!after.is_number_integer() || (!after.is_number_unsigned() && after.get<int64_t>() < 0))
+                throw Error("policy-log: 'after' must be a sequence number (0 or more)");
+            if (!limit.is_number_integer() || limit.get<int64_t>() < 1 || limit.get<int64_t>() > 100000)
+                throw Error("policy-log: 'limit' must be 1-100000");
+            return reply(t.policyLog->entries(after.get<uint64_t>(), static_cast<size_t>(limit.get<int64_t>())));
+        }
+        throw Error("unknown command '" + cmd + "' (known: status, cni-report, port-ready, policy, trace, policy-log)");
     };
 }
 

@@ -7,6 +7,8 @@
 //                                            -> {"ready": true|false, "why": "..."}
 //   {"command": "policy", "pod": "ns/name"}  -> PolicySource::explain
 //   {"command": "trace", "from": ..., "to": ...} -> agent/TraceCommand
+//   {"command": "policy-log", "after": SEQ, "limit": N}
+//                                            -> {"entries": [...], "last": SEQ, "first": SEQ}
 // kovs-cni's ADD asks port-ready before it returns, so that a pod's first
 // packets find their flows.
 #include <nlohmann/json.hpp>
@@ -17,6 +19,7 @@
 #include "agent/StatusServer.hpp"
 #include "agent/TraceCommand.hpp"
 #include "flows/FlowReconciler.hpp"
+#include "flows/PolicyLogger.hpp"
 #include "policy/PolicySource.hpp"
 
 namespace kovs::agent {
@@ -28,6 +31,7 @@ struct ControlTargets {
     const policy::PolicySource* policy = nullptr;  // null where NetworkPolicy is not enforced
     ovs::UnixctlClient* vswitchd = nullptr;        // null without a flow table
     std::string node;                              // this node's name
+    const flows::PolicyLogger* policyLog = nullptr;  // null where NetworkPolicy is not enforced
 };
 
 StatusServer::Handler controlCommands(ControlTargets targets);

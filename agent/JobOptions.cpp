@@ -129,6 +129,14 @@ flows::FlowReconcilerOptions flowOptions(const Config& c) {
     return o;
 }
 
+flows::PolicyLoggerOptions policyLogOptions(const Config& c) {
+    flows::PolicyLoggerOptions o;
+    o.socketPath = c.ovs.rundir + "/" + c.bridge.integration + ".mgmt";
+    o.ratePktps = static_cast<uint32_t>(c.networkPolicy.logRate);
+    o.entries = static_cast<size_t>(c.networkPolicy.logEntries);
+    return o;
+}
+
 peers::PeerFilterOptions peerFilterOptions(const Config& c) {
     peers::PeerFilterOptions o;
     o.self = c.node.name;

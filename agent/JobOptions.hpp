@@ -8,6 +8,7 @@
 #include "bridge/BridgePlanner.hpp"
 #include "egress/EgressReconciler.hpp"
 #include "flows/FlowReconciler.hpp"
+#include "flows/PolicyLogger.hpp"
 #include "gateway/GatewayGuard.hpp"
 #include "daemons/OvsSupervisor.hpp"
 #include "ovs/OvsdbClient.hpp"
@@ -41,6 +42,7 @@ std::vector<RouteInfo> gatewayRoutes(const Config& c, const peers::PeerSet* peer
 bool tunnelJobWanted(const Config& c);
 tunnel::TunnelReconcilerOptions tunnelOptions(const Config& c);
 flows::FlowReconcilerOptions flowOptions(const Config& c);
+flows::PolicyLoggerOptions policyLogOptions(const Config& c);
 peers::PeerFilterOptions peerFilterOptions(const Config& c);
 egress::EgressOptions egressOptions(const Config& c);
 // Where this node's underlay addresses live: the uplink interface, and br-phy

@@ -10,6 +10,7 @@
 
 #include "agent/Config.hpp"
 #include "ctl/Doctor.hpp"
+#include "ctl/PolicyLogCommand.hpp"
 #include "ctl/Probe.hpp"
 #include "base/UnixJsonRequest.hpp"
 #include "base/Log.hpp"
@@ -241,9 +242,14 @@ int main(int argc, char** argv) {
     status->add_flag("--json", json, "print the raw JSON");
     auto* policy = app.add_subcommand("policy", "the NetworkPolicies that select a pod, per direction, and the rules realized for it");
     std::string podKey;
-    policy->add_option("pod", podKey, "NAMESPACE/NAME")->required();
+    policy->add_option("pod", podKey, "NAMESPACE/NAME");
     policy->add_option("--socket", socket, "agent status socket (default: statusSocket from the config)");
     policy->add_flag("--json", json, "print the raw JSON");
+    auto* policyLog = policy->add_subcommand("log", "the connections logged policies (kovs.dev/log) decided on this node");
+    bool follow = false;
+    policyLog->add_flag("-f,--follow", follow, "keep printing new entries until Ctrl-C");
+    policyLog->add_option("--socket", socket, "agent status socket (default: statusSocket from the config)");
+    policyLog->add_flag("--json", json, "one JSON object a line");
     auto* trace = app.add_subcommand("trace", "what br-int does with one packet, table by table, and why (exit 1: dropped)");
     std::string traceFrom, traceTo, tracePort = "80/TCP";
     bool ipv4 = false, ipv6 = false, ofproto = false;
@@ -298,7 +304,9 @@ int main(int argc, char** argv) {
             else printStatus(s);
             return 0;
         }
+        if (*policyLog) return kovs::ctl::policyLog(socket.empty() ? config.statusSocket : socket, follow, json);
         if (*policy) {
+            if (podKey.empty()) throw std::runtime_error("policy: give a pod (NAMESPACE/NAME), or log");
             auto p = kovs::unixJsonRequest(socket.empty() ? config.statusSocket : socket, {{"command", "policy"}, {"pod", podKey}});
             if (json) std::cout << p.dump(2) << "\n";
             else printPolicy(p);

@@ -87,7 +87,20 @@ void FlowReconciler::start() {
 }
 
 FlowInputs FlowReconciler::currentInputs() const {
-    return flowInputs(opts_, replica_, peers_, policy_ ? &*policy_ : nullptr);
+    auto in = flowInputs(opts_, replica_, peers_, policy_ ? &*policy_ : nullptr);
+    in.policyLogging = logging_;
+    return in;
+}
+
+void FlowReconciler::setPolicyLogging(PolicyLogging logging) {
+    if (logging == logging_) return;
+    // Another generation is another OpenFlow connection, maybe to a
+    // vswitchd that restarted with no table: the logging flows' difference
+    // alone installed there would leave it holding just them (and the
+    // read-back after it would take that for the table installed).
+    if (logging.generation != logging_.generation) replaceWhole_ = true;
+    logging_ = logging;
+    inputChanged();
 }
 
 void FlowReconciler::inputChanged() {
@@ -119,6 +132,21 @@ void FlowReconciler::pass(bool full, Done done) {
     in.holders = holders_;
     auto rendered = FlowTable::render(in);
     holders_ = std::move(rendered.holders);
+    if (in.policyLogging.on()) {
+        std::vector<std::pair<IpPrefix, int>> podPorts;
+        for (const auto& pod : in.pods) {
+            for (const auto& a : pod.addresses) {
+                try {
+                    podPorts.emplace_back(IpPrefix::parse(a).host(), pod.ofport);
+                } catch (const Error&) {
+                    // A bad address: the render left that pod out and said so.
+                }
+            }
+        }
+        decisions_ = std::make_shared<const std::map<uint64_t, LoggedDecision>>(flows::loggedDecisions(in.policy, podPorts));
+    } else if (!decisions_->empty()) {
+        decisions_ = std::make_shared<const std::map<uint64_t, LoggedDecision>>();
+    }
     if (installed_ && *installed_ == rendered.flows) {
         desired_ = installed_;
     } else {
@@ -158,7 +186,8 @@ void FlowReconciler::pass(bool full, Done done) {
 void FlowReconciler::install(Done done) {
     auto table = desired_;
     auto ports = desiredPorts_;
-    auto mods = installed_ ? flowModsBetween(*installed_, *table) : std::nullopt;
+    auto mods = installed_ && !replaceWhole_ ? flowModsBetween(*installed_, *table) : std::nullopt;
+    replaceWhole_ = false;
     auto installedThen = [this, table, ports, done](const std::string& error) {
         if (!error.empty()) return done(failed(error));
         installed_ = table;

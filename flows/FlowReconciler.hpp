@@ -73,6 +73,11 @@ public:
     void setPeers(std::vector<FlowPeer> peers);
     // What NetworkPolicy says about this node's pods (policy/PolicySource).
     void setPolicy(policy::CompiledPolicy policy);
+    // Policy logging's meter and its generation (flows/PolicyLog.hpp); off
+    // (meterId 0) while the meter is not known to be on the bridge.
+    void setPolicyLogging(PolicyLogging logging);
+    // What each logging flow of the table rendered last decides, by cookie.
+    std::shared_ptr<const std::map<uint64_t, LoggedDecision>> loggedDecisions() const { return decisions_; }
     // The replica changed.
     void onDatabaseChange();
     // Read the table back soon (coalesced): vswitchd restarted, or may have.
@@ -127,6 +132,9 @@ private:
     std::vector<FlowPeer> peers_;
     bool peersKnown_ = false;
     std::optional<policy::CompiledPolicy> policy_;
+    PolicyLogging logging_;
+    bool replaceWhole_ = false;  // the next install is whole (setPolicyLogging says why)
+    std::shared_ptr<const std::map<uint64_t, LoggedDecision>> decisions_ = std::make_shared<const std::map<uint64_t, LoggedDecision>>();
     std::map<std::string, std::string> holders_;  // the last render's, for the next (FlowInputs::holders)
     bool starting_ = false;
 

@@ -172,7 +172,7 @@ void conntrack(Flows& f, const Plan& p, bool serviceReplyPath, bool policy) {
 
 // Tables 21 to 28.
 void policyStage(Flows& f, const Plan& p, const FlowInputs& in) {
-    PolicyStageInputs stage{p.gw, {}, in.serviceCIDRs, {}, in.adminSetBits};
+    PolicyStageInputs stage{p.gw, {}, in.serviceCIDRs, {}, in.adminSetBits, in.policyLogging};
     for (const auto& g : p.gateways) stage.nodeAddresses.push_back(g.host());
     for (const auto& a : in.nodeAddresses) appendUnique(stage.nodeAddresses, a.host());
     for (const auto& pod : p.pods) {

@@ -51,6 +51,7 @@
 #include "base/IpPrefix.hpp"
 #include "flows/Flow.hpp"
 #include "flows/FlowDump.hpp"
+#include "flows/PolicyLog.hpp"
 #include "flows/PolicyStage.hpp"
 #include "policy/PolicyCompiler.hpp"
 
@@ -101,6 +102,7 @@ struct FlowInputs {
     bool serviceReplyPath = true;
     // NetworkPolicy for this node's pods; no stage while it is inactive.
     policy::CompiledPolicy policy;
+    PolicyLogging policyLogging;  // controller actions of the logged policies' flows (flows/PolicyLog.hpp)
     std::vector<IpPrefix> nodeAddresses;  // the node's own besides gw0's: allowed into its pods like gw0's
     std::vector<IpPrefix> serviceCIDRs;   // egress to them is judged after the kernel's DNAT
     int adminSetBits = PolicyStageInputs::kAdminSetBits;  // PolicyStageInputs::adminSetBits

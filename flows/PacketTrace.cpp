@@ -1,5 +1,7 @@
 #include "flows/PacketTrace.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <regex>
@@ -169,7 +171,11 @@ TraceExplained explainTrace(const std::string& text, const FlowInputs& in) {
     }
     if (out.steps.empty()) throw Error("not an ofproto/trace output: no table in it");
     const auto& last = out.steps.back();
-    const bool lastDrops = !last.actions.empty() && last.actions.back() == "drop";
+    // A logged drop's flow has the controller action alone (flows/PolicyLog.hpp).
+    const bool logOnly = !last.actions.empty() && std::all_of(last.actions.begin(), last.actions.end(), [](const std::string& a) {
+        return a.rfind("controller(", 0) == 0 || a.rfind("CONTROLLER", 0) == 0;
+    });
+    const bool lastDrops = !last.actions.empty() && (last.actions.back() == "drop" || logOnly);
     if (lastDrops || datapathActions == "drop") {
         out.dropped = true;
         out.verdict = !last.meaning.empty() ? last.meaning

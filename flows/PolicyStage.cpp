@@ -155,10 +155,17 @@ std::vector<Flow> renderPolicyStage(const policy::CompiledPolicy& policy, const 
     for (const auto& a : in.nodeAddresses)
         add(Table::AdminIngress, kFirst, fmt::format("in_port={},{}", in.gatewayOfport, addressMatch(a.host(), true)), done);
 
+    // A logged decision sends the packet to the agent too (metered), then
+    // goes on as it would: "controller(...),goto_table:29", or alone for a drop.
+    auto logged = [&](bool log, const std::string& actions) {
+        if (!log || !in.logging.on()) return actions;
+        return actions == "drop" ? controllerAction(in.logging) : controllerAction(in.logging) + "," + actions;
+    };
+
     Clauses clauses;
     for (const CompiledRule& r : policy.rules) {
         const Table table = r.ingress ? Table::IngressPolicy : Table::EgressPolicy;
-        const auto allow = r.ingress ? done : egressDone;
+        const auto allow = logged(r.log, r.ingress ? done : egressDone);
         const uint64_t cookie = kCookiePolicyRule + r.id;
         const int n = 1 + !r.anyPeer + !r.anyPort;
         if (n == 1) {  // every peer, every port: the pods alone decide
@@ -199,7 +206,7 @@ std::vector<Flow> renderPolicyStage(const policy::CompiledPolicy& policy, const 
         const auto action = r.action == policy::AdminAction::Deny ? std::string("drop")
                             : r.action == policy::AdminAction::Allow ? (r.ingress ? done : egressDone)
                                                                      : gotoTable(r.ingress ? Table::IngressPolicy : Table::EgressPolicy);
-        add(table, priority, fmt::format("conj_id={}", r.id), action, kCookiePolicyRule + r.id);
+        add(table, priority, fmt::format("conj_id={}", r.id), logged(r.log, action), kCookiePolicyRule + r.id);
     }
     for (auto& [key, actions] : clauses.actions) add(std::get<0>(key), std::get<1>(key), std::get<2>(key), join(actions, ","));
     std::map<std::string, int> ports;
@@ -209,9 +216,9 @@ std::vector<Flow> renderPolicyStage(const policy::CompiledPolicy& policy, const 
         return it == ports.end() ? 0 : it->second;
     };
     for (const auto& i : policy.isolatedEgress)
-        add(Table::EgressPolicy, 100, addressMatch(i.address, true), "drop", policyDropCookie(false, portOf(i.address)));
+        add(Table::EgressPolicy, 100, addressMatch(i.address, true), logged(i.log, "drop"), policyDropCookie(false, portOf(i.address)));
     for (const auto& i : policy.isolatedIngress)
-        add(Table::IngressPolicy, 100, addressMatch(i.address, false), "drop", policyDropCookie(true, portOf(i.address)));
+        add(Table::IngressPolicy, 100, addressMatch(i.address, false), logged(i.log, "drop"), policyDropCookie(true, portOf(i.address)));
     // What no rule of a tier decided goes on to the next tier.
     add(Table::AdminEgress, 0, "", gotoTable(Table::EgressPolicy));
     add(Table::EgressPolicy, 0, "", gotoTable(Table::BaselineEgress));

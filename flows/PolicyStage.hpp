@@ -41,6 +41,7 @@
 
 #include "base/IpPrefix.hpp"
 #include "flows/Flow.hpp"
+#include "flows/PolicyLog.hpp"
 #include "policy/PolicyCompiler.hpp"
 
 namespace kovs::flows {
@@ -57,6 +58,8 @@ struct PolicyStageInputs {
     // All that fit; tests take fewer, to hold the fallback to the same truth.
     int adminSetBits = kAdminSetBits;
     static constexpr int kAdminSetBits = 32 * kSetRegisters;
+    // Policy logging (flows/PolicyLog.hpp): 0 renders no controller action.
+    PolicyLogging logging;
 };
 
 // The flows of the eight policy tables, unsorted: "priority=200,ip,

@@ -139,6 +139,7 @@ AdminPolicy decode(const json& object, bool baseline) {
     p.name = nameOf(object, kind, false).second;
     const std::string what = std::string(kind) + " " + p.name;
     if (baseline && p.name != "default") throw Error(what + ": the only BaselineAdminNetworkPolicy the API allows is named \"default\"");
+    p.log = decodeLogMode(object, what, p.warnings);
     const auto& spec = objectMember(object, "spec", what);
     if (!baseline) {
         auto it = spec.find("priority");
@@ -185,7 +186,7 @@ PolicyNode decodePolicyNode(const json& object) {
 }
 
 const std::vector<std::string>& adminPolicyFields() {
-    static const std::vector<std::string> k{"spec.*"};
+    static const std::vector<std::string> k{"spec.*", "annotations", kLogAnnotation};
     return k;
 }
 

@@ -71,6 +71,7 @@ struct AdminPolicy {
     int priority = 0;
     NamespacedPods subject;
     std::vector<AdminRule> ingress, egress;  // in the order written: the first that matches decides
+    LogMode log = LogMode::None;             // kovs.dev/log
     std::vector<std::string> warnings;       // rules left out, and why
     bool operator==(const AdminPolicy&) const = default;
 };

@@ -27,7 +27,8 @@ void mergeIsolations(std::vector<Isolation>& v) {
     });
     std::vector<Isolation> merged;
     for (auto& i : v) {
-        if (merged.empty() || merged.back().address != i.address) merged.push_back({i.address, {}});
+        if (merged.empty() || merged.back().address != i.address) merged.push_back({i.address, {}, false});
+        merged.back().log = merged.back().log || i.log;
         auto& policies = merged.back().policies;
         if (policies.empty() || policies.back() != i.policies.front()) policies.push_back(i.policies.front());
     }
@@ -141,7 +142,8 @@ struct Compiler {
         if (appliedTo.empty() || (!anyPeer && peers.empty()) || (!r.anyPort && ports.empty())) return;  // allows nothing here
         sortUnique(appliedTo);
         sortUnique(peers);
-        out.rules.push_back({0, ingress, np.key(), index, std::move(appliedTo), anyPeer, std::move(peers), r.anyPort, std::move(ports)});
+        out.rules.push_back({0, ingress, np.key(), index, std::move(appliedTo), anyPeer, std::move(peers), r.anyPort, std::move(ports),
+                             logs(np.log, true)});
     }
 
     void ingressRule(const NetworkPolicy& np, int index, const PolicyRule& r, const std::vector<const PolicyPod*>& selected) {
@@ -223,9 +225,10 @@ struct Compiler {
                 ++out.adminLeftOut;
                 return;
             }
+            const bool log = r.action != AdminAction::Pass && logs(p.log, r.action == AdminAction::Allow);
             const int subjects = addressSet(!ingress, std::move(applied)), peerSet = addressSet(ingress, std::move(peers));
             out.admin.push_back({adminRuleId(tier, ingress, precedence, group++), tier, ingress, r.action, precedence, p.name, r.name,
-                                 subjects, peerSet, r.ports.empty(), std::move(ports)});
+                                 subjects, peerSet, r.ports.empty(), std::move(ports), log});
         };
         const bool named = std::any_of(r.ports.begin(), r.ports.end(), [](const AdminPort& x) { return !x.named.empty(); });
         const auto peers = peersOf(t, r, named && !ingress);
@@ -296,8 +299,8 @@ CompiledPolicy compilePolicy(const ClusterView& cluster, const std::string& node
         if (selected.empty()) continue;
         for (const auto* pod : selected) {
             for (const auto& ip : pod->ips) {
-                if (np.ingress) k.out.isolatedIngress.push_back({ip, {np.key()}});
-                if (np.egress) k.out.isolatedEgress.push_back({ip, {np.key()}});
+                if (np.ingress) k.out.isolatedIngress.push_back({ip, {np.key()}, logs(np.log, false)});
+                if (np.egress) k.out.isolatedEgress.push_back({ip, {np.key()}, logs(np.log, false)});
             }
         }
         if (np.ingress) {

@@ -35,6 +35,7 @@ struct CompiledRule {
     std::vector<IpPrefix> peers;      // else these (ipBlock excepts carved out)
     bool anyPort = false;             // every protocol and port
     std::vector<PortMatch> ports;     // else these
+    bool log = false;                 // the connections it allows are logged (kovs.dev/log allow or all)
     bool operator==(const CompiledRule&) const = default;
 };
 
@@ -43,6 +44,7 @@ struct CompiledRule {
 struct Isolation {
     IpPrefix address;                   // a host prefix
     std::vector<std::string> policies;  // "ns/name", sorted
+    bool log = false;                   // one of them logs what is dropped here (kovs.dev/log deny or all)
     bool operator==(const Isolation&) const = default;
 };
 
@@ -78,6 +80,7 @@ struct AdminCompiledRule {
     int peers = 0;             // the peers' (never empty: an admin rule names its peers), the same
     bool anyPort = true;
     std::vector<PortMatch> ports;
+    bool log = false;  // what it allows or denies is logged (kovs.dev/log; a Pass decides nothing)
     bool operator==(const AdminCompiledRule&) const = default;
 };
 

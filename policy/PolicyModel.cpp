@@ -122,10 +122,37 @@ const char* protocolName(Protocol p) {
     return "?";
 }
 
+const char* logModeName(LogMode mode) {
+    switch (mode) {
+        case LogMode::None: return "none";
+        case LogMode::Deny: return "deny";
+        case LogMode::Allow: return "allow";
+        case LogMode::All: return "all";
+    }
+    return "?";
+}
+
+LogMode decodeLogMode(const json& object, const std::string& what, std::vector<std::string>& warnings) {
+    auto meta = object.find("metadata");
+    if (meta == object.end() || !meta->is_object()) return LogMode::None;
+    auto annotations = meta->find("annotations");
+    if (annotations == meta->end() || !annotations->is_object()) return LogMode::None;
+    auto it = annotations->find(kLogAnnotation);
+    if (it == annotations->end()) return LogMode::None;
+    const std::string value = it->is_string() ? it->get<std::string>() : it->dump();
+    for (auto mode : {LogMode::None, LogMode::Deny, LogMode::Allow, LogMode::All}) {
+        if (value == logModeName(mode)) return mode;
+    }
+    warnings.push_back(what + ": annotation " + kLogAnnotation + ": '" + value.substr(0, 64) +
+                       "' is not deny, allow, all or none: nothing of it is logged (enforced as written)");
+    return LogMode::None;
+}
+
 NetworkPolicy decodeNetworkPolicy(const json& object) {
     NetworkPolicy np;
     std::tie(np.namespaceName, np.name) = nameOf(object, "NetworkPolicy", true);
     const std::string what = "NetworkPolicy " + np.key();
+    np.log = decodeLogMode(object, what, np.warnings);
     try {
         const auto& spec = objectMember(object, "spec", what);
         np.podSelector = LabelSelector::decode(spec.contains("podSelector") ? spec["podSelector"] : json(), what + ".spec.podSelector");
@@ -148,6 +175,7 @@ NetworkPolicy decodeNetworkPolicy(const json& object) {
         isolating.namespaceName = np.namespaceName;
         isolating.name = np.name;
         isolating.ingress = isolating.egress = true;
+        isolating.log = np.log;
         isolating.warnings = np.warnings;
         isolating.warnings.push_back(std::string(e.what()) + ": the policy isolates every pod of its namespace and allows nothing");
         return isolating;
@@ -205,8 +233,9 @@ PolicyNamespace decodeNamespace(const json& object) {
 
 const std::vector<std::string>& networkPolicyFields() {
     // All of spec: a member this version does not know must reach the
-    // decoder, which then allows less, never more.
-    static const std::vector<std::string> k{"spec.*"};
+    // decoder, which then allows less, never more. Of the annotations only
+    // kovs's own (kubectl's last-applied-configuration can be large).
+    static const std::vector<std::string> k{"spec.*", "annotations", kLogAnnotation};
     return k;
 }
 

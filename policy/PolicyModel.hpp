@@ -26,6 +26,22 @@ namespace kovs::policy {
 enum class Protocol { TCP, UDP, SCTP };
 const char* protocolName(Protocol p);
 
+// The annotation kovs.dev/log on a NetworkPolicy, AdminNetworkPolicy or
+// BaselineAdminNetworkPolicy: which of the new connections its rules decide
+// are logged (docs/policy.md, "Policy logging"). "deny", "allow" or "all";
+// any other value is a warning of the policy and logs nothing, it never
+// changes what the policy enforces.
+enum class LogMode : uint8_t { None, Deny, Allow, All };
+inline constexpr const char* kLogAnnotation = "kovs.dev/log";
+// Whether `mode` logs a decision that allowed (or denied) a connection.
+inline bool logs(LogMode mode, bool allowed) {
+    return mode == LogMode::All || (allowed ? mode == LogMode::Allow : mode == LogMode::Deny);
+}
+const char* logModeName(LogMode mode);  // "none", "deny", "allow", "all"
+// The annotation of `object` (a decoded API object); an unknown value or
+// type is named in `warnings` ("<what>: ...") and gives LogMode::None.
+LogMode decodeLogMode(const nlohmann::json& object, const std::string& what, std::vector<std::string>& warnings);
+
 struct ContainerPort {
     std::string name;
     Protocol protocol = Protocol::TCP;
@@ -86,6 +102,7 @@ struct NetworkPolicy {
     LabelSelector podSelector;
     bool ingress = false, egress = false;  // policyTypes, defaults applied
     std::vector<PolicyRule> ingressRules, egressRules;
+    LogMode log = LogMode::None;        // kovs.dev/log
     std::vector<std::string> warnings;  // what was left out, and why
     bool operator==(const NetworkPolicy&) const = default;
     std::string key() const { return namespaceName + "/" + name; }

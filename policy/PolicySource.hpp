@@ -52,6 +52,18 @@ public:
         return it == pods_.snapshot().items.end() ? nullptr : &it->second;
     }
 
+    // "namespace/name" of the pod (not hostNetwork) with this address (a
+    // host prefix), or "": the policy log's entries name their pods.
+    std::string podAt(const IpPrefix& address) const {
+        for (const auto& [key, pod] : pods_.snapshot().items) {
+            if (pod.hostNetwork) continue;
+            for (const auto& ip : pod.ips) {
+                if (ip == address) return key;
+            }
+        }
+        return "";
+    }
+
     std::string name() const override { return "networkPolicy"; }
     void status(nlohmann::json& out) const override;
     void metrics(MetricsText& out) const override;

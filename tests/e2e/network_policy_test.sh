@@ -543,6 +543,29 @@ run_admin_cases() {
 }
 run_admin_cases
 
+# Policy logging (kovs.dev/log: all): on x/a's node, the connection z/a made
+# (allowed by the policy's rule) and the one y/a tried (dropped: x/a is
+# isolated) each appear in `kovsctl policy log`, with the policy that decided.
+log_case() {
+    local xn xp yn yp zn zp log
+    read -r xn xp <<<"${at[x/a]}"; read -r yn yp <<<"${at[y/a]}"; read -r zn zp <<<"${at[z/a]}"
+    policies_replace "x/a takes z only, logged" \
+        '{"metadata":{"name":"logged","namespace":"x","annotations":{"kovs.dev/log":"all"}},"spec":{"podSelector":{"matchLabels":{"pod":"a"}},
+          "ingress":[{"from":[{"namespaceSelector":{"matchLabels":{"ns":"z"}}}]}]}}'
+    [ "$(probe "$zn" "$zp" "$(ip_of x/a)" TCP 80)" = allow ] || fail "z/a -> x/a TCP/80 got no answer; the logged policy allows it"
+    [ "$(probe "$yn" "$yp" "$(ip_of x/a)" TCP 80)" = deny ] || fail "y/a -> x/a TCP/80 was answered; the logged policy isolates x/a"
+    logged() {
+        log=$(kovsctl "$xn" policy log --json)
+        jq -se --arg z "$(ip_of z/a):" --arg y "$(ip_of y/a):" '
+            any(.[]; .verdict == "allow" and (.source | startswith($z)) and .destinationPod == "x/a" and .policy == "x/logged" and .rule == "0") and
+            any(.[]; .verdict == "deny" and (.source | startswith($y)) and .destinationPod == "x/a" and .policy == "x/logged")' <<<"$log" >/dev/null
+    }
+    wait_for "node $xn's policy log to show both connections" 10 logged ||
+        { echo "$log"; fail "kovsctl policy log on node $xn lacks z/a's allowed or y/a's denied connection"; }
+    pass "policy logging: kovsctl policy log on node $xn shows z/a's connection allowed by x/logged rule 0 and y/a's denied (isolated by x/logged)"
+}
+log_case
+
 # SCTP: the kernel here has no SCTP sockets, so crafted INIT chunks (scapy)
 # from y/a and z/a to x/a:81, where only namespace y may send SCTP 81. x/a
 # must see y/a's and not z/a's, and the rule's conjunction counts them.

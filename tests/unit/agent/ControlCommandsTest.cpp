@@ -74,3 +74,21 @@ TEST(ControlCommands, RejectsMalformedRequestsNamingTheField) {
     EXPECT_NE(errorOf(h, {{"command", "port-ready"}, {"port", "kovs1"}, {"timeoutMs", -1}}).find("'timeoutMs'"), std::string::npos);
     EXPECT_EQ(cni.total(), 0u);
 }
+
+TEST(ControlCommands, PolicyLogNeedsTheLoggerAndASequenceNumber) {
+    CniStats cni;
+    auto none = controlCommands({[] { return json::object(); }, cni});
+    EXPECT_NE(errorOf(none, {{"command", "policy-log"}}).find("NetworkPolicy is not enforced on this node"), std::string::npos);
+    kovs::EventLoop loop;
+    kovs::flows::PolicyLogger logger(loop, {[] { return std::make_shared<const std::map<uint64_t, kovs::flows::LoggedDecision>>(); },
+                                            [](const kovs::flows::PolicyLogging&) {}},
+                                     {.socketPath = "/nonexistent"}, nullptr);
+    auto h = controlCommands({[] { return json::object(); }, cni, nullptr, nullptr, nullptr, "n1", &logger});
+    auto a = ask(h, {{"command", "policy-log"}, {"after", 0}});
+    ASSERT_TRUE(a.has_value());
+    EXPECT_EQ((*a)["entries"], json::array());
+    EXPECT_EQ((*a)["last"], 0);
+    EXPECT_NE(errorOf(h, {{"command", "policy-log"}, {"after", -1}}).find("'after' must be a sequence number"), std::string::npos);
+    EXPECT_NE(errorOf(h, {{"command", "policy-log"}, {"after", "x"}}).find("'after' must be a sequence number"), std::string::npos);
+    EXPECT_NE(errorOf(h, {{"command", "policy-log"}, {"limit", 0}}).find("'limit' must be 1-100000"), std::string::npos);
+}
