@@ -515,9 +515,19 @@ admin_delete_all() {
     done
 }
 run_admin_cases() {
-    local c cases p n_np n_anp banp
+    local c cases p n_np n_anp banp i
     mapfile -t cases < <("$KOVS_BUILD/tests/policy_truth" cases admin)
     [ "${#cases[@]}" -gt 1 ] || fail "policy_truth cases admin gave no case"
+    # CI's profile takes every other case (a case is about 50 s here; the
+    # network-policy scenario runs alone): integration_policy_flows holds all
+    # of them to real vswitchd tables, and KOVS_PROFILE=full runs all here.
+    if [ "${KOVS_PROFILE:-ci}" != full ]; then
+        local -a every=()
+        for i in "${!cases[@]}"; do
+            if (( i % 2 == 0 )); then every+=("${cases[i]}"); fi
+        done
+        cases=("${every[@]}")
+    fi
     apply_case() {
         np_delete_all; admin_delete_all
         jq -c '.policies[]' <<<"$1" | while read -r p; do np_create "$(jq -r .metadata.namespace <<<"$p")" "$p"; done
