@@ -1066,8 +1066,9 @@ TEST_F(KovsKindWithFakeTools, UninstallKeepsTheAdminNetworkPolicyCrdsAndSaysHowT
     ASSERT_EQ(with.exitCode, 0) << with.out << with.err;
     EXPECT_NE(with.out.find(note), std::string::npos) << with.out;
     for (const auto& c : calls()) {
-        if (c.find(" crd ") != std::string::npos)
+        if (c.find(" crd ") != std::string::npos) {
             EXPECT_EQ(c.rfind("kubectl --context kind-kovs get crd ", 0), 0u) << "uninstall did more than look at the CRDs: " << c;
+        }
         EXPECT_EQ(c.find("admin-network-policy-crds.yaml"), std::string::npos) << c;
     }
     fs::remove(log_);
